@@ -1,0 +1,30 @@
+# Set-up is part of every target: a fresh machine needs only Python 3.11+ and make.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: example test lint bench clean
+
+$(BIN)/talos-schematic: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+## example: generate Cozystack values for the shipped example cluster (offline)
+example: $(BIN)/talos-schematic
+	$(BIN)/talos-schematic id examples/schematic.yaml
+
+## test: lint, type-check and run the test suite
+test: $(BIN)/talos-schematic
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+## bench: run the benchmarks and print their figures
+bench: $(BIN)/talos-schematic
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Shipped hardware profiles, one machine kind per YAML file (package data of `schematic.profiles`)."""

@@ -1,0 +1,3 @@
+from schematic.cli import main
+
+main()

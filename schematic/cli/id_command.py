@@ -1,0 +1,1 @@
+"""`talos-schematic id`: offline schematic IDs."""
