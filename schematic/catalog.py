@@ -1,0 +1,254 @@
+"""Official system extensions and overlays per Talos release, from packaged data.
+
+The data file (`schematic/data/extensions.json`, built by `scripts/build_catalog.py`) holds the
+known releases in order and, per name, the inclusive ranges of releases that offer it. A patch
+release newer than the newest known patch of a known minor uses that newest patch's catalogue:
+extensions are added in minors, and patch releases have only ever added names, so the newest
+known patch is the best available answer. `resolve_version` tells which release was used.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+
+from schematic.errors import CatalogError
+
+__all__ = [
+    "Overlay",
+    "catalog_source",
+    "check_extensions",
+    "extension_releases",
+    "extensions_for",
+    "normalise_extension_name",
+    "overlay_image",
+    "overlays_for",
+    "resolve_version",
+    "talos_versions",
+]
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(-[0-9A-Za-z.-]+)?$")
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """An official overlay: the `overlay.name` and `overlay.image` a schematic names."""
+
+    name: str
+    image: str
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    source: str
+    snapshot: str
+    versions: tuple[str, ...]
+    extensions: dict[str, frozenset[str]]  # release -> extension names
+    overlays: dict[str, frozenset[str]]  # release -> overlay names
+    overlay_images: dict[str, str]
+    releases_of: dict[str, tuple[str, ...]]  # extension name -> releases offering it
+
+
+def _key(version: str) -> tuple[int, int, int]:
+    major, minor, patch = version.lstrip("v").split(".")
+    return int(major), int(minor), int(patch)
+
+
+@functools.cache
+def _catalog() -> _Catalog:
+    raw = json.loads(
+        resources.files("schematic.data").joinpath("extensions.json").read_text("utf-8")
+    )
+    versions: tuple[str, ...] = tuple(raw["versions"])
+    position = {version: index for index, version in enumerate(versions)}
+
+    def expand(runs: list[list[str]]) -> tuple[str, ...]:
+        return tuple(
+            versions[index]
+            for first, last in runs
+            for index in range(position[first], position[last] + 1)
+        )
+
+    extensions: dict[str, set[str]] = {version: set() for version in versions}
+    releases_of: dict[str, tuple[str, ...]] = {}
+    for name, runs in raw["extensions"].items():
+        releases_of[name] = expand(runs)
+        for version in releases_of[name]:
+            extensions[version].add(name)
+    overlays: dict[str, set[str]] = {version: set() for version in versions}
+    overlay_images: dict[str, str] = {}
+    for name, entry in raw["overlays"].items():
+        overlay_images[name] = entry["image"]
+        for version in expand(entry["versions"]):
+            overlays[version].add(name)
+    return _Catalog(
+        source=raw["source"],
+        snapshot=raw["snapshot"],
+        versions=versions,
+        extensions={version: frozenset(names) for version, names in extensions.items()},
+        overlays={version: frozenset(names) for version, names in overlays.items()},
+        overlay_images=overlay_images,
+        releases_of=releases_of,
+    )
+
+
+def catalog_source() -> str:
+    """Where the packaged catalogue comes from, with its snapshot date."""
+    catalog = _catalog()
+    return f"{catalog.source} (snapshot {catalog.snapshot})"
+
+
+def talos_versions() -> tuple[str, ...]:
+    """Known Talos releases, ascending (``"v1.2.0"`` … ``"v1.14.0"``)."""
+    return _catalog().versions
+
+
+def _closest(major: int, minor: int, patch: int | None) -> list[str]:
+    """Three known releases nearest to the wanted one; in another minor, its newest patches."""
+
+    def distance(version: str) -> tuple[int, int, int]:
+        have = _key(version)
+        same_minor = have[:2] == (major, minor) and patch is not None
+        return (
+            abs(have[0] - major),
+            abs(have[1] - minor),
+            abs(have[2] - patch) if same_minor and patch is not None else -have[2],
+        )
+
+    return sorted(talos_versions(), key=distance)[:3]
+
+
+def resolve_version(talos: str) -> str:
+    """The known release whose catalogue applies to ``talos`` (``v`` prefix optional).
+
+    Returns ``talos`` itself (with a ``v``) when known, or the newest known patch of its minor
+    when ``talos`` is a newer patch; raises CatalogError, naming the closest known releases,
+    otherwise.
+    """
+    catalog = _catalog()
+    text = talos.strip()
+    match = _VERSION.match(text)
+    if match is None:
+        raise CatalogError(
+            f"Talos version {talos!r} is not a release version like v1.13.9; "
+            f"known releases: {catalog.versions[0]} … {catalog.versions[-1]}"
+        )
+    major, minor = int(match[1]), int(match[2])
+    patch = None if match[3] is None else int(match[3])
+    closest = ", ".join(_closest(major, minor, patch))
+    if patch is None:
+        raise CatalogError(
+            f"Talos version {talos!r} needs a patch number; closest known: {closest}"
+        )
+    if match[4]:
+        raise CatalogError(
+            f"Talos version {talos!r} is a pre-release; the catalogue holds releases only "
+            f"({catalog.versions[0]} … {catalog.versions[-1]}); closest known: {closest}"
+        )
+    wanted = (major, minor, patch)
+    version = f"v{major}.{minor}.{patch}"
+    if version in catalog.extensions:
+        return version
+    same_minor = [v for v in catalog.versions if _key(v)[:2] == wanted[:2]]
+    if same_minor and wanted > _key(same_minor[-1]):
+        return same_minor[-1]
+    raise CatalogError(
+        f"Talos version {talos!r} is not in the extension catalogue "
+        f"({catalog.versions[0]} … {catalog.versions[-1]}); "
+        f"closest known: {closest}"
+    )
+
+
+def extensions_for(talos: str) -> frozenset[str]:
+    """Official extension names (``siderolabs/…``) offered for Talos ``talos``."""
+    return _catalog().extensions[resolve_version(talos)]
+
+
+def overlays_for(talos: str) -> frozenset[str]:
+    """Official overlay names (e.g. ``rpi_generic``) offered for Talos ``talos``."""
+    return _catalog().overlays[resolve_version(talos)]
+
+
+def overlay_image(name: str) -> str:
+    """The image of an official overlay (``rpi_generic`` → ``siderolabs/sbc-raspberrypi``)."""
+    try:
+        return _catalog().overlay_images[name]
+    except KeyError:
+        raise CatalogError(f"{name!r} is not an official overlay") from None
+
+
+def extension_releases(name: str) -> tuple[str, ...]:
+    """Known releases offering extension ``name``, ascending; empty when none does."""
+    return _catalog().releases_of.get(name, ())
+
+
+def normalise_extension_name(name: str) -> str:
+    """Add the ``siderolabs/`` style prefix to a bare name when exactly one official name fits.
+
+    ``qemu-guest-agent`` → ``siderolabs/qemu-guest-agent``. Names holding a ``/``, and bare
+    names matching no official name (or more than one), are returned unchanged, so that
+    `check_extensions` reports them. Matching is exact and case-sensitive, as the factory's is.
+    """
+    if "/" in name:
+        return name
+    matches = [full for full in _catalog().releases_of if full.rsplit("/", 1)[1] == name]
+    return matches[0] if len(matches) == 1 else name
+
+
+def _runs(releases: tuple[str, ...]) -> str:
+    """``v1.2.0 … v1.7.7``, with a comma-separated run for each gap."""
+    position = {version: index for index, version in enumerate(talos_versions())}
+    runs: list[list[str]] = []
+    for version in releases:
+        if runs and position[version] == position[runs[-1][-1]] + 1:
+            runs[-1].append(version)
+        else:
+            runs.append([version])
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]} … {run[-1]}" for run in runs)
+
+
+def _hints(name: str, offered: frozenset[str]) -> str:
+    full = normalise_extension_name(name)
+    if full != name and full in offered:
+        return f"write it in full: {full}"
+    hints: list[str] = []
+    elsewhere = extension_releases(full)
+    if elsewhere:
+        hints.append(f"offered by Talos {_runs(elsewhere)}")
+    close = difflib.get_close_matches(full, sorted(offered), n=3)
+    if close:
+        hints.append("did you mean " + ", ".join(close) + "?")
+    return "; ".join(hints) or "not an official extension of any known release"
+
+
+def check_extensions(names: Iterable[str], talos: str, *, where: str = "") -> None:
+    """Raise CatalogError naming every extension in ``names`` that ``talos`` does not offer.
+
+    Each unknown name comes with the releases that do offer it and up to three close valid
+    names; ``where`` (e.g. ``cluster.yaml: pool "gpu": extensions``) prefixes the message.
+    """
+    used = resolve_version(talos)
+    offered = _catalog().extensions[used]
+    unknown = list(dict.fromkeys(name for name in names if name not in offered))
+    if not unknown:
+        return
+    asked = talos.strip()
+    release = (
+        f"Talos {used}"
+        if used.lstrip("v") == asked.lstrip("v")
+        else (f"Talos {asked} (catalogue of {used})")
+    )
+    prefix = f"{where}: " if where else ""
+    if len(unknown) == 1:
+        name = unknown[0]
+        raise CatalogError(
+            f"{prefix}extension {name!r} is not offered by {release}: {_hints(name, offered)}"
+        )
+    lines = [f"{prefix}{len(unknown)} extensions are not offered by {release}:"]
+    lines += [f"  - {name!r}: {_hints(name, offered)}" for name in unknown]
+    raise CatalogError("\n".join(lines))
