@@ -1,0 +1,794 @@
+"""Image Factory HTTP client: the only module of talos-schematic that touches the network.
+
+Which factory: ``--factory URL``, else ``$TALOS_SCHEMATIC_FACTORY``, else the cluster file's
+``talos.imageFactoryURL``, else ``https://factory.talos.dev`` (see :func:`resolve_factory_url`).
+Any self-hosted factory works, also under a path prefix (``https://host/factory``).
+
+Credentials are optional and come only from the environment; they are sent as an
+``Authorization`` header and never printed, logged or written to a cache:
+
+    TALOS_SCHEMATIC_FACTORY_TOKEN   bearer token (wins when both are set)
+    TALOS_SCHEMATIC_FACTORY_AUTH    ``user:password`` for HTTP basic auth
+
+``user:password@`` in the URL is accepted as basic auth too and is stripped from the URL shown
+in messages.
+
+Every request carries ``User-Agent: talos-schematic/<version>``, has connect and read timeouts,
+and is retried with exponential backoff and full jitter on connection errors, timeouts,
+502/503/504 and 429 (honouring ``Retry-After``); other 4xx are final. At most
+``max_in_flight`` requests (default 8) are open at once. Every failure is a
+:class:`~schematic.errors.FactoryError` whose message names the factory URL and the pool or file.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import difflib
+import email.utils
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import tempfile
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, Protocol
+
+import httpx
+import pydantic
+import yaml
+
+from schematic import __version__
+from schematic.errors import CatalogError, FactoryError, SchematicError
+
+__all__ = [
+    "AUTH_ENV",
+    "DEFAULT_FACTORY_URL",
+    "DEFAULT_RETRY",
+    "FACTORY_ENV",
+    "TOKEN_ENV",
+    "ExtensionInfo",
+    "FactoryClient",
+    "Registration",
+    "RetryPolicy",
+    "SchematicBody",
+    "VerifyResult",
+    "build_lock",
+    "check_extension_names",
+    "default_cache_dir",
+    "live_extensions",
+    "register_schematics",
+    "resolve_factory_url",
+    "verify_ids",
+]
+
+DEFAULT_FACTORY_URL = "https://factory.talos.dev"
+FACTORY_ENV = "TALOS_SCHEMATIC_FACTORY"
+TOKEN_ENV = "TALOS_SCHEMATIC_FACTORY_TOKEN"
+AUTH_ENV = "TALOS_SCHEMATIC_FACTORY_AUTH"
+
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+DEFAULT_MAX_IN_FLIGHT = 8
+DEFAULT_CACHE_TTL = 24 * 3600.0
+
+_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+_ID = re.compile(r"[0-9a-f]{64}")
+_TALOS_VERSION = re.compile(r"v\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?")
+_SNIPPET = 300
+
+
+class SchematicBody(Protocol):
+    """What the client needs of a schematic: :class:`schematic.model.Schematic` fits."""
+
+    @property
+    def id(self) -> str: ...
+
+    def canonical(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a request is repeated after a transient failure."""
+
+    attempts: int = 4
+    backoff: float = 0.5
+    max_backoff: float = 8.0
+    max_retry_after: float = 30.0
+
+    def delay(self, attempt: int, jitter: float) -> float:
+        """Full-jitter backoff before attempt ``attempt + 1``; ``jitter`` is in [0, 1)."""
+        return jitter * min(self.max_backoff, self.backoff * 2.0 ** (attempt - 1))
+
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+class Registration(pydantic.BaseModel):
+    """A schematic the factory now holds; ``id`` is the one generated values must point to."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    offline_id: str
+    canonical: str
+    subjects: tuple[str, ...]
+    notice: str = ""
+
+    @property
+    def factory_changed_body(self) -> bool:
+        """The factory stores another body than the one sent (e.g. it stamped ``owner``)."""
+        return self.id != self.offline_id
+
+
+class ExtensionInfo(pydantic.BaseModel):
+    """One entry of ``GET /version/{v}/extensions/official``."""
+
+    # Ignore fields a newer factory may add: this is a server answer, not user input.
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+
+    name: str
+    ref: str
+    digest: str
+    author: str = ""
+    description: str = ""
+
+
+class VerifyResult(pydantic.BaseModel):
+    """Whether the factory holds schematic ``id`` for ``subject``, and with which body."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="forbid")
+
+    subject: str
+    id: str
+    status: Literal["present", "missing", "different"]
+    detail: str = ""
+
+
+_EXTENSION_LIST = pydantic.TypeAdapter(list[ExtensionInfo])
+
+
+def resolve_factory_url(
+    flag: str | None = None,
+    cluster_url: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """The factory base URL: ``--factory``, else ``$TALOS_SCHEMATIC_FACTORY``, else the cluster
+    file's ``talos.imageFactoryURL``, else the public factory."""
+    env = os.environ if environ is None else environ
+    for candidate in (flag, env.get(FACTORY_ENV), cluster_url):
+        if candidate:
+            return candidate
+    return DEFAULT_FACTORY_URL
+
+
+def _split_url(url: str) -> tuple[str, tuple[str, str] | None]:
+    """The base URL without userinfo or trailing slash, and the userinfo as basic credentials."""
+    parts = urllib.parse.urlsplit(url.strip())
+    hostport = parts.netloc.rpartition("@")[2]
+    shown = urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, "", "")).rstrip("/")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        hint = f" (did you mean https://{url.strip()}?)" if "://" not in url and url.strip() else ""
+        raise FactoryError(f"{shown or url or '(empty)'}: not an http(s) Image Factory URL{hint}")
+    if parts.query or parts.fragment:
+        raise FactoryError(f"{shown}: the factory URL must not carry a query or fragment")
+    try:
+        parts.port  # noqa: B018 - validates the port
+    except ValueError:
+        raise FactoryError(f"{shown}: the factory URL has an invalid port") from None
+    userinfo = None
+    if parts.username is not None:
+        userinfo = (
+            urllib.parse.unquote(parts.username),
+            urllib.parse.unquote(parts.password or ""),
+        )
+    return shown, userinfo
+
+
+def _one_line(text: str, limit: int = _SNIPPET) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _is_html(response: httpx.Response) -> bool:
+    ctype = response.headers.get("content-type", "").lower()
+    head = response.text.lstrip()[:100].lower()
+    return "html" in ctype or head.startswith(("<!doctype html", "<html"))
+
+
+def _status_text(response: httpx.Response) -> str:
+    phrase = response.reason_phrase
+    return f"HTTP {response.status_code}" + (f" {phrase}" if phrase else "")
+
+
+def _describe_transport_error(exc: httpx.TransportError) -> str:
+    text = str(exc)
+    low = text.lower()
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connection timed out"
+    if isinstance(exc, httpx.ReadTimeout):
+        return "no answer before the read timeout"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if any(
+        sign in low
+        for sign in (
+            "name or service not known",
+            "nodename nor servname",
+            "getaddrinfo",
+            "name resolution",
+            "no address associated",
+        )
+    ):
+        return f"cannot resolve the host name ({text})"
+    if "connection refused" in low or "connect call failed" in low:
+        return "connection refused"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"the connection broke mid-answer ({text or 'server disconnected'})"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds asked for by a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _decode(text: str) -> SchematicBody | None:
+    from schematic.model import Schematic
+
+    try:
+        return Schematic.from_yaml(text, source="factory answer")
+    except SchematicError:
+        return None
+
+
+def _same_body(stored: str, expected: str) -> bool:
+    if stored == expected:
+        return True
+    decoded = _decode(stored)
+    return decoded is not None and decoded.canonical() == expected
+
+
+def _hashes_to(text: str, schematic_id: str) -> bool:
+    if hashlib.sha256(text.encode()).hexdigest() == schematic_id:
+        return True
+    decoded = _decode(text)
+    return decoded is not None and decoded.id == schematic_id
+
+
+def _changes(old: str, new: str, limit: int = 3) -> str:
+    """The first few changed lines between two canonical bodies, for a one-line explanation."""
+    lines = [
+        ("added " if line[0] == "+" else "removed ") + repr(line[2:].strip())
+        for line in difflib.ndiff(old.splitlines(), new.splitlines())
+        if line[:2] in ("+ ", "- ")
+    ]
+    shown = ", ".join(lines[:limit])
+    return shown + (f" and {len(lines) - limit} more" if len(lines) > limit else "")
+
+
+class FactoryClient:
+    """A thread-safe client for one Image Factory; use as a context manager to close it."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_FACTORY_URL,
+        *,
+        client: httpx.Client | None = None,
+        environ: Mapping[str, str] | None = None,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        retry: RetryPolicy | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self.url, userinfo = _split_url(base_url)
+        self.max_in_flight = max_in_flight
+        self.retry = retry or DEFAULT_RETRY
+        self._sleep = sleep
+        self._jitter = jitter
+        self._slots = threading.BoundedSemaphore(max_in_flight)
+        env = os.environ if environ is None else environ
+        self._headers = {"User-Agent": f"talos-schematic/{__version__}"}
+        self._secrets: list[str] = []
+        self._authorize(env.get(TOKEN_ENV, ""), env.get(AUTH_ENV, ""), userinfo)
+        self._owns_http = client is None
+        self._http = client or httpx.Client(
+            timeout=timeout,
+            limits=httpx.Limits(
+                max_connections=max_in_flight, max_keepalive_connections=max_in_flight
+            ),
+            # A redirected POST turns into a GET; better to tell the user the real URL.
+            follow_redirects=False,
+        )
+
+    def _authorize(self, token: str, auth: str, userinfo: tuple[str, str] | None) -> None:
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+            self._secrets.append(token)
+            return
+        if auth:
+            user, _, password = auth.partition(":")
+            userinfo = (user, password)
+        if userinfo is not None:
+            pair = f"{userinfo[0]}:{userinfo[1]}"
+            encoded = base64.b64encode(pair.encode()).decode("ascii")
+            self._headers["Authorization"] = f"Basic {encoded}"
+            self._secrets += [pair, encoded, userinfo[1]]
+
+    def _redact(self, text: str) -> str:
+        # Servers may echo headers or URLs back; very short secrets would garble every message.
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            if len(secret) >= 4:
+                text = text.replace(secret, "***")
+        return text
+
+    def _error(self, subject: str, what: str) -> FactoryError:
+        where = f"{self.url}: {subject}: " if subject else f"{self.url}: "
+        return FactoryError(self._redact(where + what))
+
+    def close(self) -> None:
+        """Close the connection pool (only when this client created it)."""
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> FactoryClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        subject: str,
+        *,
+        ok: Collection[int],
+        content: bytes | None = None,
+        content_type: str | None = None,
+    ) -> httpx.Response:
+        """Send with retries; return an answer whose status is in ``ok`` or raise FactoryError."""
+        what = f"{method} {path}"
+        headers = dict(self._headers)
+        if content_type:
+            headers["Content-Type"] = content_type
+        attempts = max(1, self.retry.attempts)
+        for attempt in range(1, attempts + 1):
+            retry_after: float | None = None
+            try:
+                with self._slots:
+                    response = self._http.request(
+                        method, self.url + path, content=content, headers=headers
+                    )
+            except httpx.TransportError as exc:
+                reason = _describe_transport_error(exc)
+                if attempt == attempts:
+                    raise self._error(
+                        subject, f"{what}: {reason} (after {attempts} attempts)"
+                    ) from None
+            else:
+                if response.status_code in ok:
+                    return response
+                if response.status_code not in _RETRY_STATUSES:
+                    raise self._status_error(response, what, subject, attempt)
+                if attempt == attempts:
+                    raise self._status_error(response, what, subject, attempt)
+                retry_after = _retry_after(response.headers.get("retry-after"))
+            if retry_after is not None:
+                delay = min(retry_after, self.retry.max_retry_after)
+            else:
+                delay = self.retry.delay(attempt, self._jitter())
+            self._sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _status_error(
+        self, response: httpx.Response, what: str, subject: str, attempts: int
+    ) -> FactoryError:
+        status = _status_text(response)
+        if 300 <= response.status_code < 400:
+            target = response.headers.get("location", "")
+            moved = f" to {urllib.parse.urljoin(self.url + '/', target)}" if target else ""
+            return self._error(
+                subject, f"{what}: {status}: the factory redirects{moved}; pass that URL instead"
+            )
+        if _is_html(response):
+            detail = "an HTML page, not the factory's answer (a proxy or login page in front?)"
+        else:
+            body = _one_line(response.text)
+            detail = body or "(empty body)"
+        tail = f" (after {attempts} attempts)" if response.status_code in _RETRY_STATUSES else ""
+        if response.status_code in (401, 403):
+            tail = f" (set {TOKEN_ENV} or {AUTH_ENV})"
+        return self._error(subject, f"{what}: {status}{tail}: {detail}")
+
+    def _json(self, response: httpx.Response, what: str, subject: str) -> object:
+        status = _status_text(response)
+        if _is_html(response):
+            raise self._html_error(response, what, subject)
+        try:
+            return json.loads(response.text)
+        except ValueError as exc:
+            raise self._error(
+                subject,
+                f"{what}: {status} with malformed or truncated JSON ({exc}): "
+                f"{_one_line(response.text) or '(empty body)'}",
+            ) from None
+
+    def _html_error(self, response: httpx.Response, what: str, subject: str) -> FactoryError:
+        return self._error(
+            subject,
+            f"{what}: {_status_text(response)} with an HTML page instead of the factory's "
+            "answer (a proxy or login page in front of the factory?)",
+        )
+
+    def register(self, schematic: SchematicBody, subject: str = "") -> Registration:
+        """POST one schematic and check the factory's answer against its offline ID."""
+        what = "POST /schematics"
+        sent = schematic.canonical()
+        offline_id = schematic.id
+        response = self._request(
+            "POST",
+            "/schematics",
+            subject,
+            ok={200, 201},
+            content=sent.encode(),
+            content_type="application/yaml",
+        )
+        payload = self._json(response, what, subject)
+        status = _status_text(response)
+        factory_id = payload.get("id") if isinstance(payload, dict) else None
+        if not isinstance(factory_id, str) or not _ID.fullmatch(factory_id):
+            raise self._error(
+                subject,
+                f"{what}: {status} without a schematic ID: {_one_line(response.text)}",
+            )
+        stored = payload.get("schematic") if isinstance(payload, dict) else None
+        if stored is not None and not isinstance(stored, str):
+            raise self._error(subject, f"{what}: {status}: 'schematic' is not a YAML string")
+        subjects = (subject,) if subject else ()
+        if factory_id == offline_id:
+            return Registration(
+                id=factory_id, offline_id=offline_id, canonical=sent, subjects=subjects
+            )
+        if not stored:
+            raise self._error(
+                subject,
+                f"{what}: the factory answered ID {factory_id} for a body whose ID is "
+                f"{offline_id}, and returned no body to explain why; nothing is written "
+                "(does this factory canonicalise schematics differently?)",
+            )
+        if _same_body(stored, sent):
+            raise self._error(
+                subject,
+                f"{what}: the factory stores the body that was sent but answered ID "
+                f"{factory_id} instead of {offline_id}; nothing is written",
+            )
+        if not _hashes_to(stored, factory_id):
+            raise self._error(
+                subject,
+                f"{what}: the factory answered ID {factory_id} with a body that does not "
+                "hash to it; nothing is written",
+            )
+        notice = self._redact(
+            f"{self.url}: {subject or 'schematic'}: the factory stores a different body "
+            f"({_changes(sent, stored)}), so its ID {factory_id} is used instead of the "
+            f"offline {offline_id}"
+        )
+        return Registration(
+            id=factory_id,
+            offline_id=offline_id,
+            canonical=stored,
+            subjects=subjects,
+            notice=notice,
+        )
+
+    def fetch_schematic(self, schematic_id: str, subject: str = "") -> str | None:
+        """The body the factory stores under ``schematic_id``, or None when it has none."""
+        if not _ID.fullmatch(schematic_id):
+            raise self._error(subject, f"{schematic_id!r} is not a schematic ID")
+        what = f"GET /schematics/{schematic_id}"
+        response = self._request("GET", f"/schematics/{schematic_id}", subject, ok={200, 404})
+        if _is_html(response):
+            raise self._html_error(response, what, subject)
+        if response.status_code == 404:
+            return None
+        return response.text
+
+    def versions(self) -> list[str]:
+        """Talos versions the factory can build, as it lists them."""
+        what = "GET /versions"
+        response = self._request("GET", "/versions", "", ok={200})
+        payload = self._json(response, what, "")
+        if not isinstance(payload, list) or not all(isinstance(v, str) for v in payload):
+            raise self._error(
+                "", f"{what}: expected a JSON list of versions: {_one_line(response.text)}"
+            )
+        return list(payload)
+
+    def official_extensions(self, version: str) -> list[ExtensionInfo]:
+        """The official extensions (name, ref, digest, …) the factory offers for ``version``."""
+        talos = version if version.startswith("v") else f"v{version}"
+        if not _TALOS_VERSION.fullmatch(talos):
+            raise CatalogError(f"{version!r} is not a Talos version (vX.Y.Z)")
+        path = f"/version/{talos}/extensions/official"
+        what = f"GET {path}"
+        response = self._request("GET", path, f"Talos {talos}", ok={200, 404})
+        if response.status_code == 404 and not _is_html(response):
+            raise CatalogError(
+                self._redact(
+                    f"{self.url}: Talos {talos}: the factory does not know this version "
+                    f"({_status_text(response)}: {_one_line(response.text) or '(empty body)'})"
+                )
+            )
+        payload = self._json(response, what, f"Talos {talos}")
+        try:
+            return _EXTENSION_LIST.validate_python(payload)
+        except pydantic.ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise self._error(
+                f"Talos {talos}",
+                f"{what}: unexpected extension list ({where}: {first['msg']})",
+            ) from None
+
+
+def _join_subjects(subjects: Sequence[str]) -> str:
+    return ", ".join(subjects)
+
+
+def register_schematics(
+    client: FactoryClient,
+    items: Sequence[tuple[str, SchematicBody]],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Registration]:
+    """Register every distinct schematic once; map each subject (pool or file) to its result.
+
+    Either every POST succeeds or a FactoryError naming the factory and the subjects is raised.
+    ``progress(done, total)`` is called from the calling thread after each distinct schematic.
+    """
+    groups: dict[str, tuple[SchematicBody, list[str]]] = {}
+    for subject, schematic in items:
+        groups.setdefault(schematic.id, (schematic, []))[1].append(subject)
+    order = {offline_id: index for index, offline_id in enumerate(groups)}
+    done: dict[str, Registration] = {}
+    failures: dict[str, FactoryError] = {}
+    if groups:
+        workers = min(client.max_in_flight, len(groups))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="factory") as pool:
+            futures: dict[Future[Registration], str] = {
+                pool.submit(client.register, schematic, _join_subjects(subjects)): offline_id
+                for offline_id, (schematic, subjects) in groups.items()
+            }
+            for future in as_completed(futures):
+                offline_id = futures[future]
+                try:
+                    done[offline_id] = future.result()
+                except FactoryError as err:
+                    failures[offline_id] = err
+                    # All or nothing: once one fails, do not send what has not started.
+                    for pending in futures:
+                        pending.cancel()
+                    continue
+                if progress is not None:
+                    progress(len(done), len(groups))
+    if failures or len(done) != len(groups):
+        ordered = [str(failures[k]) for k in sorted(failures, key=order.__getitem__)]
+        skipped = [
+            subject
+            for offline_id, (_, subjects) in groups.items()
+            if offline_id not in done and offline_id not in failures
+            for subject in subjects
+        ]
+        shown = ordered[:5]
+        if len(ordered) > 5:
+            shown.append(f"… and {len(ordered) - 5} more failed")
+        if skipped:
+            shown.append(f"not registered after that failure: {_join_subjects(skipped)}")
+        raise FactoryError("\n".join(shown))
+    shared = {
+        offline_id: done[offline_id].model_copy(update={"subjects": tuple(subjects)})
+        for offline_id, (_, subjects) in groups.items()
+    }
+    # In input order, so callers writing per-subject output stay deterministic.
+    return {subject: shared[schematic.id] for subject, schematic in items}
+
+
+def verify_ids(
+    client: FactoryClient,
+    items: Sequence[tuple[str, str, SchematicBody | None]],
+) -> list[VerifyResult]:
+    """Check that the factory holds each ``(subject, id, expected)``; one GET per distinct ID.
+
+    With ``expected`` given, the stored body must be that schematic's canonical form.
+    """
+    ids = list(dict.fromkeys(schematic_id for _, schematic_id, _ in items))
+    subjects = {
+        schematic_id: _join_subjects([s for s, i, _ in items if i == schematic_id])
+        for schematic_id in ids
+    }
+    stored: dict[str, str | None] = {}
+    if ids:
+        with ThreadPoolExecutor(
+            max_workers=min(client.max_in_flight, len(ids)), thread_name_prefix="factory"
+        ) as pool:
+            futures = {
+                schematic_id: pool.submit(
+                    client.fetch_schematic, schematic_id, subjects[schematic_id]
+                )
+                for schematic_id in ids
+            }
+            for schematic_id, future in futures.items():
+                stored[schematic_id] = future.result()
+    results = []
+    for subject, schematic_id, expected in items:
+        body = stored[schematic_id]
+        wanted = expected.canonical() if expected is not None else None
+        if body is None:
+            results.append(VerifyResult(subject=subject, id=schematic_id, status="missing"))
+        elif wanted is None or _same_body(body, wanted):
+            results.append(VerifyResult(subject=subject, id=schematic_id, status="present"))
+        else:
+            results.append(
+                VerifyResult(
+                    subject=subject,
+                    id=schematic_id,
+                    status="different",
+                    detail=f"the factory stores another body ({_changes(wanted, body)})",
+                )
+            )
+    return results
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/talos-schematic``, or ``~/.cache/talos-schematic``."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "talos-schematic"
+
+
+def _cache_file(cache_dir: Path, url: str, version: str) -> Path:
+    host = urllib.parse.urlsplit(url).hostname or "factory"
+    digest = hashlib.sha256(url.encode()).hexdigest()[:12]
+    return cache_dir / f"extensions-{host}-{digest}-{version}.json"
+
+
+def _read_cache(path: Path, url: str, version: str, ttl: float, now: float) -> list[ExtensionInfo]:
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+        fetched = float(raw["fetchedAt"])
+        if raw["factory"] != url or raw["talos"] != version or not 0 <= now - fetched < ttl:
+            return []
+        return _EXTENSION_LIST.validate_python(raw["extensions"])
+    except (OSError, ValueError, KeyError, TypeError):
+        # A missing, stale or damaged cache only means fetching again.
+        return []
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def live_extensions(
+    client_or_url: FactoryClient | str,
+    version: str,
+    *,
+    cache_dir: Path | None = None,
+    ttl: float = DEFAULT_CACHE_TTL,
+    now: Callable[[], float] = time.time,
+) -> list[ExtensionInfo]:
+    """The factory's official extensions for ``version``, cached on disk for ``ttl`` seconds.
+
+    ``ttl=0`` always asks the factory (and refreshes the cache).
+    """
+    talos = version if version.startswith("v") else f"v{version}"
+    url = client_or_url.url if isinstance(client_or_url, FactoryClient) else client_or_url
+    url = _split_url(url)[0]
+    path = _cache_file(cache_dir or default_cache_dir(), url, talos)
+    if ttl > 0:
+        cached = _read_cache(path, url, talos, ttl, now())
+        if cached:
+            return cached
+    if isinstance(client_or_url, FactoryClient):
+        extensions = client_or_url.official_extensions(talos)
+    else:
+        with FactoryClient(client_or_url) as client:
+            extensions = client.official_extensions(talos)
+    record = {
+        "factory": url,
+        "talos": talos,
+        "fetchedAt": now(),
+        "extensions": [info.model_dump() for info in extensions],
+    }
+    # The cache is an optimisation; an unwritable cache directory must not fail the run.
+    with contextlib.suppress(OSError):
+        _write_atomically(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return extensions
+
+
+def check_extension_names(
+    extensions_info: Sequence[ExtensionInfo],
+    names: Iterable[str],
+    *,
+    talos: str,
+    factory: str,
+) -> None:
+    """Raise CatalogError naming every extension the factory does not offer for ``talos``."""
+    offered = {info.name for info in extensions_info}
+    unknown = sorted({name for name in names if name not in offered})
+    if not unknown:
+        return
+    lines = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(offered), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        lines.append(f"{factory}: Talos {talos} offers no extension {name}{hint}")
+    raise CatalogError("\n".join(lines))
+
+
+def build_lock(
+    extensions_info: Sequence[ExtensionInfo],
+    used_names: Iterable[str],
+    *,
+    factory: str | None = None,
+    talos: str | None = None,
+) -> str:
+    """Lock-file YAML pinning the ref and digest of every extension the output uses.
+
+    Deterministic (names sorted, no timestamps), so a GitOps diff shows exactly a driver or
+    extension image change. Raises CatalogError for a name the catalogue lacks.
+    """
+    by_name = {info.name: info for info in extensions_info}
+    names = sorted(set(used_names))
+    check_extension_names(
+        extensions_info, names, talos=talos or "(unknown version)", factory=factory or "catalogue"
+    )
+    document: dict[str, object] = {}
+    if factory:
+        document["imageFactoryURL"] = _split_url(factory)[0]
+    if talos:
+        document["talosVersion"] = talos
+    document["extensions"] = [
+        {"name": name, "ref": by_name[name].ref, "digest": by_name[name].digest} for name in names
+    ]
+    header = "# Extension images the generated schematics resolve to; written by talos-schematic.\n"
+    return header + yaml.safe_dump(
+        document, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16
+    )
