@@ -1,5 +1,161 @@
-"""`talos-schematic gpu`."""
+"""`talos-schematic gpu`: which NVIDIA extensions, modules and settings these GPUs need."""
 
 from __future__ import annotations
 
-from schematic.cli import app as app
+import json
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from schematic.cli import app, fail
+from schematic.errors import TalosSchematicError
+
+if TYPE_CHECKING:
+    from schematic.nvidia import GpuRequest, NvidiaDecision
+
+
+class Arch(StrEnum):
+    amd64 = "amd64"
+    arm64 = "arm64"
+
+
+class FlavourChoice(StrEnum):
+    auto = "auto"
+    open = "open"
+    proprietary = "proprietary"
+
+
+class TierChoice(StrEnum):
+    auto = "auto"
+    lts = "lts"
+    production = "production"
+
+
+def _requests(devices: list[str]) -> list[GpuRequest]:
+    """Arguments as requests: an ID, a name, or ``ID=ARCHITECTURE`` for an unlisted ID."""
+    from schematic.nvidia import GpuRequest, describe_pci_function, lookup_gpu, normalise_pci_id
+
+    requests = []
+    for device in devices:
+        text, _, architecture = device.partition("=")
+        pci_id = normalise_pci_id(text)
+        if architecture or (pci_id is not None and describe_pci_function(pci_id) is not None):
+            requests.append(GpuRequest(id=pci_id or text, architecture=architecture or None))
+        else:
+            requests.append(GpuRequest(id=lookup_gpu(text).id))
+    return requests
+
+
+def _no_gpu_json(notes: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "gpus": [],
+        "flavour": None,
+        "tier": None,
+        "driver": None,
+        "extensions": [],
+        "kernelModules": [],
+        "sysctls": {},
+        "kernelArgs": [],
+        "reasons": [*notes, "no NVIDIA GPU: no NVIDIA extensions (they would break the boot)"],
+    }
+
+
+def _human(decision: NvidiaDecision, counts: dict[str, int]) -> str:
+    lines = [
+        f"{counts.get(gpu.id, 1)}x {gpu.id}  {gpu.name}  ({gpu.chip or '?'}, {gpu.architecture})"
+        for gpu in decision.gpus
+    ]
+    tier = f"tier {decision.tier}" if decision.tier else "no tier (unsuffixed)"
+    lines.append(
+        f"Talos {decision.talos}: {decision.flavour} kernel modules, {tier}, "
+        f"driver {decision.driver}"
+    )
+    lines.append("extensions:")
+    lines += [f"  {name}" for name in decision.extensions]
+    modules = ", ".join(
+        m.name + (f" ({' '.join(m.parameters)})" if m.parameters else "")
+        for m in decision.kernel_modules
+    )
+    lines.append(f"kernel modules: {modules}")
+    if decision.sysctls:
+        lines.append("sysctls: " + ", ".join(f"{k}={v}" for k, v in decision.sysctls.items()))
+    if decision.kernel_args:
+        lines.append("kernel args: " + " ".join(decision.kernel_args))
+    lines.append("why:")
+    lines += [f"  - {reason}" for reason in decision.reasons]
+    return "\n".join(lines)
+
+
+@app.command()
+def gpu(
+    devices: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="ID_OR_NAME...",
+            help="PCI IDs (10de:2bb5, 0x2bb5, 2BB5) or names (L40S); repeat an ID per GPU. "
+            "ID=ARCHITECTURE declares a device the table lacks. HD-Audio, USB and NVSwitch "
+            "functions are not counted; an NVSwitch with --metal adds the fabric manager.",
+        ),
+    ],
+    talos: Annotated[str, typer.Option("--talos", help="Talos version, e.g. v1.13.9")],
+    arch: Annotated[
+        Arch | None,
+        typer.Option(help="CPU architecture [default: arm64 for GB10 / Grace, else amd64]"),
+    ] = None,
+    metal: Annotated[
+        bool, typer.Option("--metal", help="bare metal, not a KubeVirt VM with passthrough GPUs")
+    ] = False,
+    nvswitch: Annotated[
+        bool, typer.Option("--nvswitch", help="the bare-metal node has NVSwitches (HGX / DGX)")
+    ] = False,
+    flavour: Annotated[
+        FlavourChoice, typer.Option("--flavour", "--flavor", help="kernel-module flavour")
+    ] = FlavourChoice.auto,
+    tier: Annotated[TierChoice, typer.Option(help="driver tier")] = TierChoice.auto,
+    gdrdrv: Annotated[
+        bool, typer.Option("--gdrdrv", help="add GPUDirect RDMA (nvidia-gdrdrv-device)")
+    ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Choose the NVIDIA kernel-module flavour, tier and extensions for a node's GPUs."""
+    from schematic.nvidia import decide, resolve_gpus, usual_architecture
+
+    try:
+        requests = _requests(devices)
+        resolved = resolve_gpus(requests)
+        if not resolved.gpus:
+            document = _no_gpu_json(resolved.notes)
+            if json_output:
+                typer.echo(json.dumps(document, indent=2))
+            else:
+                typer.echo("\n".join(document["reasons"]))
+            return
+        gpus = [found for found, _ in resolved.gpus]
+        chosen_arch = arch.value if arch else usual_architecture(gpus)
+        decision = decide(
+            requests,
+            talos,
+            arch=chosen_arch,
+            passthrough=not metal,
+            nvswitch=nvswitch or resolved.has_nvswitch,
+            flavour=flavour.value,
+            tier=tier.value,
+            gdrdrv=gdrdrv,
+        )
+    except TalosSchematicError as err:
+        raise fail(err) from None
+    assert decision is not None  # resolve_gpus found GPUs, so decide did too
+    if arch is None and chosen_arch == "arm64":
+        decision = decision.model_copy(
+            update={
+                "reasons": (
+                    "architecture arm64: these GPUs come in arm64 systems",
+                    *decision.reasons,
+                )
+            }
+        )
+    if json_output:
+        typer.echo(json.dumps(decision.to_json(), indent=2))
+    else:
+        typer.echo(_human(decision, {found.id: count for found, count in resolved.gpus}))

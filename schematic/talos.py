@@ -1,0 +1,166 @@
+"""Talos release versions, and which NVIDIA drivers each release carries.
+
+The driver table is package data (``data/talos-nvidia-drivers.tsv``): one row per run of
+Talos releases that pin the same LTS / production driver and container-toolkit versions.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Literal
+
+from schematic.errors import CatalogError, NvidiaError
+
+__all__ = [
+    "DriverRow",
+    "DriverTableMatch",
+    "TalosVersion",
+    "driver_row",
+    "driver_table",
+]
+
+_VERSION_RE = re.compile(
+    r"v?(?P<major>0|[1-9]\d*)\.(?P<minor>0|[1-9]\d*)\.(?P<patch>0|[1-9]\d*)"
+    r"(?:-(?P<pre>(?:alpha|beta|rc)\.(?:0|[1-9]\d*)))?"
+)
+_PRERELEASE_RANK = {"alpha": 0, "beta": 1, "rc": 2}
+
+
+@dataclass(frozen=True, order=True)
+class TalosVersion:
+    """A Talos release such as ``v1.13.9`` or ``v1.14.0-rc.1``; a pre-release sorts first."""
+
+    major: int
+    minor: int
+    patch: int
+    # Sort key of the pre-release: (0, rank, n) for alpha/beta/rc, (1, 0, 0) for a release.
+    _pre_key: tuple[int, int, int] = field(default=(1, 0, 0), repr=False)
+    prerelease: str = field(default="", compare=False)
+
+    @classmethod
+    def parse(cls, text: str) -> TalosVersion:
+        """Parse ``v1.13.9`` or ``1.13.9`` (pre-releases ``-alpha.N``/``-beta.N``/``-rc.N``)."""
+        match = _VERSION_RE.fullmatch(text.strip())
+        if match is None:
+            raise CatalogError(
+                f"{text!r} is not a Talos version; write it as vMAJOR.MINOR.PATCH, e.g. v1.13.9"
+            )
+        pre = match["pre"] or ""
+        pre_key = (1, 0, 0)
+        if pre:
+            kind, number = pre.split(".")
+            pre_key = (0, _PRERELEASE_RANK[kind], int(number))
+        return cls(int(match["major"]), int(match["minor"]), int(match["patch"]), pre_key, pre)
+
+    @classmethod
+    def of(cls, version: str | TalosVersion) -> TalosVersion:
+        """Accept either a parsed version or its text."""
+        return version if isinstance(version, TalosVersion) else cls.parse(version)
+
+    @property
+    def minor_line(self) -> tuple[int, int]:
+        return (self.major, self.minor)
+
+    @property
+    def release(self) -> TalosVersion:
+        """The final release this version leads to (itself, without a pre-release)."""
+        return TalosVersion(self.major, self.minor, self.patch)
+
+    def __str__(self) -> str:
+        suffix = f"-{self.prerelease}" if self.prerelease else ""
+        return f"v{self.major}.{self.minor}.{self.patch}{suffix}"
+
+
+@dataclass(frozen=True)
+class DriverRow:
+    """Talos releases ``first``..``last`` and the NVIDIA versions they pin."""
+
+    first: TalosVersion
+    last: TalosVersion
+    lts_driver: str
+    production_driver: str | None
+    container_toolkit: str
+    naming: Literal["unsuffixed", "tiered"]
+
+    def covers(self, version: TalosVersion) -> bool:
+        return self.first <= version <= self.last
+
+
+@dataclass(frozen=True)
+class DriverTableMatch:
+    """The row used for a version, and why it is not an exact fit when it is not."""
+
+    row: DriverRow
+    note: str = ""
+
+
+@functools.cache
+def driver_table() -> tuple[DriverRow, ...]:
+    """The rows of ``talos-nvidia-drivers.tsv``, oldest first."""
+    text = resources.files("schematic.data").joinpath("talos-nvidia-drivers.tsv").read_text()
+    rows: list[DriverRow] = []
+    header_seen = False
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        if not header_seen:
+            header_seen = True
+            continue
+        first, last, lts, production, toolkit, naming = line.split("\t")
+        if naming not in ("unsuffixed", "tiered"):
+            raise ValueError(f"talos-nvidia-drivers.tsv: unknown naming {naming!r}")
+        rows.append(
+            DriverRow(
+                first=TalosVersion.parse(first),
+                last=TalosVersion.parse(last),
+                lts_driver=lts,
+                production_driver=production or None,
+                container_toolkit=toolkit,
+                naming="tiered" if naming == "tiered" else "unsuffixed",
+            )
+        )
+    return tuple(rows)
+
+
+def driver_row(version: str | TalosVersion) -> DriverTableMatch:
+    """The driver-table row that describes a Talos release.
+
+    A patch newer than the table's last one of its minor line uses that line's last row, and a
+    release beyond the table uses the newest row: Talos keeps the NVIDIA extension families
+    across releases, so the newest known pins are the best estimate, and the note says so.
+    A pre-release is looked up as the release it leads to.
+    """
+    wanted = TalosVersion.of(version)
+    table = driver_table()
+    release = wanted.release
+    exact = next((row for row in table if row.covers(release)), None)
+    if exact is not None:
+        note = ""
+        if wanted.prerelease:
+            note = f"Talos {wanted} is a pre-release; assuming the NVIDIA drivers of {release}"
+        return DriverTableMatch(exact, note)
+    if release < table[0].first:
+        raise NvidiaError(
+            f"Talos {wanted} predates the NVIDIA system extensions (first in {table[0].first}); "
+            "use a newer Talos"
+        )
+    same_line = [row for row in table if row.first.minor_line == release.minor_line]
+    if same_line:
+        row = same_line[-1]
+        return DriverTableMatch(
+            row,
+            f"Talos {wanted} is newer than the driver table's last {row.last.major}."
+            f"{row.last.minor} release ({row.last}); assuming the NVIDIA drivers of {row.last}",
+        )
+    newest = table[-1]
+    if release > newest.last:
+        return DriverTableMatch(
+            newest,
+            f"Talos {wanted} is newer than the driver table (last {newest.last}); assuming the "
+            f"NVIDIA drivers of {newest.last}; check them against that release's extensions",
+        )
+    # Only reachable if the table skipped a whole minor line.
+    raise NvidiaError(f"Talos {wanted} is not in the NVIDIA driver table")
