@@ -1,0 +1,360 @@
+"""Parsers and profile derivation of `schematic.detect`, on inline dumps in the real formats."""
+
+# Real dump lines are long; they are kept whole so the tests read like the dumps.
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from schematic.detect import PciDevice, compare_profile, detect, dump_profiles, parse_dump
+from schematic.errors import DetectError
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "samples"
+
+LSPCI_NN_A10 = """\
+00:00.0 Host bridge [0600]: Intel Corporation Sky Lake-E DMI3 Registers [8086:2020] (rev 07)
+00:05.0 System peripheral [0880]: Intel Corporation Sky Lake-E MM/Vt-d Configuration Registers [8086:2024] (rev 07)
+17:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA102GL [A10] [10de:2236] (rev a1)
+17:00.1 Audio device [0403]: NVIDIA Corporation GA102 High Definition Audio Controller [10de:1aef] (rev a1)
+65:00.0 3D controller [0302]: NVIDIA Corporation GA102GL [A10] [10de:2236] (rev a1)
+b3:00.0 Ethernet controller [0200]: Mellanox Technologies MT2892 Family [ConnectX-6 Dx] [15b3:101d]
+"""
+
+LSPCI_NNMM_DOMAIN = """\
+0000:00:00.0 "Host bridge [0600]" "Advanced Micro Devices, Inc. [AMD] [1022]" "Starship/Matisse Root Complex [1480]" "Advanced Micro Devices, Inc. [AMD] [1022]" "Starship/Matisse Root Complex [1480]"
+0000:01:00.0 "3D controller [0302]" "NVIDIA Corporation [10de]" "GH100 [H100 SXM5 80GB] [2330]" -ra1 "NVIDIA Corporation [10de]" "Device [16c1]"
+0000:02:00.0 "3D controller [0302]" "NVIDIA Corporation [10de]" "GH100 [H100 SXM5 80GB] [2330]" -ra1 -p00 "NVIDIA Corporation [10de]" "Device [16c1]"
+0000:81:00.0 "Bridge [0680]" "NVIDIA Corporation [10de]" "GH100 [H100 NVSwitch] [22a3]" -ra1 "NVIDIA Corporation [10de]" ""
+0000:82:00.0 "Bridge [0680]" "NVIDIA Corporation [10de]" "GH100 [H100 NVSwitch] [22a3]" -ra1 "NVIDIA Corporation [10de]" ""
+"""
+
+TALOSCTL_YAML = """\
+node: 10.0.0.11
+metadata:
+    namespace: hardware
+    type: PCIDevices.hardware.talos.dev
+    id: "0000:00:00.0"
+spec:
+    class: Bridge
+    subclass: Host bridge
+    vendor: Intel Corporation
+    product: 82G33/G31/P35/P31 Express DRAM Controller
+    class_id: "0x06"
+    subclass_id: "0x00"
+    vendor_id: "0x8086"
+    product_id: "0x29c0"
+---
+node: 10.0.0.11
+metadata:
+    id: "0000:09:00.0"
+spec:
+    class: Display controller
+    subclass: 3D controller
+    vendor: NVIDIA Corporation
+    product: GB202GL [RTX PRO 6000 Blackwell Server Edition]
+    class_id: "0x03"
+    subclass_id: "0x02"
+    vendor_id: "0x10de"
+    product_id: "0x2bb5"
+    driver: nvidia
+---
+node: 10.0.0.12
+metadata:
+    id: "0000:00:00.0"
+spec:
+    class_id: "0x06"
+    subclass_id: "0x00"
+    vendor_id: "0x8086"
+    product_id: "0x29c0"
+---
+node: 10.0.0.12
+metadata:
+    id: "0000:09:00.0"
+spec:
+    class_id: "0x03"
+    subclass_id: "0x02"
+    vendor_id: "0x10de"
+    product_id: "0x2bb5"
+"""
+
+
+def pcidevice(node: str, address: str, klass: str, vendor: str, product: str) -> dict[str, Any]:
+    return {
+        "node": node,
+        "metadata": {"namespace": "hardware", "id": address},
+        "spec": {
+            "class_id": klass[:4],
+            "subclass_id": "0x" + klass[4:],
+            "vendor_id": vendor,
+            "product_id": product,
+            "driver": "",
+        },
+    }
+
+
+VM_DEVICES = [
+    pcidevice("vm-1", "0000:00:00.0", "0x0600", "0x1b36", "0x0008"),
+    pcidevice("vm-1", "0000:01:00.0", "0x0200", "0x1af4", "0x1041"),
+    pcidevice("vm-1", "0000:08:00.0", "0x0302", "0x10de", "0x2335"),
+]
+
+
+def test_lspci_nn_takes_the_last_bracketed_ids() -> None:
+    [machine] = parse_dump(LSPCI_NN_A10)
+    a10 = machine.devices[2]
+    assert a10 == PciDevice("0000:17:00.0", 0x0300, 0x10DE, 0x2236, "GA102GL [A10]")
+    nic = machine.devices[-1]
+    assert (nic.pci_id, nic.class_code) == ("15b3:101d", 0x0200)
+    assert nic.name == "Mellanox Technologies MT2892 Family [ConnectX-6 Dx]"
+
+
+def test_display_functions_only_count_as_gpus() -> None:
+    [profile] = detect(LSPCI_NN_A10)
+    assert profile["gpus"] == [{"id": "10de:2236", "count": 2}]
+    assert profile["platform"] == "metal"
+    assert profile["cpuVendor"] == "intel"
+    assert profile["architecture"] == "amd64"
+    assert profile["nvswitch"] is False
+    assert profile["extensions"] == []
+    assert list(profile) == [
+        "name", "description", "platform", "architecture", "cpuVendor",
+        "gpus", "nvswitch", "extensions", "kernelArgs",
+    ]  # fmt: skip
+
+
+def test_lspci_nnmm_with_domains_flags_and_quoted_brackets() -> None:
+    [machine] = parse_dump(LSPCI_NNMM_DOMAIN)
+    assert [d.address for d in machine.devices][:2] == ["0000:00:00.0", "0000:01:00.0"]
+    assert machine.devices[1] == PciDevice(
+        "0000:01:00.0", 0x0302, 0x10DE, 0x2330, "GH100 [H100 SXM5 80GB]"
+    )
+    [profile] = detect(LSPCI_NNMM_DOMAIN)
+    assert profile["gpus"] == [{"id": "10de:2330", "count": 2}]
+    assert profile["nvswitch"] is True
+    assert profile["cpuVendor"] == "amd"
+    assert "2 NVSwitches" in profile["description"]
+
+
+def test_lspci_numeric_forms_and_kernel_driver() -> None:
+    numeric = "00:00.0 0600: 8086:2020 (rev 07)\n3b:00.0 0302: 10de:26b9 (rev a1)\n"
+    [machine] = parse_dump(numeric)
+    assert [d.pci_id for d in machine.devices] == ["8086:2020", "10de:26b9"]
+    nmm = '00:00.0 "0600" "1022" "1480" "1022" "1480"\n01:00.0 "0302" "10de" "20b2" -ra1 "10de" "1463"\n'
+    assert detect(nmm)[0]["gpus"] == [{"id": "10de:20b2", "count": 1}]
+    with_k = (
+        "01:00.0 3D controller [0302]: NVIDIA Corporation AD102GL [L40S] [10de:26b9] (rev a1)\n"
+        "\tSubsystem: NVIDIA Corporation Device [10de:1851]\n"
+        "\tKernel driver in use: nvidia\n"
+        "\tKernel modules: nvidia\n"
+    )
+    [machine] = parse_dump(with_k)
+    assert [(d.pci_id, d.driver) for d in machine.devices] == [("10de:26b9", "nvidia")]
+
+
+def test_talosctl_yaml_groups_by_node_and_merges_identical_machines() -> None:
+    machines = parse_dump(TALOSCTL_YAML)
+    assert [(m.node, len(m.devices)) for m in machines] == [("10.0.0.11", 2), ("10.0.0.12", 2)]
+    assert machines[0].devices[1].driver == "nvidia"
+    [profile] = detect(TALOSCTL_YAML)
+    assert profile["name"] == "detected-1"
+    assert profile["platform"] == "kubevirt"
+    assert "cpuVendor" not in profile
+    assert profile["gpus"] == [{"id": "10de:2bb5", "count": 1}]
+    assert "10.0.0.11, 10.0.0.12" in profile["description"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(VM_DEVICES),
+        json.dumps({"items": VM_DEVICES}),
+        "\n".join(json.dumps(d, indent=4) for d in VM_DEVICES),
+        "".join(json.dumps(d) for d in VM_DEVICES),
+    ],
+    ids=["list", "items", "concatenated", "back-to-back"],
+)
+def test_talosctl_json_forms(text: str) -> None:
+    [profile] = detect(text)
+    assert profile["name"] == "vm-1"
+    assert profile["platform"] == "kubevirt"
+    assert profile["gpus"] == [{"id": "10de:2335", "count": 1}]
+    assert "QEMU/KVM guest with passthrough GPU" in profile["description"]
+
+
+def test_talosctl_single_object_and_integer_codes() -> None:
+    device = pcidevice("", "0000:01:00.0", "0x0302", "0x10de", "0x2bb5")
+    device["spec"]["vendor_id"] = 0x10DE
+    [machine] = parse_dump(json.dumps(device))
+    assert machine.node == ""
+    assert machine.devices[0].pci_id == "10de:2bb5"
+
+
+def test_markers_repeated_addresses_and_blank_lines_split_lspci_dumps() -> None:
+    gpu = "01:00.0 3D controller [0302]: NVIDIA Corporation Device [10de:2bb5] (rev a1)\n"
+    host = (
+        "00:00.0 Host bridge [0600]: Advanced Micro Devices, Inc. [AMD] Root Complex [1022:1480]\n"
+    )
+    text = (
+        "==> gpu-a <==\n" + host + gpu + "\n"
+        "# node: gpu-b\n" + host + gpu + gpu.replace("01:00.0", "02:00.0") +
+        host + gpu +  # repeated 00:00.0: a new, unnamed machine
+        "\n" + gpu.replace("01:00.0", "00:1f.0")  # lower address after a blank line
+    )  # fmt: skip
+    machines = parse_dump(text)
+    assert [(m.node, len(m.devices)) for m in machines] == [
+        ("gpu-a", 2),
+        ("gpu-b", 3),
+        ("", 2),
+        ("", 1),
+    ]
+    profiles = detect(text)
+    assert [p["gpus"][0]["count"] for p in profiles] == [1, 2, 1]
+    assert profiles[0]["name"] == "detected-1"
+    assert "gpu-a, machine 3" in profiles[0]["description"]
+    assert profiles[1]["name"] == "gpu-b"
+
+
+def test_blank_lines_inside_one_dump_do_not_split_it() -> None:
+    text = LSPCI_NN_A10.replace("\n17:00.1", "\n\n17:00.1")
+    assert len(parse_dump(text)) == 1
+
+
+def test_host_prefixed_lines_as_pdsh_prints_them() -> None:
+    line = "{host}: {addr} 3D controller [0302]: NVIDIA Corporation Device [10de:2bb5] (rev a1)\n"
+    text = "".join(
+        line.format(host=host, addr=addr)
+        for host, addr in [("n1", "01:00.0"), ("n2", "01:00.0"), ("n1", "02:00.0")]
+    )
+    machines = parse_dump(text)
+    assert [(m.node, len(m.devices)) for m in machines] == [("n1", 2), ("n2", 1)]
+
+
+def test_prompt_and_comment_lines_are_ignored() -> None:
+    text = "# collected 2026-11-20\n$ sudo lspci -nn\n" + LSPCI_NN_A10
+    assert detect(text)[0]["gpus"] == [{"id": "10de:2236", "count": 2}]
+
+
+def test_vmware_amd_and_intel_gpus() -> None:
+    text = (
+        "00:00.0 Host bridge [0600]: Intel Corporation 440BX/ZX/DX - 82443BX/ZX/DX Host bridge [8086:7190] (rev 01)\n"
+        "00:0f.0 VGA compatible controller [0300]: VMware SVGA II Adapter [15ad:0405]\n"
+        "0b:00.0 Processing accelerators [1200]: Advanced Micro Devices, Inc. [AMD/ATI] Aqua Vanjaram [Instinct MI300X] [1002:74a1]\n"
+        "0c:00.0 VGA compatible controller [0300]: Intel Corporation DG2 [Arc A380] [8086:56a5] (rev 05)\n"
+    )
+    [profile] = detect(text)
+    assert profile["platform"] == "vmware"
+    assert "cpuVendor" not in profile
+    assert profile["gpus"] == []
+    assert profile["extensions"] == ["siderolabs/amdgpu", "siderolabs/i915"]
+
+
+def test_grace_and_arm_hints_give_arm64() -> None:
+    gh200 = (
+        "0000:00:00.0 PCI bridge [0604]: NVIDIA Corporation Device [10de:22b2]\n"
+        "0009:01:00.0 3D controller [0302]: NVIDIA Corporation GH100 [GH200 120GB] [10de:2342] (rev a1)\n"
+    )
+    [profile] = detect(gh200)
+    assert (profile["architecture"], profile["cpuVendor"]) == ("arm64", "arm")
+    ampere = "0000:00:00.0 Host bridge [0600]: Ampere Computing, LLC Altra PCI Express Root Complex A [1def:e100]\n"
+    [profile] = detect(ampere)
+    assert (profile["architecture"], profile["cpuVendor"], profile["gpus"]) == ("arm64", "arm", [])
+
+
+def test_unknown_nvidia_ids_are_still_listed() -> None:
+    text = "01:00.0 3D controller [0302]: NVIDIA Corporation Device [10de:3fff]\n"
+    [profile] = detect(text)
+    assert profile["gpus"] == [{"id": "10de:3fff", "count": 1}]
+    assert "(10de:3fff)" in profile["description"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "<in>: empty input"),
+        ("\n# only a comment\n", "<in>: empty input"),
+        ("00:00.0 Host bridge: Intel Corporation Sky Lake-E DMI3 Registers (rev 07)\n", "<in>:1: no [class]"),
+        (LSPCI_NN_A10 + "garbage here\n", "<in>:7: not an lspci device line"),
+        ('01:00.0 "3D controller [0302]" "NVIDIA\n', "<in>:1: cannot split lspci -mm fields"),
+        ("==> a <==\n==> b <==\n" + LSPCI_NN_A10, "<in>:1: machine 'a' lists no PCI devices"),
+        ("NODE         NAMESPACE   TYPE         ID   VERSION\n", "<in>:1: talosctl table output"),
+        ('{"node": "a", "spec": {}}\n{"node": ', "<in>:2: invalid JSON"),
+        ('[{"node": "a", "spec": {"class_id": "0x03"}}]', "<in>:1: a pcidevices resource without spec.subclass_id"),
+        ("node: a\nspec: [\n", "<in>:3: not lspci -nn"),
+        ("hello world\n", "<in>:1: expected talosctl pcidevices resources"),
+        (TALOSCTL_YAML.replace('"0x2bb5"', '"zz"', 1), "<in>:27: spec.product_id must be a hex code"),
+    ],
+)  # fmt: skip
+def test_unparseable_input_names_the_line(text: str, message: str) -> None:
+    with pytest.raises(DetectError) as caught:
+        detect(text, "<in>")
+    assert str(caught.value).startswith(message)
+
+
+def test_yaml_output_reads_back_and_is_a_stream() -> None:
+    profiles = detect(TALOSCTL_YAML) + detect(LSPCI_NN_A10)
+    text = dump_profiles(profiles)
+    assert text.count("---\n") == 1
+    assert list(yaml.safe_load_all(text)) == profiles
+    assert '  - id: "10de:2bb5"\n    count: 1\n' in text
+    assert json.loads(dump_profiles(profiles, as_json=True)) == profiles
+
+
+def test_compare_profile_names_each_difference() -> None:
+    [detected] = detect(LSPCI_NNMM_DOMAIN)
+    declared = {
+        "name": "hgx",
+        "platform": "metal",
+        "architecture": "amd64",
+        "cpuVendor": "intel",
+        "gpus": [{"id": "10DE:2330", "count": 8}],
+        "nvswitch": False,
+    }
+    assert compare_profile(detected, declared) == [
+        "cpuVendor: profile declares intel, node has amd",
+        "gpus: profile declares 10de:2330 x8, node has 10de:2330 x2",
+        "nvswitch: profile declares false, node has true",
+    ]
+    declared.update(cpuVendor="amd", gpus=[{"id": "10de:2330", "count": 2}], nvswitch=True)
+    assert compare_profile(detected, declared) == []
+
+
+def test_compare_skips_a_cpu_vendor_a_vm_cannot_show() -> None:
+    [detected] = detect(json.dumps(VM_DEVICES))
+    declared = {"platform": "kubevirt", "cpuVendor": "amd", "gpus": [{"id": "10de:2335"}]}
+    assert compare_profile(detected, declared) == []
+    assert compare_profile(detected, {"platform": "metal", "gpus": []}) == [
+        "platform: profile declares metal, node has kubevirt",
+        "gpus: profile declares none, node has 10de:2335 x1",
+    ]
+
+
+EXPECTED_SAMPLES = {
+    "lspci-nn.l40s-intel.txt": ("metal", "intel", [{"id": "10de:26b9", "count": 2}], False),
+    "lspci-nnmm.a100-amd.txt": ("metal", "amd", [{"id": "10de:20b2", "count": 2}], True),
+    "talosctl-pcidevices.kubevirt-h200.json": (
+        "kubevirt",
+        None,
+        [{"id": "10de:2335", "count": 1}],
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("sample", sorted(EXPECTED_SAMPLES))
+def test_shared_samples(sample: str) -> None:
+    path = SAMPLES / sample
+    if not path.exists():
+        pytest.skip(f"shared sample not present at {path}")
+    [profile] = detect(path.read_text(encoding="utf-8"), str(path))
+    platform, cpu_vendor, gpus, nvswitch = EXPECTED_SAMPLES[sample]
+    assert profile["platform"] == platform
+    assert profile.get("cpuVendor") == cpu_vendor
+    assert profile["gpus"] == gpus
+    assert profile["nvswitch"] is nvswitch
+    assert profile["architecture"] == "amd64"
