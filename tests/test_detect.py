@@ -358,3 +358,23 @@ def test_shared_samples(sample: str) -> None:
     assert profile["gpus"] == gpus
     assert profile["nvswitch"] is nvswitch
     assert profile["architecture"] == "amd64"
+
+
+def test_detect_works_without_the_device_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    import schematic.nvidia
+
+    def broken(id_or_name: str) -> Any:
+        raise RuntimeError("table unavailable")
+
+    monkeypatch.setattr(schematic.nvidia, "lookup_gpu", broken)
+    [profile] = detect(LSPCI_NN_A10)
+    assert profile["description"].startswith("Detected: 2x GA102GL [A10] (10de:2236)")
+
+
+def test_detected_profiles_validate_as_hardware_profiles() -> None:
+    from schematic.profiles import HardwareProfile
+
+    for text in (LSPCI_NN_A10, LSPCI_NNMM_DOMAIN, TALOSCTL_YAML, json.dumps(VM_DEVICES)):
+        for profile in detect(text):
+            model = HardwareProfile.model_validate(profile)
+            assert model.model_dump(by_alias=True, mode="json", exclude_none=True) == profile

@@ -1,5 +1,95 @@
-"""`talos-schematic detect`."""
+"""`talos-schematic detect`: hardware dumps → hardware profiles, or a check against one."""
 
 from __future__ import annotations
 
-from schematic.cli import app as app
+import importlib
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from schematic.cli import app, fail
+from schematic.errors import DetectError, TalosSchematicError
+
+
+def _read(path: str) -> tuple[str, str]:
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace"), path
+    except OSError as err:
+        raise DetectError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
+def _declared(profile: str) -> dict[str, Any]:
+    """The profile's fields under their YAML (camelCase) keys."""
+    # Looked up by name so this module type-checks whatever shape the profiles module takes.
+    profiles = importlib.import_module("schematic.profiles")
+    loaded: Any = profiles.load_profile(profile)
+    if isinstance(loaded, Mapping):
+        return dict(loaded)
+    dumped: dict[str, Any] = loaded.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dumped
+
+
+@app.command()
+def detect(
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="[FILE|-]",
+            help="`lspci -nn`, `lspci -nnmm` or `talosctl get pcidevices -o yaml|json` "
+            "output; several nodes may be concatenated. `-` (default) reads stdin.",
+        ),
+    ] = "-",
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against",
+            metavar="PROFILE",
+            help="Compare the node with this profile (shipped name or path); exit 3 on a "
+            "difference.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """Print a hardware profile per distinct machine in a hardware dump.
+
+    GPUs are NVIDIA display functions (class 0300/0302) with counts; NVSwitches, CPU vendor,
+    and the platform (kubevirt for QEMU/KVM guests, vmware, else metal) come from the other
+    devices. Nodes with identical hardware share one profile.
+    """
+    from schematic.detect import compare_profile, detect, dump_profiles
+
+    try:
+        text, source = _read(file)
+        profiles = detect(text, source)
+        if against is None:
+            sys.stdout.write(dump_profiles(profiles, as_json=as_json))
+            return
+        if len(profiles) != 1:
+            names = ", ".join(p["name"] for p in profiles)
+            raise DetectError(
+                f"{source}: --against checks one machine; the input holds {len(profiles)} "
+                f"with different hardware ({names})"
+            )
+        declared = _declared(against)
+    except TalosSchematicError as err:
+        raise fail(err) from None
+
+    detected = profiles[0]
+    differences = compare_profile(detected, declared)
+    label = declared.get("name") or against
+    if differences:
+        print(f"{source}: node differs from profile {label}:", file=sys.stderr)
+        for difference in differences:
+            print(f"  {difference}", file=sys.stderr)
+        raise typer.Exit(3)
+    if declared.get("cpuVendor") and "cpuVendor" not in detected:
+        print(
+            f"{source}: cpuVendor not checked: the dump does not show the CPU vendor",
+            file=sys.stderr,
+        )
+    print(f"{source}: node matches profile {label}", file=sys.stderr)
