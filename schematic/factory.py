@@ -15,7 +15,8 @@ in messages.
 
 Every request carries ``User-Agent: talos-schematic/<version>``, has connect and read timeouts,
 and is retried with exponential backoff and full jitter on connection errors, timeouts,
-502/503/504 and 429 (honouring ``Retry-After``); other 4xx are final. At most
+500/502/503/504 and 429 (honouring ``Retry-After``; a wait longer than the policy allows ends
+the retries at once); other 4xx are final. At most
 ``max_in_flight`` requests (default 8) are open at once. Every failure is a
 :class:`~schematic.errors.FactoryError` whose message names the factory URL and the pool or file.
 """
@@ -81,7 +82,8 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 DEFAULT_MAX_IN_FLIGHT = 8
 DEFAULT_CACHE_TTL = 24 * 3600.0
 
-_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# 500 too: POST /schematics is content-addressed, so repeating it is always safe.
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _ID = re.compile(r"[0-9a-f]{64}")
 _TALOS_VERSION = re.compile(r"v\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?")
 _SNIPPET = 300
@@ -103,7 +105,7 @@ class RetryPolicy:
     attempts: int = 4
     backoff: float = 0.5
     max_backoff: float = 8.0
-    max_retry_after: float = 30.0
+    max_retry_after: float = 10.0
 
     def delay(self, attempt: int, jitter: float) -> float:
         """Full-jitter backoff before attempt ``attempt + 1``; ``jitter`` is in [0, 1)."""
@@ -203,6 +205,10 @@ def _is_html(response: httpx.Response) -> bool:
     ctype = response.headers.get("content-type", "").lower()
     head = response.text.lstrip()[:100].lower()
     return "html" in ctype or head.startswith(("<!doctype html", "<html"))
+
+
+def _attempts(count: int) -> str:
+    return f"{count} attempt" + ("s" if count != 1 else "")
 
 
 def _status_text(response: httpx.Response) -> str:
@@ -393,25 +399,31 @@ class FactoryClient:
                 reason = _describe_transport_error(exc)
                 if attempt == attempts:
                     raise self._error(
-                        subject, f"{what}: {reason} (after {attempts} attempts)"
+                        subject, f"{what}: {reason} (after {_attempts(attempts)})"
                     ) from None
             else:
                 if response.status_code in ok:
                     return response
-                if response.status_code not in _RETRY_STATUSES:
-                    raise self._status_error(response, what, subject, attempt)
-                if attempt == attempts:
+                if response.status_code not in _RETRY_STATUSES or attempt == attempts:
                     raise self._status_error(response, what, subject, attempt)
                 retry_after = _retry_after(response.headers.get("retry-after"))
+                if retry_after is not None and retry_after > self.retry.max_retry_after:
+                    # Retrying sooner than asked would only be refused again.
+                    raise self._status_error(response, what, subject, attempt, retry_after)
             if retry_after is not None:
-                delay = min(retry_after, self.retry.max_retry_after)
+                delay = retry_after
             else:
                 delay = self.retry.delay(attempt, self._jitter())
             self._sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _status_error(
-        self, response: httpx.Response, what: str, subject: str, attempts: int
+        self,
+        response: httpx.Response,
+        what: str,
+        subject: str,
+        attempts: int,
+        retry_after: float | None = None,
     ) -> FactoryError:
         status = _status_text(response)
         if 300 <= response.status_code < 400:
@@ -425,7 +437,12 @@ class FactoryClient:
         else:
             body = _one_line(response.text)
             detail = body or "(empty body)"
-        tail = f" (after {attempts} attempts)" if response.status_code in _RETRY_STATUSES else ""
+        tail = f" (after {_attempts(attempts)})" if response.status_code in _RETRY_STATUSES else ""
+        if retry_after is not None:
+            tail = (
+                f" (asked to retry after {retry_after:.0f} s, longer than the "
+                f"{self.retry.max_retry_after:.0f} s allowed; gave up after {_attempts(attempts)})"
+            )
         if response.status_code in (401, 403):
             tail = f" (set {TOKEN_ENV} or {AUTH_ENV})"
         return self._error(subject, f"{what}: {status}{tail}: {detail}")

@@ -310,7 +310,7 @@ def test_redirect_is_not_followed_but_reported(
         client.register(qemu, "pool gpu")
 
 
-@pytest.mark.parametrize("status", [502, 503, 504, 429])
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 429])
 def test_transient_statuses_are_retried_until_success(
     client: FactoryClient,
     router: respx.MockRouter,
@@ -386,20 +386,20 @@ def test_429_honours_retry_after_seconds(
 def test_429_honours_retry_after_http_date(
     client: FactoryClient, router: respx.MockRouter, qemu: Schematic, sleeps: Sleeps
 ) -> None:
-    when = format_datetime(datetime.now(UTC) + timedelta(seconds=20), usegmt=True)
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=8), usegmt=True)
     router.post("/schematics").mock(
         side_effect=[httpx.Response(429, headers={"retry-after": when}), created(qemu)]
     )
     client.register(qemu, "pool gpu")
     assert len(sleeps) == 1
-    assert 17.0 <= sleeps[0] <= 20.0
+    assert 5.0 <= sleeps[0] <= 8.0
 
 
-def test_retry_after_is_capped_and_429_beyond_budget_fails(
+def test_429_beyond_the_retry_budget_fails(
     client: FactoryClient, router: respx.MockRouter, qemu: Schematic, sleeps: Sleeps
 ) -> None:
     route = router.post("/schematics").mock(
-        return_value=httpx.Response(429, headers={"retry-after": "3600"}, text="slow down")
+        return_value=httpx.Response(429, headers={"retry-after": "2"}, text="slow down")
     )
     with pytest.raises(FactoryError) as caught:
         client.register(qemu, "pool gpu")
@@ -408,7 +408,23 @@ def test_retry_after_is_capped_and_429_beyond_budget_fails(
         "slow down"
     )
     assert route.call_count == 4
-    assert sleeps == [30.0, 30.0, 30.0]
+    assert sleeps == [2.0, 2.0, 2.0]
+
+
+def test_retry_after_longer_than_allowed_ends_retries_at_once(
+    client: FactoryClient, router: respx.MockRouter, qemu: Schematic, sleeps: Sleeps
+) -> None:
+    route = router.post("/schematics").mock(
+        return_value=httpx.Response(503, headers={"retry-after": "3600"}, text="maintenance")
+    )
+    with pytest.raises(FactoryError) as caught:
+        client.register(qemu, "pool gpu")
+    assert str(caught.value) == (
+        f"{URL}: pool gpu: POST /schematics: HTTP 503 Service Unavailable (asked to retry "
+        "after 3600 s, longer than the 10 s allowed; gave up after 1 attempt): maintenance"
+    )
+    assert route.call_count == 1
+    assert sleeps == []
 
 
 # --- transport faults ----------------------------------------------------------------------
