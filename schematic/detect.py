@@ -3,8 +3,9 @@
 Formats are recognised from the first meaningful line: ``{`` or ``[`` starts talosctl JSON (one
 object, a list, ``{"items": [...]}``, or objects one after another as talosctl prints them);
 a PCI address (``01:00.0`` or, from ``lspci -D``, ``0000:01:00.0``) starts lspci output, each
-line read as ``-nnmm`` when its fields are quoted, as ``-nn`` otherwise (``-n`` and ``-nmm``
-work too; indented ``-v``/``-k`` detail lines are skipped, except the kernel driver);
+line read as ``-nnmm`` when its fields are quoted, as ``-nn`` otherwise (``-n``, ``-nmm`` and
+``-vmmnn`` records work too; indented ``-v``/``-k`` detail lines are skipped, except the kernel
+driver);
 anything else is read as talosctl YAML documents.
 
 Several machines in one input:
@@ -94,6 +95,10 @@ _NUMERIC = re.compile(r"^(?P<code>[0-9a-fA-F]{4}):\s+(?P<v>[0-9a-fA-F]{4}):(?P<d
 _MM_FIELD = re.compile(r"^(?:(?P<name>.*?)\s*\[)?(?P<code>[0-9a-fA-F]{4})\]?$")
 _MM_FLAG = re.compile(r"^-[rp][0-9a-fA-F]+$")
 _DRIVER = re.compile(r"^\s+Kernel driver in use:\s*(?P<driver>\S+)")
+_VMM_FIELD = re.compile(
+    r"^(?P<key>Slot|Class|Vendor|Device|SVendor|SDevice|PhySlot|Rev|ProgIf|Driver|Module"
+    r"|NUMANode|IOMMUGroup):\s+(?P<value>.*)$"
+)
 _TALOSCTL_TABLE = re.compile(r"^NODE\s+NAMESPACE\s+TYPE\s+ID\b")
 
 
@@ -139,7 +144,7 @@ def parse_dump(text: str, source: str = "-") -> list[Machine]:
     number, line = first
     if line.startswith(("{", "[")):
         machines = _parse_talosctl(_json_values(text, source), source)
-    elif _DEVICE_LINE.match(line) or _HOST_PREFIXED.match(line):
+    elif _DEVICE_LINE.match(line) or _HOST_PREFIXED.match(line) or line.startswith("Slot:"):
         machines = _parse_lspci(text, source)
     elif _TALOSCTL_TABLE.match(line):
         raise DetectError(
@@ -170,6 +175,34 @@ class _Building:
     addresses: set[str] = field(default_factory=set)
 
 
+def _flatten_records(lines: list[str]) -> list[str]:
+    """Rewrite `lspci -vmmnn` records as `-nnmm` lines in place, so line numbers stay true."""
+    out = list(lines)
+    index = 0
+    while index < len(out):
+        slot = _VMM_FIELD.match(out[index])
+        if slot is None or slot["key"] != "Slot":
+            index += 1
+            continue
+        record: dict[str, str] = {}
+        end = index
+        while end < len(out) and (field := _VMM_FIELD.match(out[end])) is not None:
+            if field["key"] == "Slot" and end > index:
+                break
+            record[field["key"]] = field["value"].strip()
+            out[end] = ""
+            end += 1
+        quoted = [
+            json.dumps(record.get(key, ""), ensure_ascii=False)
+            for key in ("Class", "Vendor", "Device")
+        ]
+        out[index] = f"{record['Slot']} {' '.join(quoted)}"
+        if "Driver" in record and end > index + 1:
+            out[index + 1] = f"\tKernel driver in use: {record['Driver']}"
+        index = end
+    return out
+
+
 def _parse_lspci(text: str, source: str) -> list[Machine]:
     machines: list[_Building] = []
     by_host: dict[str, _Building] = {}
@@ -182,7 +215,7 @@ def _parse_lspci(text: str, source: str) -> list[Machine]:
         machines.append(machine)
         return machine
 
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(_flatten_records(text.splitlines()), 1):
         line = raw.rstrip()
         stripped = line.strip()
         if not stripped:

@@ -378,3 +378,26 @@ def test_detected_profiles_validate_as_hardware_profiles() -> None:
         for profile in detect(text):
             model = HardwareProfile.model_validate(profile)
             assert model.model_dump(by_alias=True, mode="json", exclude_none=True) == profile
+
+
+def test_lspci_vmmnn_records() -> None:
+    record = (
+        "Slot:\t{slot}\nClass:\t3D controller [0302]\nVendor:\tNVIDIA Corporation [10de]\n"
+        "Device:\tGA100 [A100 SXM4 80GB] [20b2]\nSVendor:\tNVIDIA Corporation [10de]\n"
+        "SDevice:\tDevice [1463]\nRev:\ta1\nDriver:\tnvidia\n\n"
+    )
+    host = (
+        "Slot:\t0000:00:00.0\nClass:\tHost bridge [0600]\n"
+        "Vendor:\tAdvanced Micro Devices, Inc. [AMD] [1022]\n"
+        "Device:\tStarship/Matisse Root Complex [1480]\n\n"
+    )
+    one = host + record.format(slot="0000:01:00.0") + record.format(slot="0000:41:00.0")
+    machines = parse_dump(one + one)
+    assert len(machines) == 2
+    assert [(d.pci_id, d.name, d.driver) for d in machines[0].devices] == [
+        ("1022:1480", "Starship/Matisse Root Complex", ""),
+        ("10de:20b2", "GA100 [A100 SXM4 80GB]", "nvidia"),
+        ("10de:20b2", "GA100 [A100 SXM4 80GB]", "nvidia"),
+    ]
+    [profile] = detect(one + one)
+    assert (profile["cpuVendor"], profile["gpus"]) == ("amd", [{"id": "10de:20b2", "count": 2}])
