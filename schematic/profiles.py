@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -228,12 +226,22 @@ def _parse(text: str, source: str, default_name: str) -> HardwareProfile:
     return profile_from_mapping(data, source)
 
 
-def _shipped() -> dict[str, Traversable]:
-    root = resources.files("schematic.profiles")
+def _shipped_root() -> Path:
+    # The shipped profiles live at the top of the source tree (profiles/). This module holds the
+    # import name `schematic.profiles`, so the directory is found beside the package rather
+    # than through importlib.resources under that name.
+    package = Path(__file__).resolve().parent
+    for candidate in (package.parent / "profiles", package / "profiles"):
+        if candidate.is_dir():
+            return candidate
+    raise ProfileError(f"the shipped hardware profiles are missing (looked beside {package})")
+
+
+def _shipped() -> dict[str, Path]:
     return {
-        entry.name.rsplit(".", 1)[0]: entry
-        for entry in root.iterdir()
-        if entry.name.endswith((".yaml", ".yml"))
+        entry.stem: entry
+        for entry in sorted(_shipped_root().iterdir())
+        if entry.suffix in (".yaml", ".yml")
     }
 
 
