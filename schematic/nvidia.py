@@ -1,8 +1,9 @@
 """NVIDIA GPUs on Talos: the device table, lookups, and the flavour / tier decision.
 
-The rules (open or proprietary kernel modules by GPU generation, LTS or production by which
-driver knows the device) are those of DOMAIN.md §3; the device facts and the drivers each
-Talos release pins are package data, read once.
+Kernel-module flavour follows the GPU generation (pre-Turing: proprietary only; Turing to
+Hopper: either, open preferred; Blackwell and Grace superchips: open only), and the tier is
+the one whose driver knows every GPU. The device facts and the drivers each Talos release
+pins are package data, read once.
 """
 
 from __future__ import annotations

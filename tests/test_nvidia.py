@@ -1,4 +1,4 @@
-"""The NVIDIA device table, lookups and the flavour / tier decision (DOMAIN.md §3)."""
+"""The NVIDIA device table, lookups and the flavour / tier decision."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_every_shared_device_classifies_to_its_architecture() -> None:
 
 
 def expected_flavour(gpu: Gpu) -> str | None:
-    """DOMAIN.md §3 restated: None for unsupported generations."""
+    """The generation rules restated independently: None for unsupported generations."""
     if gpu.architecture in ("Fermi", "Kepler", "Rubin"):
         return None
     if gpu.chip == "GB20B":
@@ -204,6 +204,7 @@ def test_non_gpu_functions_are_known_as_such() -> None:
     assert audio is not None and not isinstance(audio, Gpu) and audio.kind == "audio"
     assert switch is not None and not isinstance(switch, Gpu) and switch.kind == "nvswitch"
     assert describe_pci_function("10de:1ad6") is not None  # TU102 USB 3.1
+    assert describe_pci_function("10de:22e8") is not None  # GB202 HD-Audio, beside a 2bb5
     assert describe_pci_function("10de:ffff") is None
 
 
