@@ -1,1 +1,1 @@
-"""Shipped hardware profiles, one machine kind per YAML file (package data of `schematic.profiles`)."""
+"""Shipped hardware profiles, one machine kind per YAML file (package data of `schematic.shipped_profiles`)."""

@@ -227,14 +227,14 @@ def _parse(text: str, source: str, default_name: str) -> HardwareProfile:
 
 
 def _shipped_root() -> Path:
-    # The shipped profiles live at the top of the source tree (profiles/). This module holds the
-    # import name `schematic.profiles`, so the directory is found beside the package rather
-    # than through importlib.resources under that name.
-    package = Path(__file__).resolve().parent
-    for candidate in (package.parent / "profiles", package / "profiles"):
-        if candidate.is_dir():
-            return candidate
-    raise ProfileError(f"the shipped hardware profiles are missing (looked beside {package})")
+    # The shipped profiles live at the top of the source tree (profiles/); installed, they are
+    # the package data of `schematic.shipped_profiles`.
+    import importlib.resources
+
+    root = Path(str(importlib.resources.files("schematic.shipped_profiles")))
+    if not root.is_dir():
+        raise ProfileError(f"the shipped hardware profiles are missing (looked in {root})")
+    return root
 
 
 def _shipped() -> dict[str, Path]:
