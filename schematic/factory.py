@@ -78,7 +78,8 @@ FACTORY_ENV = "TALOS_SCHEMATIC_FACTORY"
 TOKEN_ENV = "TALOS_SCHEMATIC_FACTORY_TOKEN"
 AUTH_ENV = "TALOS_SCHEMATIC_FACTORY_AUTH"
 
-DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+# Factory API answers are small and quick; a stalled proxy should fail a CI job in about a minute.
+DEFAULT_TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 DEFAULT_MAX_IN_FLIGHT = 8
 DEFAULT_CACHE_TTL = 24 * 3600.0
 
@@ -179,8 +180,10 @@ def _split_url(url: str) -> tuple[str, tuple[str, str] | None]:
     hostport = parts.netloc.rpartition("@")[2]
     shown = urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, "", "")).rstrip("/")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        hint = f" (did you mean https://{url.strip()}?)" if "://" not in url and url.strip() else ""
-        raise FactoryError(f"{shown or url or '(empty)'}: not an http(s) Image Factory URL{hint}")
+        # Whatever this is, a `user:password@` part must not be echoed back.
+        given = re.sub(r"^([^/@]*//)?[^/@]*@", r"\1***@", url.strip())
+        hint = f" (did you mean https://{given}?)" if "://" not in given and given else ""
+        raise FactoryError(f"{given or '(empty)'}: not an http(s) Image Factory URL{hint}")
     if parts.query or parts.fragment:
         raise FactoryError(f"{shown}: the factory URL must not carry a query or fragment")
     try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -307,3 +309,22 @@ def test_help_documents_the_credential_variables(runner: CliRunner) -> None:
     result = runner.invoke(app, ["register", "--help"], env={"COLUMNS": "200"})
     assert "TALOS_SCHEMATIC_FACTORY_TOKEN" in result.stdout
     assert "TALOS_SCHEMATIC_FACTORY_AUTH" in result.stdout
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from schematic.cli.factory_commands import _progress
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert _progress("registering") is None
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    show = _progress("registering")
+    assert show is not None
+    show(1, 2)
+    show(2, 2)
+    assert terminal.getvalue() == "\rregistering 1/2\rregistering 2/2\n"

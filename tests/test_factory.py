@@ -500,7 +500,8 @@ def test_resolve_factory_url_precedence() -> None:
         ("ftp://factory.example.test", "ftp://factory.example.test: not an http(s)"),
         ("https://f.example.test/?x=1", "must not carry a query"),
         ("https://f.example.test:99999", "invalid port"),
-        ("https://user:pw@:1", "https://:1: not an http"),
+        ("https://user:pw@:1", "https://***@:1: not an http"),
+        ("user:pw@factory.example.test", "***@factory.example.test: not an http(s)"),
     ],
 )
 def test_bad_factory_urls_are_rejected(url: str, message: str) -> None:

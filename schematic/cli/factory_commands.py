@@ -30,8 +30,8 @@ FactoryOption = Annotated[
     typer.Option(
         "--factory",
         metavar="URL",
-        help="Image Factory base URL [default: $TALOS_SCHEMATIC_FACTORY, else "
-        "https://factory.talos.dev].",
+        help="Image Factory base URL (default: $TALOS_SCHEMATIC_FACTORY, else "
+        "https://factory.talos.dev).",
         show_default=False,
     ),
 ]
@@ -74,7 +74,8 @@ def _progress(label: str) -> Callable[[int, int], None] | None:
 @app.command(help=f"Register schematic files with the Image Factory. {_CREDENTIALS_HELP}")
 def register(
     files: Annotated[
-        list[Path], typer.Argument(help="Schematic files (YAML or JSON); - for stdin.")
+        list[Path],
+        typer.Argument(metavar="FILE", help="Schematic files (YAML or JSON); - for stdin."),
     ],
     factory: FactoryOption = None,
     jobs: JobsOption = 8,
@@ -103,9 +104,7 @@ def _schematic_files(paths: list[Path]) -> list[Path]:
         if path.is_dir():
             inside = sorted(path.rglob("*.schematic.yaml"))
             if not inside:
-                raise SchematicError(
-                    "no *.schematic.yaml files here", source=str(path)
-                )
+                raise SchematicError("no *.schematic.yaml files here", source=str(path))
             found += inside
         else:
             found.append(path)
@@ -119,7 +118,9 @@ def _schematic_files(paths: list[Path]) -> list[Path]:
 def verify(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Schematic files, or directories searched for *.schematic.yaml."),
+        typer.Argument(
+            metavar="PATH", help="Schematic files, or directories searched for *.schematic.yaml."
+        ),
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", metavar="DIR", help="Generated output directory.")
