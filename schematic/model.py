@@ -1,26 +1,19 @@
-"""The schematic: its fields, the factory's strict decoder, and its ID.
+"""The schematic model: its fields, in the factory's emission order, and its ID.
 
-``Schematic.from_yaml`` accepts exactly the bodies the Image Factory accepts and refuses the
-ones it answers with HTTP 400 (DOMAIN rules: unknown keys anywhere, duplicate keys, a scalar
-where a list or mapping belongs, a plain timestamp in a string field, a ``meta.key`` outside
-0..255, and so on). String fields keep the raw scalar text: ``on``, ``0x10`` and ``1e5`` stay
-strings, which a YAML 1.1 loader such as PyYAML's ``safe_load`` would not do. Parsing is done by
-PyYAML's composer (libyaml, like go-yaml's own parser); what the nodes *mean* is decided here,
-by go-yaml's rules (:mod:`schematic.goscalar`).
+``Schematic.from_yaml`` decodes with :func:`schematic.decode.decode_fields`, which accepts
+exactly what the Image Factory accepts; ``canonical()`` writes what the factory stores and
+hashes (:mod:`schematic.canonical`), and ``id`` is its SHA-256.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from schematic.canonical import GoMap, GoTime, emit_document, sha256_hex
-from schematic.errors import SchematicError
-from schematic.goscalar import resolve_plain
+from schematic.canonical import emit_document, sha256_hex
+from schematic.decode import BOOTLOADERS, canonical_tree, decode_fields
 
 __all__ = [
     "BOOTLOADERS",
@@ -33,13 +26,10 @@ __all__ = [
     "SystemExtensions",
 ]
 
-BOOTLOADERS = ("dual-boot", "sd-boot", "grub")
-
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    # defer_build: validators are built on first use, so importing the model stays cheap.
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class Overlay(_Frozen):
@@ -106,8 +96,7 @@ class Schematic(_Frozen):
     @classmethod
     def from_yaml(cls, text: str | bytes, source: str = "-") -> Schematic:
         """Decode a request body (YAML or JSON) as strictly as the factory does."""
-        body = _text(text, source)
-        return _decode(_document(body, source), source, body)
+        return cls.model_validate(decode_fields(text, source))
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "-") -> Schematic:
@@ -137,397 +126,29 @@ class Schematic(_Frozen):
         return self.customization.system_extensions.official_extensions
 
     def _tree(self) -> dict[str, Any]:
-        root: dict[str, Any] = {}
-        if self.owner:
-            root["owner"] = self.owner
-        overlay = self.overlay
-        if overlay.image or overlay.name or overlay.options:
-            written: dict[str, Any] = {"image": overlay.image, "name": overlay.name}
-            if overlay.options:
-                written["options"] = _go_value(overlay.options)
-            root["overlay"] = written
         c = self.customization
-        custom: dict[str, Any] = {}
-        if c.embedded_machine_configuration:
-            custom["embeddedMachineConfiguration"] = c.embedded_machine_configuration
-        if c.extra_kernel_args:
-            custom["extraKernelArgs"] = list(c.extra_kernel_args)
-        if c.meta:
-            custom["meta"] = [{"key": m.key, "value": m.value} for m in c.meta]
-        if c.system_extensions.official_extensions:
-            custom["systemExtensions"] = {
-                "officialExtensions": list(c.system_extensions.official_extensions)
-            }
-        if c.bootloader:
-            custom["bootloader"] = c.bootloader
-        secure: dict[str, Any] = {}
-        if c.secureboot.enroll_keys:
-            secure["enrollKeys"] = c.secureboot.enroll_keys
-        if c.secureboot.include_well_known_certificates:
-            secure["includeWellKnownCertificates"] = True
-        if secure:
-            custom["secureboot"] = secure
-        if c.disk_image.sector_size:
-            custom["diskImage"] = {"sectorSize": c.disk_image.sector_size}
-        root["customization"] = custom
-        return root
-
-
-def _go_value(value: Any) -> Any:
-    """Turn Python containers into the emitter's Go shapes (maps are written sorted)."""
-    if isinstance(value, GoMap):
-        return GoMap(tuple((k, _go_value(v)) for k, v in value.items))
-    if isinstance(value, Mapping):
-        return GoMap(tuple((k, _go_value(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return [_go_value(v) for v in value]
-    return value
-
-
-# --- parsing -------------------------------------------------------------------------------------
-
-
-def _text(body: str | bytes, source: str) -> str:
-    if isinstance(body, str):
-        return body
-    try:
-        if body.startswith((b"\xff\xfe", b"\xfe\xff")):
-            return body.decode("utf-16")
-        return body.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise SchematicError(f"not valid UTF-8 text ({err.reason})", source=source) from None
-
-
-def _document(text: str, source: str) -> yaml.Node:
-    try:
-        for node in yaml.compose_all(text, Loader=_Loader):
-            return node
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        reason = " ".join(filter(None, [err.context, err.problem]))
-        raise SchematicError(
-            f"invalid YAML: {reason}", source=source, line=mark.line + 1 if mark else None
-        ) from None
-    except yaml.YAMLError as err:
-        raise SchematicError(f"invalid YAML: {err}", source=source) from None
-    raise SchematicError("empty schematic: the body holds no YAML document", source=source)
-
-
-# --- decoding with go-yaml's rules ---------------------------------------------------------------
-
-_KIND_NAMES = {"ScalarNode": "scalar", "SequenceNode": "list", "MappingNode": "mapping"}
-
-
-class _Decoder:
-    def __init__(self, source: str, text: str) -> None:
-        self.source = source
-        self.text = text
-
-    def fail(self, node: yaml.Node | None, path: str, reason: str) -> SchematicError:
-        line = node.start_mark.line + 1 if node is not None else None
-        return SchematicError(reason, source=self.source, path=path, line=line)
-
-    # scalars
-
-    def resolved(self, node: yaml.ScalarNode) -> tuple[str, Any]:
-        if node.style:  # quoted or block: a string whatever it says (plain is None or "")
-            return "str", node.value
-        found = _untagged(node.value, node.tag)
-        if found is None:
-            if not self.bare_tag(node):
-                return self.explicitly_tagged(node)
-            found = _untagged(node.value, _implicit_tag(node.value))
-            assert found is not None
-        return found
-
-    def bare_tag(self, node: yaml.ScalarNode) -> bool:
-        """A lone ``!``: PyYAML reads it as ``!!str``, go-yaml as no tag at all."""
-        start = node.start_mark.index
-        return self.text[start : start + 1] == "!" and self.text[start + 1 : start + 2] in (
-            "",
-            " ",
-            "\t",
-            "\r",
-            "\n",
-        )
-
-    def explicitly_tagged(self, node: yaml.ScalarNode) -> tuple[str, Any]:
-        """A plain scalar with a tag of its own (``!!str 10``, ``!custom x``)."""
-        tag = str(node.tag)
-        standard = tag.removeprefix("tag:yaml.org,2002:")
-        if standard == tag or standard not in ("null", "bool", "int", "float", "timestamp"):
-            # go-yaml keeps the text of anything it cannot resolve by tag.
-            return "str", node.value
-        found = resolve_plain(node.value)
-        if found[0] == standard:
-            return found
-        if standard == "float" and found[0] == "int":
-            return "float", float(found[1])
-        raise self.fail(node, "", f"cannot read {node.value!r} as !!{standard}")
-
-    def is_null(self, node: yaml.Node) -> bool:
-        return isinstance(node, yaml.ScalarNode) and self.resolved(node)[0] == "null"
-
-    def string(self, node: yaml.Node, path: str) -> str:
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, path, f"expected a string, found a {_kind(node)}")
-        tag, _ = self.resolved(node)
-        if tag == "null":
-            return ""
-        if tag == "timestamp":
-            raise self.fail(
-                node, path, f"{node.value!r} reads as a timestamp, not a string; quote it"
-            )
-        return str(node.value)
-
-    def string_list(self, node: yaml.Node, path: str) -> tuple[str, ...]:
-        items = self.sequence(node, path)
-        return tuple(
-            self.string(item, f"{path}[{i}]")
-            for i, item in enumerate(items)
-            if not self.is_null(item)
-        )
-
-    def boolean(self, node: yaml.Node, path: str) -> bool:
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, path, f"expected true or false, found a {_kind(node)}")
-        tag, value = self.resolved(node)
-        if tag == "null":
-            return False
-        if tag == "bool":
-            return bool(value)
-        if tag == "str" and value in _YAML11_TRUE:
-            return True
-        if tag == "str" and value in _YAML11_FALSE:
-            return False
-        raise self.fail(node, path, f"expected true or false, found {node.value!r}")
-
-    def unsigned(self, node: yaml.Node, path: str, limit: int) -> int:
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, path, f"expected an integer, found a {_kind(node)}")
-        tag, value = self.resolved(node)
-        if tag == "null":
-            return 0
-        number: int | None = None
-        if tag == "int":
-            number = value
-        elif tag == "float" and value == value and 0 <= value <= 2.0**64:
-            number = int(value) if float(int(value)) == value else None
-        if number is None or not 0 <= number <= limit:
-            raise self.fail(
-                node, path, f"expected an integer from 0 to {limit}, found {node.value!r}"
-            )
-        return number
-
-    # collections
-
-    def sequence(self, node: yaml.Node, path: str) -> list[yaml.Node]:
-        if self.is_null(node):
-            return []
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, path, f"expected a list, found a {_kind(node)}")
-        return list(node.value)
-
-    def pairs(self, node: yaml.MappingNode, path: str) -> list[tuple[yaml.Node, yaml.Node]]:
-        """The mapping's pairs with duplicates refused and ``<<`` merges applied."""
-        seen: dict[tuple[str, str], yaml.Node] = {}
-        regular: list[tuple[yaml.Node, yaml.Node]] = []
-        merge: yaml.Node | None = None
-        for key, value in node.value:
-            identity = (type(key).__name__, key.value if isinstance(key, yaml.ScalarNode) else "")
-            if identity in seen:
-                first = seen[identity].start_mark.line + 1
-                raise self.fail(
-                    key, path, f"mapping key {identity[1]!r} already defined at line {first}"
-                )
-            seen[identity] = key
-            if isinstance(key, yaml.ScalarNode) and not key.style and key.value == "<<":
-                merge = value
-            else:
-                regular.append((key, value))
-        if merge is None:
-            return regular
-        present = {_pair_identity(self, k) for k, _ in regular}
-        merged = list(regular)
-        sources = merge.value if isinstance(merge, yaml.SequenceNode) else [merge]
-        for source in sources:
-            if not isinstance(source, yaml.MappingNode):
-                raise self.fail(source, path, "a << merge needs a mapping or a list of mappings")
-            for key, value in self.pairs(source, path):
-                identity = _pair_identity(self, key)
-                if identity not in present:
-                    present.add(identity)
-                    merged.append((key, value))
-        return merged
-
-    def struct(
-        self, node: yaml.Node, path: str, fields: Mapping[str, Callable[[yaml.Node, str], Any]]
-    ) -> dict[str, Any]:
-        if self.is_null(node):
-            return {}
-        if not isinstance(node, yaml.MappingNode):
-            what = path or "the schematic"
-            raise self.fail(node, path, f"expected a mapping for {what}, found a {_kind(node)}")
-        out: dict[str, Any] = {}
-        for key, value in self.pairs(node, path):
-            if self.is_null(key):
-                continue  # go-yaml skips a null key in a struct without complaint
-            name = self.string(key, path)
-            child = f"{path}.{name}" if path else name
-            handler = fields.get(name)
-            if handler is None:
-                known = ", ".join(fields)
-                raise self.fail(key, child, f"unknown field {name!r} (known here: {known})")
-            out[name] = handler(value, child)
-        return out
-
-    # free-form values (overlay.options)
-
-    def options(self, node: yaml.Node, path: str) -> dict[str, Any]:
-        if self.is_null(node):
-            return {}
-        if not isinstance(node, yaml.MappingNode):
-            raise self.fail(node, path, f"expected a mapping, found a {_kind(node)}")
-        out: dict[str, Any] = {}
-        for key, value in self.pairs(node, path):
-            if self.is_null(key):
-                continue  # a null key cannot become a Go string key: go-yaml drops the pair
-            name = self.string(key, path)
-            out[name] = self.any(value, f"{path}.{name}")
-        return out
-
-    def any(self, node: yaml.Node, path: str) -> Any:
-        if isinstance(node, yaml.ScalarNode):
-            tag, value = self.resolved(node)
-            if tag == "timestamp":
-                return GoTime(value)
-            return value
-        if isinstance(node, yaml.SequenceNode):
-            return [self.any(item, f"{path}[{i}]") for i, item in enumerate(node.value)]
-        assert isinstance(node, yaml.MappingNode)
-        pairs = self.pairs(node, path)
-        if all(self._string_keyed(key) for key, _ in pairs):
-            items = tuple(
-                (str(key.value), self.any(value, f"{path}.{key.value}")) for key, value in pairs
-            )
-            return GoMap(items)
-        typed: list[tuple[Any, Any]] = []
-        for key, value in pairs:
-            if not isinstance(key, yaml.ScalarNode):
-                raise self.fail(key, path, "a list or mapping cannot be a mapping key")
-            typed.append((self.any(key, path), self.any(value, f"{path}.{key.value}")))
-        return GoMap(tuple(typed))
-
-    def _string_keyed(self, key: yaml.Node) -> bool:
-        return isinstance(key, yaml.ScalarNode) and self.resolved(key)[0] in ("str", "merge")
-
-
-def _pair_identity(decoder: _Decoder, key: yaml.Node) -> tuple[str, Any]:
-    if isinstance(key, yaml.ScalarNode):
-        tag, value = decoder.resolved(key)
-        return tag, value if not isinstance(value, float) or value == value else "nan"
-    return type(key).__name__, id(key)
-
-
-@functools.lru_cache(maxsize=65536)
-def _untagged(value: str, tag: str) -> tuple[str, Any] | None:
-    """go-yaml's reading of a plain scalar, or None when it carries a tag of its own."""
-    if tag != _implicit_tag(value):
-        return None
-    if value == "<<":
-        return "merge", "<<"
-    return resolve_plain(value)
-
-
-@functools.lru_cache(maxsize=65536)
-def _implicit_tag(value: str) -> str:
-    # The tag PyYAML's composer gives an untagged plain scalar; any other tag was written.
-    return str(_Loader.resolve(_Loader, yaml.ScalarNode, value, (True, False)))
-
-
-_YAML11_TRUE = frozenset(["y", "Y", "yes", "Yes", "YES", "on", "On", "ON"])
-_YAML11_FALSE = frozenset(["n", "N", "no", "No", "NO", "off", "Off", "OFF"])
-
-
-def _kind(node: yaml.Node) -> str:
-    return _KIND_NAMES.get(type(node).__name__, "node")
-
-
-def _decode(root: yaml.Node, source: str, text: str) -> Schematic:
-    return _SchematicDecoder(source, text).schematic(root)
-
-
-class _SchematicDecoder(_Decoder):
-    """The schematic's own fields, decoded into models the decoder has already checked."""
-
-    def schematic(self, node: yaml.Node) -> Schematic:
-        fields = self.struct(
-            node,
-            "",
-            {"owner": self.string, "overlay": self.overlay, "customization": self.customization},
-        )
-        return Schematic(**fields)
-
-    def overlay(self, node: yaml.Node, path: str) -> Overlay:
-        fields = self.struct(
-            node, path, {"image": self.string, "name": self.string, "options": self.options}
-        )
-        return Overlay(**fields)
-
-    def customization(self, node: yaml.Node, path: str) -> Customization:
-        fields = self.struct(
-            node,
-            path,
+        secure = c.secureboot
+        return canonical_tree(
             {
-                "embeddedMachineConfiguration": self.string,
-                "extraKernelArgs": self.string_list,
-                "meta": self.meta_list,
-                "systemExtensions": self.system_extensions,
-                "bootloader": self.bootloader,
-                "secureboot": self.secureboot,
-                "diskImage": self.disk_image,
-            },
+                "owner": self.owner,
+                "overlay": {
+                    "image": self.overlay.image,
+                    "name": self.overlay.name,
+                    "options": self.overlay.options,
+                },
+                "customization": {
+                    "embeddedMachineConfiguration": c.embedded_machine_configuration,
+                    "extraKernelArgs": c.extra_kernel_args,
+                    "meta": [{"key": m.key, "value": m.value} for m in c.meta],
+                    "systemExtensions": {
+                        "officialExtensions": c.system_extensions.official_extensions
+                    },
+                    "bootloader": c.bootloader,
+                    "secureboot": {
+                        "enrollKeys": secure.enroll_keys,
+                        "includeWellKnownCertificates": secure.include_well_known_certificates,
+                    },
+                    "diskImage": {"sectorSize": c.disk_image.sector_size},
+                },
+            }
         )
-        return Customization(**fields)
-
-    def meta_list(self, node: yaml.Node, path: str) -> tuple[MetaValue, ...]:
-        values = []
-        for i, item in enumerate(self.sequence(node, path)):
-            if self.is_null(item):
-                continue
-            fields = self.struct(item, f"{path}[{i}]", {"key": self.meta_key, "value": self.string})
-            values.append(MetaValue(key=fields.get("key", 0), value=fields.get("value", "")))
-        return tuple(values)
-
-    def meta_key(self, node: yaml.Node, path: str) -> int:
-        return self.unsigned(node, path, 255)
-
-    def sector_size(self, node: yaml.Node, path: str) -> int:
-        return self.unsigned(node, path, 2**64 - 1)
-
-    def system_extensions(self, node: yaml.Node, path: str) -> SystemExtensions:
-        fields = self.struct(node, path, {"officialExtensions": self.string_list})
-        return SystemExtensions(**fields)
-
-    def secureboot(self, node: yaml.Node, path: str) -> SecureBoot:
-        fields = self.struct(
-            node, path, {"enrollKeys": self.string, "includeWellKnownCertificates": self.boolean}
-        )
-        return SecureBoot(**fields)
-
-    def disk_image(self, node: yaml.Node, path: str) -> DiskImage:
-        fields = self.struct(node, path, {"sectorSize": self.sector_size})
-        return DiskImage(**fields)
-
-    def bootloader(self, node: yaml.Node, path: str) -> str:
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, path, f"expected a bootloader name, found a {_kind(node)}")
-        if self.is_null(node):
-            return ""
-        name = str(node.value).lower()
-        if name == "none":
-            return ""
-        if name not in BOOTLOADERS:
-            choices = ", ".join(("none", *BOOTLOADERS))
-            raise self.fail(node, path, f"unknown bootloader {node.value!r} (one of: {choices})")
-        return name
