@@ -25,6 +25,7 @@ def _from(module: str, function: str) -> Callable[[], dict[str, Any]]:
 # One entry per input file kind; another kind (e.g. "cluster") is one more line here.
 SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
     "profile": _from("schematic.profiles", "profile_json_schema"),
+    "cluster": _from("schematic.cluster", "cluster_json_schema"),
 }
 
 

@@ -1,0 +1,101 @@
+"""Cozystack ``KubernetesNodes`` values and manifests, one per pool.
+
+``layout`` says where the schematic goes, for the chart generation the cluster runs:
+``osimage`` (per-pool ``osImage.factory``, the current direction), ``schematicid`` (root
+``schematicID``, cozystack PR #3571) or ``talos`` (``talos.schematicID``, released v1.6.x).
+The Talos version always travels with the schematic, so the chart never combines this
+schematic with its own default release.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from schematic.cluster import DEFAULT_INSTALLER_REPOSITORY, ClusterPlan, PoolPlan
+
+__all__ = ["API_VERSION", "KIND", "LAYOUTS", "Layout", "kubernetes_nodes", "pool_values"]
+
+API_VERSION = "apps.cozystack.io/v1alpha1"
+KIND = "KubernetesNodes"
+Layout = Literal["osimage", "schematicid", "talos"]
+LAYOUTS: tuple[Layout, ...] = ("osimage", "schematicid", "talos")
+
+
+def _kernel_modules(pool: PoolPlan) -> list[dict[str, Any]] | None:
+    """Cozystack's three states: None (leave unset), [] (opt out), or the list to load."""
+    if pool.kernel_modules_state == "none":
+        return None
+    modules: list[dict[str, Any]] = []
+    for module in pool.kernel_modules:
+        entry: dict[str, Any] = {"name": module.name}
+        if module.parameters:
+            entry["parameters"] = list(module.parameters)
+        modules.append(entry)
+    return modules
+
+
+def _talos(pool: PoolPlan, *, with_schematic: bool, mirrors_required: bool) -> dict[str, Any]:
+    talos: dict[str, Any] = {"version": pool.talos.version}
+    if with_schematic:
+        talos["schematicID"] = pool.schematic_id
+    talos["imageFactoryURL"] = pool.talos.image_factory_url
+    talos["installerRepository"] = pool.talos.installer_repository
+    mirrors = pool.registry_mirrors
+    if mirrors is not None or mirrors_required:
+        talos["registryMirrors"] = dict(mirrors or {})
+    return talos
+
+
+def pool_values(cluster: str, pool: PoolPlan, layout: Layout = "osimage") -> dict[str, Any]:
+    """The pool's ``KubernetesNodes`` spec: what ``--values-only`` prints."""
+    values: dict[str, Any] = {"cluster": cluster}
+    for key, value in pool.passthrough.items():
+        if key != "talos":  # merged into the tool's own talos settings below
+            values[key] = value
+    if pool.gpu_resources:
+        values["gpus"] = [{"name": name} for name in pool.gpu_resources]
+    modules = _kernel_modules(pool)
+    if modules is not None:
+        values["kernelModules"] = modules
+    if layout == "osimage":
+        values["osImage"] = {
+            "factory": {
+                "schematicID": pool.schematic_id,
+                "version": pool.talos.version,
+                "imageFactoryURL": pool.talos.image_factory_url,
+            }
+        }
+        # The installer repository and mirrors still live under talos; write them only when
+        # they differ from the chart's defaults.
+        extra: dict[str, Any] = {}
+        if pool.talos.installer_repository != DEFAULT_INSTALLER_REPOSITORY:
+            extra["installerRepository"] = pool.talos.installer_repository
+        if pool.registry_mirrors is not None:
+            extra["registryMirrors"] = dict(pool.registry_mirrors)
+        if extra:
+            values["talos"] = extra
+    elif layout == "schematicid":
+        values["schematicID"] = pool.schematic_id
+        # PR #3571's chart requires every talos key once talos is given; the root schematicID
+        # overrides talos.schematicID, and both name the same schematic here.
+        values["talos"] = _talos(pool, with_schematic=True, mirrors_required=True)
+    elif layout == "talos":
+        values["talos"] = _talos(pool, with_schematic=True, mirrors_required=False)
+    else:
+        raise ValueError(f"unknown layout {layout!r}; one of {', '.join(LAYOUTS)}")
+    return values
+
+
+def kubernetes_nodes(
+    plan: ClusterPlan, pool: PoolPlan, layout: Layout = "osimage"
+) -> dict[str, Any]:
+    """The pool's ``KubernetesNodes`` manifest, named ``<cluster>-<pool>``."""
+    metadata: dict[str, Any] = {"name": f"{plan.cluster}-{pool.name}"}
+    if plan.namespace:
+        metadata["namespace"] = plan.namespace
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": metadata,
+        "spec": pool_values(plan.cluster, pool, layout),
+    }
