@@ -2,4 +2,106 @@
 
 from __future__ import annotations
 
-from schematic.cli import app as app
+import sys
+from typing import Annotated
+
+import typer
+
+from schematic.cli import app, fail
+from schematic.errors import TalosSchematicError
+
+# Exit status when lint finds at least one error (shared with check / verify / detect).
+FOUND_ERRORS = 3
+
+
+@app.command()
+def lint(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="PATH...",
+            help="YAML files or directories: KubernetesNodes / Kubernetes objects, values "
+            "files, rendered manifests, schematic files, this tool's output.",
+        ),
+    ],
+    output_format: Annotated[
+        str,
+        typer.Option("--format", "-f", metavar="text|json|sarif", help="Output format."),
+    ] = "text",
+    talos: Annotated[
+        str | None,
+        typer.Option(
+            "--talos",
+            metavar="VERSION",
+            help="Talos version to check against, overriding what the objects say.",
+        ),
+    ] = None,
+    factory: Annotated[
+        str | None,
+        typer.Option(
+            "--factory",
+            metavar="URL",
+            help="Resolve unknown schematic IDs with GET URL/schematics/{id}.",
+        ),
+    ] = None,
+) -> None:
+    """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error.
+
+    Findings go to stdout (file:line, code, message, fix); the summary goes to stderr.
+    `talos-schematic explain CODE` tells what a finding means and how to confirm it.
+    """
+    from schematic.lint import lint_paths
+    from schematic.lint.formats import FORMATS, render
+
+    if output_format not in FORMATS:
+        raise typer.BadParameter(
+            f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
+        )
+    try:
+        if factory is None:
+            report = lint_paths(paths, talos=talos)
+        else:
+            from schematic.factory import FactoryClient
+            from schematic.model import Schematic
+
+            with FactoryClient(factory) as client:
+
+                def fetch(schematic_id: str) -> Schematic | None:
+                    body = client.fetch_schematic(schematic_id)
+                    if body is None:
+                        return None
+                    return Schematic.from_yaml(body, f"{factory}/schematics/{schematic_id}")
+
+                report = lint_paths(paths, talos=talos, fetch=fetch)
+    except TalosSchematicError as err:
+        raise fail(err) from None
+    sys.stdout.write(render(report, output_format))
+    print(f"talos-schematic lint: {report.summary()}", file=sys.stderr)
+    if report.has_errors:
+        raise typer.Exit(FOUND_ERRORS)
+
+
+@app.command()
+def explain(
+    code: Annotated[
+        str | None, typer.Argument(metavar="CODE", help="A lint code such as TS101.")
+    ] = None,
+    list_codes: Annotated[
+        bool, typer.Option("--list", help="List every code with its severity and title.")
+    ] = False,
+) -> None:
+    """What a lint finding means: what you see, why, how to confirm it, how to fix it."""
+    from schematic.lint.findings import RULES
+
+    if list_codes or code is None:
+        for known in RULES.values():
+            sys.stdout.write(f"{known.code}  {known.severity:<7}  {known.title}\n")
+        return
+    wanted = code.strip().upper()
+    if wanted not in RULES:
+        print(
+            f"talos-schematic: unknown lint code {code!r}; known codes: {', '.join(RULES)}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1)
+    sys.stdout.write(RULES[wanted].explain())

@@ -1,1 +1,96 @@
+"""`talos-schematic lint`: find the silent failures of Talos GPU pools in existing manifests.
 
+    load_paths ─> build_inventory ─> pools / addons / manifests / extensions rules ─> formats
+    (loader)      (inventory)        (each appends to one Collector)                 (text,
+                                                                                      json, sarif)
+
+Schematic IDs are resolved by :class:`~schematic.lint.schematics.SchematicResolver`: schematic
+files among the inputs, the packaged well-known IDs, and an Image Factory only when asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from schematic.lint.findings import RULES, Collector, Finding, Rule
+from schematic.model import Schematic
+
+__all__ = ["RULES", "Finding", "LintReport", "Rule", "lint_paths"]
+
+
+class LintReport(BaseModel):
+    """Every finding of one run, sorted by file and line, and how many files were read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    findings: tuple[Finding, ...]
+    files: int
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    @property
+    def has_errors(self) -> bool:
+        return self.count("error") > 0
+
+    def summary(self) -> str:
+        parts = [
+            f"{self.count(s)} {s}{'s' if self.count(s) != 1 else ''}"
+            for s in ("error", "warning", "note")
+        ]
+        files = f"{self.files} file{'s' if self.files != 1 else ''}"
+        return f"{', '.join(parts)} in {files}"
+
+
+def lint_paths(
+    paths: Sequence[str],
+    *,
+    talos: str | None = None,
+    fetch: Callable[[str], Schematic | None] | None = None,
+) -> LintReport:
+    """Lint every YAML file below ``paths``.
+
+    ``talos`` overrides the Talos version the objects state; ``fetch`` resolves schematic IDs
+    the inputs and the well-known table do not (e.g. an Image Factory's GET /schematics/{id}).
+    Raises LintInputError for a path that cannot be read.
+    """
+    from schematic.lint.addons import check_addons
+    from schematic.lint.extensions import check_extension_names, check_extension_order
+    from schematic.lint.inventory import build_inventory
+    from schematic.lint.loader import collect_files, load_paths
+    from schematic.lint.manifests import check_manifests
+    from schematic.lint.pools import LintContext, check_clusters, check_pools
+    from schematic.lint.schematics import SchematicResolver
+
+    documents, problems = load_paths(paths)
+    out = Collector()
+    for problem in problems:
+        if problem.template:
+            out.add(
+                "TS003",
+                "Helm/Go template directives ({{ ... }}): not YAML until rendered; skipped",
+                problem.file,
+                None,
+            )
+        else:
+            out.add("TS002", f"not valid YAML: {problem.message}", problem.file, problem.line)
+    inventory = build_inventory(documents)
+    local: dict[str, tuple[Schematic, str]] = {}
+    for schematic, place in inventory.schematic_files:
+        local.setdefault(schematic.id, (schematic, f"{place.file}:{place.line}"))
+        where = f"schematic {schematic.id[:8]}…"
+        check_extension_order(schematic, where, place, out)
+        if talos is not None:
+            check_extension_names(schematic.extensions, talos, where, place, out)
+    for error, place in inventory.schematic_problems:
+        line = place.line + error.line - 1 if error.line else place.line
+        field = f"{error.path}: " if error.path else ""
+        out.add("TS004", f"schematic: {field}{error.reason}", place.file, line)
+    ctx = LintContext(SchematicResolver(local, fetch), talos, out)
+    check_pools(inventory, ctx)
+    check_clusters(inventory, ctx)
+    check_addons(inventory, out)
+    check_manifests(inventory, out)
+    return LintReport(findings=tuple(out.findings), files=len(collect_files(paths)))

@@ -1,0 +1,100 @@
+"""Add-on rules for the Kubernetes app: GPU Operator overrides (TS140, TS141) and HAMi (TS142).
+
+``addons.gpuOperator.valuesOverride`` is merged into the operator's values with Helm's
+``mergeOverwrite``, which replaces lists; Cozystack's chart nests the operator's own values
+under ``gpu-operator:``, and an override written without that level is read too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from schematic.lint.findings import Collector
+from schematic.lint.inventory import Cluster, Inventory, Place
+from schematic.lint.loader import Path_
+
+__all__ = ["CDI_DEFAULTS", "check_addons"]
+
+CDI_DEFAULTS: tuple[tuple[str, str], ...] = (
+    ("DEVICE_LIST_STRATEGY", "cdi-annotations"),
+    ("DEVICE_ID_STRATEGY", "uuid"),
+    ("NVIDIA_DRIVER_ROOT", "/"),
+    ("NVIDIA_CTK_PATH", "/usr/local/bin/nvidia-ctk"),
+    ("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"),
+)
+
+
+def _operator_roots(place: Place) -> list[Path_]:
+    """Where the operator's values sit inside an override: under gpu-operator:, or at the top."""
+    roots: list[Path_] = []
+    if isinstance(place.doc.get((*place.path, "gpu-operator")), dict):
+        roots.append((*place.path, "gpu-operator"))
+    if isinstance(place.doc.get(place.path), dict):
+        roots.append(place.path)
+    return roots
+
+
+def _env_pairs(items: Any) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            value = item.get("value")
+            pairs[item["name"]] = value if isinstance(value, str) else str(value)
+    return pairs
+
+
+def _check_operator_values(place: Place, where: str, obj: str, out: Collector) -> None:
+    doc = place.doc
+    for root in _operator_roots(place):
+        env_path = (*root, "devicePlugin", "env")
+        if doc.has(env_path):
+            given = _env_pairs(doc.get(env_path))
+            missing = [f"{k}={v}" for k, v in CDI_DEFAULTS if given.get(k) != v]
+            if missing:
+                out.add(
+                    "TS140",
+                    f"{where}: devicePlugin.env replaces the default list and lacks "
+                    f"{', '.join(missing)}",
+                    doc.file,
+                    doc.line(env_path),
+                    obj,
+                )
+        for component in ("driver", "toolkit"):
+            enabled_path = (*root, component, "enabled")
+            if doc.get(enabled_path) is True:
+                out.add(
+                    "TS141",
+                    f"{where}: {component}.enabled: true; on Talos the {component} comes from "
+                    "the system extensions",
+                    doc.file,
+                    doc.line(enabled_path),
+                    obj,
+                )
+
+
+def _check_cluster(cluster: Cluster, out: Collector) -> None:
+    doc, base = cluster.place.doc, cluster.base
+    addons = (*base, "addons")
+    override = (*addons, "gpuOperator", "valuesOverride")
+    where = f"cluster {cluster.name!r}: addons.gpuOperator.valuesOverride"
+    if isinstance(doc.get(override), dict):
+        _check_operator_values(Place(doc, override), where, cluster.name, out)
+    hami = (*addons, "hami", "enabled")
+    gpu_pools = [pool.name for pool in cluster.pools if pool.nvidia_gpus]
+    if doc.get(hami) is True and gpu_pools:
+        out.add(
+            "TS142",
+            f"cluster {cluster.name!r}: addons.hami.enabled with Talos GPU pools "
+            f"({', '.join(gpu_pools)}); HAMi is not wired for CDI on Talos",
+            doc.file,
+            doc.line(hami),
+            cluster.name,
+        )
+
+
+def check_addons(inventory: Inventory, out: Collector) -> None:
+    for cluster in inventory.clusters:
+        _check_cluster(cluster, out)
+    for place in inventory.operator_values:
+        name = str(place.doc.get(("metadata", "name")) or place.file)
+        _check_operator_values(place, f"HelmRelease {name!r} values", name, out)

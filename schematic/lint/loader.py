@@ -1,0 +1,191 @@
+"""Read lint inputs: files and directories → YAML documents that remember their line numbers.
+
+Parsing is PyYAML's composer; values are built here so that plain scalars follow go-yaml's
+resolution (what Kubernetes and Helm read) and YAML-1.1-only words such as ``on`` stay
+strings. Every mapping key and list item records its line, so a finding can point at the
+line it concerns. Embedded YAML (a TalosConfigTemplate's machine config, the heredoc of the
+reconcile Job) is parsed the same way, shifted to its place in the outer file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from schematic.errors import LintInputError
+from schematic.goscalar import resolve_plain
+
+__all__ = [
+    "Document",
+    "LoadProblem",
+    "Path_",
+    "collect_files",
+    "load_paths",
+    "parse_yaml",
+    "walk",
+]
+
+Key = str | int
+Path_ = tuple[Key, ...]
+
+_SUFFIXES = (".yaml", ".yml", ".json")
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One YAML document: its value, where each key sits, and its own source text."""
+
+    file: str
+    index: int
+    data: Any
+    lines: dict[Path_, int] = field(repr=False)
+    text: str = field(default="", repr=False)
+
+    def line(self, path: Path_ = ()) -> int:
+        """The line of ``path``, or of its nearest ancestor the document records."""
+        for end in range(len(path), -1, -1):
+            found = self.lines.get(path[:end])
+            if found is not None:
+                return found
+        return 1
+
+    def get(self, path: Path_, default: Any = None) -> Any:
+        """The value at ``path`` (keys and list indices), or ``default``."""
+        value = self.data
+        for key in path:
+            listed = isinstance(key, int) and isinstance(value, list) and 0 <= key < len(value)
+            mapped = isinstance(key, str) and isinstance(value, dict) and key in value
+            if listed or mapped:
+                value = value[key]
+            else:
+                return default
+        return value
+
+    def has(self, path: Path_) -> bool:
+        sentinel = object()
+        return self.get(path, sentinel) is not sentinel
+
+
+@dataclass(frozen=True)
+class LoadProblem:
+    """A file that could not be read as YAML; reported as a finding, not raised."""
+
+    file: str
+    line: int | None
+    message: str
+    template: bool  # a Helm/Go template, skipped rather than wrong
+
+
+def _scalar(node: yaml.ScalarNode) -> Any:
+    if node.style:  # quoted or block: always a string (plain is None or "")
+        return node.value
+    tag, value = resolve_plain(node.value)
+    # Timestamps stay as written; lint only compares them as text.
+    return node.value if tag in ("timestamp", "str") else value
+
+
+def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int], offset: int) -> Any:
+    lines.setdefault(path, node.start_mark.line + 1 + offset)
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _build(item, (*path, index), lines, offset) for index, item in enumerate(node.value)
+        ]
+    if isinstance(node, yaml.MappingNode):
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue  # complex keys never occur in the objects lint reads
+            key = str(key_node.value)
+            if key == "<<" and not key_node.style:
+                continue
+            lines[(*path, key)] = key_node.start_mark.line + 1 + offset
+            mapping[key] = _build(value_node, (*path, key), lines, offset)
+        return mapping
+    return None
+
+
+def parse_yaml(text: str, file: str, line_offset: int = 0) -> list[Document]:
+    """Every document of ``text``; raises yaml.YAMLError on a syntax error."""
+    documents: list[Document] = []
+    for index, node in enumerate(yaml.compose_all(text, Loader=_Loader)):
+        if node is None:
+            continue
+        lines: dict[Path_, int] = {}
+        data = _build(node, (), lines, line_offset)
+        lines[()] = node.start_mark.line + 1 + line_offset
+        source = text[node.start_mark.index : node.end_mark.index]
+        documents.append(Document(file, index, data, lines, source))
+    return documents
+
+
+def collect_files(paths: Sequence[str]) -> list[tuple[Path, str]]:
+    """The files to read: named files as given, YAML/JSON files below named directories."""
+    found: list[tuple[Path, str]] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if name.endswith(_SUFFIXES) and not name.startswith("."):
+                        child = Path(root) / name
+                        found.append((child, str(child)))
+        elif path.exists():
+            found.append((path, given))
+        else:
+            raise LintInputError(f"{given}: no such file or directory")
+    return found
+
+
+def _read(path: Path, shown: str) -> str:
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise LintInputError(
+            f"{shown}: not UTF-8 text ({err.reason} at byte {err.start})"
+        ) from None
+    except OSError as err:
+        raise LintInputError(f"{shown}: cannot read: {err.strerror or err}") from None
+
+
+def _problem(shown: str, text: str, err: yaml.YAMLError) -> LoadProblem:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    line = mark.line + 1 if mark is not None else None
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return LoadProblem(shown, line, str(problem), template="{{" in text)
+
+
+def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem]]:
+    """Read every file below ``paths``; LintInputError for a file that cannot be read."""
+    documents: list[Document] = []
+    problems: list[LoadProblem] = []
+    for path, shown in collect_files(paths):
+        text = _read(path, shown)
+        try:
+            documents.extend(parse_yaml(text, shown))
+        except yaml.YAMLError as err:
+            problems.append(_problem(shown, text, err))
+    return documents, problems
+
+
+def walk(value: Any, path: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+    """Every (path, value) below ``value``, depth first, the value itself first."""
+    yield path, value
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from walk(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from walk(child, (*path, index))
+
+
+def strings(values: Iterable[Any]) -> list[str]:
+    return [value for value in values if isinstance(value, str)]

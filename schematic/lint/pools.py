@@ -1,0 +1,374 @@
+"""Pool rules: NVIDIA extensions against the pool's GPUs, flavours, tiers, kernel modules.
+
+A pool's GPUs are its ``gpus[].name`` resource names. They map back to devices through the
+device table's KubeVirt resource names; several device IDs can share a name, and a rule
+about the GPU generation fires only when it holds for every candidate device, so a name that
+could be either of two generations is never refused on a guess. A pool with no
+``nvidia.com/*`` GPU is a non-GPU pool.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from schematic.lint.extensions import check_extension_names, check_extension_order, short_id
+from schematic.lint.findings import Collector
+from schematic.lint.inventory import Cluster, Inventory, KernelModules, Pool, SchematicUse
+from schematic.lint.schematics import SchematicResolver
+from schematic.model import Schematic
+from schematic.nvidia import Gpu, NvidiaExtension, all_gpus, describe_nvidia_extension
+
+__all__ = ["LintContext", "check_clusters", "check_pools", "gpu_candidates"]
+
+_NVIDIA_MODULES = frozenset({"nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset"})
+_PRE_TURING_LAST_BRANCH = 580
+
+
+@dataclass
+class LintContext:
+    resolver: SchematicResolver
+    talos: str | None = None  # --talos: overrides what the objects say
+    out: Collector = field(default_factory=Collector)
+
+
+# --- GPUs from resource names -----------------------------------------------------------------
+
+
+@functools.cache
+def _by_resource_name() -> dict[str, tuple[Gpu, ...]]:
+    table: dict[str, list[Gpu]] = {}
+    for gpu in all_gpus():
+        table.setdefault(gpu.kubevirt_resource_name, []).append(gpu)
+    return {name: tuple(gpus) for name, gpus in table.items()}
+
+
+def _tokens(resource: str) -> list[str]:
+    return [t for t in resource.removeprefix("nvidia.com/").upper().split("_") if t]
+
+
+@functools.cache
+def gpu_candidates(resource: str) -> tuple[tuple[Gpu, ...], bool]:
+    """Devices a resource name can stand for, and whether the match is exact.
+
+    Exact: the name the device plugin builds from pci.ids. Otherwise, for names written by
+    hand such as ``nvidia.com/GB202_RTX_PRO_6000``: devices whose resource name has, for each
+    word of the given name, a word starting with it (at least two words), else the devices of
+    the chip the first word names.
+    """
+    exact = _by_resource_name().get(resource)
+    if exact:
+        return exact, True
+    query = _tokens(resource)
+    if len(query) >= 2:
+        fuzzy = tuple(
+            gpu
+            for name, gpus in _by_resource_name().items()
+            for gpu in gpus
+            if all(any(word.startswith(q) for word in _tokens(name)) for q in query)
+        )
+        if fuzzy:
+            return fuzzy, False
+    if query:
+        chip = tuple(gpu for gpu in all_gpus() if gpu.chip and gpu.chip.upper() == query[0])
+        if chip:
+            return chip, False
+    return (), False
+
+
+def _describe(candidates: Sequence[Gpu]) -> str:
+    architectures = sorted({gpu.architecture for gpu in candidates})
+    if len(candidates) == 1:
+        return f"{candidates[0].id} {candidates[0].name}, {candidates[0].architecture}"
+    return f"{len(candidates)} candidate devices, {' or '.join(architectures)}"
+
+
+# --- the checks -------------------------------------------------------------------------------
+
+
+def _driver_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def _tier_driver(talos: str, extension: NvidiaExtension) -> str | None:
+    from schematic.errors import TalosSchematicError
+    from schematic.talos import driver_row
+
+    try:
+        row = driver_row(talos).row
+    except TalosSchematicError:
+        return None
+    if extension.tier == "production":
+        return row.production_driver
+    return row.lts_driver
+
+
+class _PoolCheck:
+    def __init__(self, pool: Pool, ctx: LintContext) -> None:
+        self.pool = pool
+        self.ctx = ctx
+        self.out = ctx.out
+        self.talos = ctx.talos or pool.talos
+        self._version_noted = False
+
+    def add(self, code: str, message: str, place: object = None) -> None:
+        where = place if place is not None else self.pool.place
+        file = getattr(where, "file", self.pool.place.file)
+        line = getattr(where, "line", self.pool.place.line)
+        self.out.add(code, message, file, line, self.pool.name)
+
+    def need_version(self, what: str) -> str | None:
+        if self.talos is None and not self._version_noted:
+            self._version_noted = True
+            self.add(
+                "TS003",
+                f"pool {self.pool.name!r}: Talos version unknown; {what} not checked "
+                "(set talos.version or pass --talos)",
+            )
+        return self.talos
+
+    def run(self) -> None:
+        pool = self.pool
+        if pool.modules.state == "null":
+            self.add(
+                "TS120",
+                f"pool {pool.name!r}: kernelModules is null; leave it unset for the NVIDIA "
+                "default, or write a list ([] opts out)",
+                pool.modules.place,
+            )
+        seen: set[str] = set()
+        for use in pool.schematics:
+            if use.id in seen:
+                continue
+            seen.add(use.id)
+            resolution = self.ctx.resolver.resolve(use.id)
+            if resolution.schematic is None:
+                why = f" ({resolution.origin})" if resolution.origin else ""
+                self.add(
+                    "TS001",
+                    f"pool {pool.name!r}: schematic {use.id} ({use.role}) is not resolved{why}; "
+                    "its extensions are not checked",
+                    use.place,
+                )
+                continue
+            self.schematic(use, resolution.schematic)
+        self.boot_versus_installer()
+
+    def schematic(self, use: SchematicUse, schematic: Schematic) -> None:
+        pool = self.pool
+        where = f"pool {pool.name!r}: {use.role} {short_id(use.id)}"
+        nvidia = [d for e in schematic.extensions if (d := describe_nvidia_extension(e))]
+        kmods = [e for e in nvidia if e.family == "kernel-modules"]
+        if not pool.nvidia_gpus and nvidia:
+            names = ", ".join(e.name for e in nvidia)
+            if use.inherited:
+                message = (
+                    f"pool {pool.name!r} has no NVIDIA GPU but inherits the cluster-wide "
+                    f"talos.schematicID {short_id(use.id)}, which carries {names}"
+                )
+                self.add("TS101", message, pool.place)
+            else:
+                message = f"{where} carries {names}, but the pool has no nvidia.com/* GPU"
+                self.add("TS101", message, use.place)
+        if pool.nvidia_gpus:
+            self.gpu_pool(use, where, nvidia)
+        self.kernel_modules(use, where, bool(kmods))
+        if schematic.extensions:
+            talos = self.need_version("extension names")
+            if talos is not None:
+                check_extension_names(
+                    schematic.extensions, talos, where, use.place, self.out, pool.name
+                )
+        check_extension_order(schematic, where, use.place, self.out, pool.name)
+
+    def gpu_pool(self, use: SchematicUse, where: str, nvidia: list[NvidiaExtension]) -> None:
+        kmods = [e for e in nvidia if e.family == "kernel-modules"]
+        toolkit = [e for e in nvidia if e.family == "container-toolkit"]
+        gpu_names = ", ".join(g.name for g in self.pool.nvidia_gpus)
+        if not kmods:
+            self.add("TS110", f"{where} has no NVIDIA kernel modules for {gpu_names}", use.place)
+        if not toolkit:
+            self.add("TS111", f"{where} has no NVIDIA container toolkit for {gpu_names}", use.place)
+        tiers = {e.tier for e in nvidia if e.family != "gdrdrv"}
+        if len(tiers) > 1:
+            listed = ", ".join(e.name for e in nvidia if e.family != "gdrdrv")
+            self.add("TS112", f"{where} mixes NVIDIA tiers: {listed}", use.place)
+        flavours = {e.flavour for e in kmods}
+        if len(flavours) > 1:
+            listed = ", ".join(e.name for e in kmods)
+            self.add("TS113", f"{where} carries both kernel-module flavours: {listed}", use.place)
+        for gpu in self.pool.nvidia_gpus:
+            candidates, exact = gpu_candidates(gpu.name)
+            if not candidates:
+                self.add(
+                    "TS114",
+                    f"pool {self.pool.name!r}: GPU {gpu.name} matches no device in the table; "
+                    "GPU-generation checks skipped",
+                    gpu.place,
+                )
+                continue
+            if not exact:
+                self.add(
+                    "TS114",
+                    f"pool {self.pool.name!r}: GPU {gpu.name} is not a name the device plugin "
+                    f"advertises; checked as {_describe(candidates)}",
+                    gpu.place,
+                )
+            for kmod in kmods:
+                self.flavour_and_driver(use, where, gpu.name, candidates, kmod)
+
+    def flavour_and_driver(
+        self,
+        use: SchematicUse,
+        where: str,
+        gpu_name: str,
+        candidates: Sequence[Gpu],
+        kmod: NvidiaExtension,
+    ) -> None:
+        what = f"{gpu_name} ({_describe(candidates)})"
+        if kmod.flavour == "proprietary" and all(g.open_only and not g.gb10 for g in candidates):
+            self.add(
+                "TS103",
+                f"{where}: {what} needs the open kernel modules; {kmod.name} loads and finds "
+                "no device",
+                use.place,
+            )
+        if kmod.flavour == "open" and all(g.gb10 for g in candidates):
+            self.add(
+                "TS103",
+                f"{where}: {what} (GB10) works on Talos only with the proprietary modules and "
+                f"kernel arg arm64.nobti, not {kmod.name}",
+                use.place,
+            )
+        if kmod.flavour == "open" and all(g.pre_turing for g in candidates):
+            self.add(
+                "TS104",
+                f"{where}: {what} has no GSP; the open modules {kmod.name} cannot drive it "
+                "(use nonfree-kmod-nvidia-lts)",
+                use.place,
+            )
+        talos = self.need_version("the tier's driver")
+        if talos is None:
+            return
+        driver = _tier_driver(talos, kmod)
+        if driver is None:
+            return
+        if (
+            kmod.flavour == "proprietary"
+            and all(g.pre_turing for g in candidates)
+            and _driver_key(driver)[0] > _PRE_TURING_LAST_BRANCH
+        ):
+            self.add(
+                "TS105",
+                f"{where}: {kmod.name} is driver {driver} on Talos {talos}, which dropped "
+                f"{what}; only the {_PRE_TURING_LAST_BRANCH} branch (lts) drives it",
+                use.place,
+            )
+        minimums = [g.first_open_driver for g in candidates if g.open_only or g.gb10]
+        if (
+            len(minimums) == len(candidates)
+            and all(minimums)
+            and all(_driver_key(driver) < _driver_key(m or "") for m in minimums)
+        ):
+            needed = min((m for m in minimums if m), key=_driver_key)
+            self.add(
+                "TS106",
+                f"{where}: {kmod.name} is driver {driver} on Talos {talos}; {what} needs "
+                f"{needed} or newer",
+                use.place,
+            )
+
+    def kernel_modules(self, use: SchematicUse, where: str, has_kmods: bool) -> None:
+        pool = self.pool
+        for modules in (pool.modules, pool.machine_config_modules):
+            if modules is None or modules.state != "list":
+                continue
+            listed = sorted(_NVIDIA_MODULES & set(modules.names))
+            if listed and not has_kmods:
+                self.add(
+                    "TS122",
+                    f"{where} has no NVIDIA kernel modules, but {modules.source} loads "
+                    f"{', '.join(listed)}",
+                    modules.place,
+                )
+        opted_out = pool.modules.state == "list" and not pool.modules.names
+        if opted_out and (pool.nvidia_gpus or has_kmods):
+            self.add(
+                "TS121",
+                f"pool {pool.name!r}: kernelModules: [] turns off loading the NVIDIA "
+                "modules; the extensions do not load them",
+                pool.modules.place,
+            )
+        self.machine_config_loads(where, has_kmods, pool.machine_config_modules)
+
+    def machine_config_loads(
+        self, where: str, has_kmods: bool, modules: KernelModules | None
+    ) -> None:
+        if modules is None or not self.pool.nvidia_gpus or not has_kmods:
+            return
+        if "nvidia" not in modules.names:
+            self.add(
+                "TS123",
+                f"{where}: the machine config loads no nvidia module; the extensions do not "
+                "load it themselves",
+                modules.place,
+            )
+
+    def boot_versus_installer(self) -> None:
+        boot = [u for u in self.pool.schematics if u.role == "boot disk"]
+        installer = [u for u in self.pool.schematics if u.role == "installer image"]
+        for disk in boot:
+            for image in installer:
+                if disk.id != image.id:
+                    self.add(
+                        "TS130",
+                        f"pool {self.pool.name!r} boots schematic {short_id(disk.id)} "
+                        f"({disk.place.file}:{disk.place.line}) but upgrades to "
+                        f"{short_id(image.id)} (machine.install.image)",
+                        image.place,
+                    )
+
+
+def check_pools(inventory: Inventory, ctx: LintContext) -> None:
+    for pool in inventory.pools:
+        _PoolCheck(pool, ctx).run()
+
+
+def _nvidia_extensions(schematic: Schematic) -> list[str]:
+    return [e for e in schematic.extensions if describe_nvidia_extension(e)]
+
+
+def _check_cluster(cluster: Cluster, ctx: LintContext) -> None:
+    use = cluster.schematic
+    if use.role == "chart default":
+        return
+    resolution = ctx.resolver.resolve(use.id)
+    if resolution.schematic is None:
+        ctx.out.add(
+            "TS001",
+            f"cluster {cluster.name!r}: cluster-wide talos.schematicID {use.id} is not resolved; "
+            "its extensions are not checked",
+            use.place.file,
+            use.place.line,
+            cluster.name,
+        )
+        return
+    nvidia = _nvidia_extensions(resolution.schematic)
+    plain = [pool.name for pool in cluster.pools if not pool.nvidia_gpus]
+    if nvidia and plain:
+        ctx.out.add(
+            "TS102",
+            f"cluster {cluster.name!r}: cluster-wide talos.schematicID {short_id(use.id)} carries "
+            f"{', '.join(nvidia)}, and the cluster has pools without an NVIDIA GPU: "
+            f"{', '.join(plain)}",
+            use.place.file,
+            use.place.line,
+            cluster.name,
+        )
+
+
+def check_clusters(inventory: Inventory, ctx: LintContext) -> None:
+    for cluster in inventory.clusters:
+        _check_cluster(cluster, ctx)
