@@ -1,3 +1,3 @@
-"""talos-schematic: Talos Image Factory schematics and Cozystack pool values for NVIDIA GPU nodes."""
+"""talos-schematic: Talos Image Factory schematics and Cozystack pool values for GPU nodes."""
 
 __version__ = "0.1.0"

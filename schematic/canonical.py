@@ -506,19 +506,29 @@ def _items(value: Any) -> Iterable[tuple[Any, Any]]:
     return value.items() if isinstance(value, dict) else value.sorted_items()
 
 
+@functools.lru_cache(maxsize=4096)
+def _complex_key(key: Any) -> bool:
+    """A key go-yaml cannot write as ``key:`` (multi-line, or over 128 bytes): ``? key``."""
+    return isinstance(key, str) and (
+        any(ch in _BREAKS for ch in key) or len(key.encode("utf-8")) > _SIMPLE_KEY_LIMIT
+    )
+
+
 class _Writer:
     def __init__(self, legacy_quoting: bool) -> None:
         self.parts: list[str] = []
         self.legacy_quoting = legacy_quoting
 
-    def new_line(self, indent: int) -> None:
+    def line_start(self, indent: int) -> str:
         # After a literal block that ended in a line break the cursor is already at a line start.
-        if self.parts and self.parts[-1][-1:] in _BREAKS:
-            self.parts.append(" " * indent)
-        else:
-            self.parts.append("\n" + " " * indent)
+        last = self.parts[-1] if self.parts else ""
+        if last and last[-1] in _BREAKS:
+            return " " * indent
+        return "\n" + " " * indent
 
     def scalar(self, value: Any, indent: int, is_key: bool = False) -> str:
+        if type(value) is str:
+            return _string_scalar(value, indent, is_key, self.legacy_quoting)
         return _scalar(value, indent, is_key, self.legacy_quoting)
 
     def mapping(self, value: Any, indent: int, first_inline: bool) -> None:
@@ -527,33 +537,35 @@ class _Writer:
         ``first_inline``: the cursor already stands where the first key goes (the document
         start, or after ``- `` in a sequence item).
         """
+        parts = self.parts
+        child = _child_indent(indent)
         for number, (key, item) in enumerate(_items(value)):
             if number or not first_inline:
-                self.new_line(indent)
-            if isinstance(key, str) and (
-                any(ch in _BREAKS for ch in key) or len(key.encode("utf-8")) > _SIMPLE_KEY_LIMIT
-            ):
+                parts.append(self.line_start(indent))
+            if _complex_key(key):
                 # Not a simple key: go-yaml writes "? key" and the value on its own ": " line.
-                self.parts.append("? " + self.scalar(key, _child_indent(indent)))
-                self.new_line(indent)
-                self.parts.append(":")
+                parts.append("? " + self.scalar(key, child))
+                parts.append(self.line_start(indent) + ":")
                 if _is_empty_collection(item) or not _is_collection(item):
                     self.value(item, indent)
                 else:
                     # After a ": " indicator a block collection starts on the same line.
-                    child = _child_indent(indent)
-                    self.parts.append(" " * (child - indent - 1))
+                    parts.append(" " * (child - indent - 1))
                     if isinstance(item, list):
                         self.sequence(item, child, first_inline=True)
                     else:
                         self.mapping(item, child, first_inline=True)
             else:
-                self.parts.append(self.scalar(key, _child_indent(indent), is_key=True) + ":")
+                parts.append(self.scalar(key, child, is_key=True) + ":")
                 self.value(item, indent)
 
     def value(self, item: Any, indent: int) -> None:
         """Write a mapping value right after its ``:``."""
-        if _is_empty_collection(item):
+        if type(item) is str:
+            self.parts.append(
+                " " + _string_scalar(item, _child_indent(indent), False, self.legacy_quoting)
+            )
+        elif _is_empty_collection(item):
             self.parts.append(" []" if isinstance(item, list) else " {}")
         elif isinstance(item, list):
             self.sequence(item, _child_indent(indent), first_inline=False)
@@ -563,20 +575,23 @@ class _Writer:
             self.parts.append(" " + self.scalar(item, _child_indent(indent)))
 
     def sequence(self, value: Sequence[Any], indent: int, first_inline: bool) -> None:
+        parts = self.parts
+        legacy = self.legacy_quoting
+        item_indent = indent + 2
         for number, item in enumerate(value):
-            if number or not first_inline:
-                self.new_line(indent)
-            self.parts.append("-")
-            if _is_empty_collection(item):
-                self.parts.append(" []" if isinstance(item, list) else " {}")
+            start = "" if (first_inline and not number) else self.line_start(indent)
+            if type(item) is str:
+                parts.append(start + "- " + _string_scalar(item, item_indent, False, legacy))
+            elif _is_empty_collection(item):
+                parts.append(start + ("- []" if isinstance(item, list) else "- {}"))
             elif isinstance(item, list):
-                self.parts.append(" ")
-                self.sequence(item, indent + 2, first_inline=True)
+                parts.append(start + "- ")
+                self.sequence(item, item_indent, first_inline=True)
             elif _is_mapping(item):
-                self.parts.append(" ")
-                self.mapping(item, indent + 2, first_inline=True)
+                parts.append(start + "- ")
+                self.mapping(item, item_indent, first_inline=True)
             else:
-                self.parts.append(" " + self.scalar(item, indent + 2))
+                parts.append(start + "- " + self.scalar(item, item_indent))
 
 
 def emit_document(root: Mapping[str, Any], *, legacy_quoting: bool = False) -> str:

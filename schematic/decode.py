@@ -15,6 +15,7 @@ for model construction; :mod:`schematic.model` builds the ``Schematic`` model on
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,7 +29,19 @@ __all__ = ["BOOTLOADERS", "canonical_tree", "decode_fields", "go_value", "schema
 
 BOOTLOADERS = ("dual-boot", "sd-boot", "grub")
 
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_UNTAGGED = "?untagged"
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's composer with tag resolution left to go-yaml's rules.
+
+    PyYAML would resolve every untagged scalar with its YAML 1.1 regexes; here an untagged
+    node (no tag, or go-yaml's non-specific ``!``) keeps a marker tag, so the decoder can tell
+    written tags (``!!str 10``) from none and resolve plain text itself.
+    """
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        return _UNTAGGED
 
 
 def decode_fields(body: str | bytes, source: str = "-") -> dict[str, Any]:
@@ -38,6 +51,9 @@ def decode_fields(body: str | bytes, source: str = "-") -> dict[str, Any]:
     structs as dicts, lists as lists and ``overlay.options`` as a dict of free-form values.
     """
     text = _text(body, source)
+    fields = _simple_fields(text)
+    if fields is not None:
+        return fields
     return _SchematicDecoder(source, text).schematic(_document(text, source))
 
 
@@ -104,6 +120,122 @@ def go_value(value: Any) -> Any:
     return value
 
 
+# --- the common case, read without a YAML parser ---------------------------------------------
+#
+# Most schematic files are a few block mappings and lists of plain names:
+#
+#     customization:
+#       extraKernelArgs: [...]          (block lists only)
+#       systemExtensions:
+#         officialExtensions:
+#           - siderolabs/qemu-guest-agent
+#
+# For text made only of such lines, with values that go-yaml reads as plain strings, the fields
+# are read straight from the lines. Anything else (quotes, flow collections, comments after a
+# value, anchors, tabs, numbers, unknown or repeated keys...) returns None and takes the full
+# decoder, so both paths agree on every input (a test checks that they do).
+
+_SIMPLE_LINE = re.compile(r"( *)(?:- ([^\s].*)|([A-Za-z]+):(?: (.*))?)\Z")
+_SIMPLE_VALUE = re.compile(r"[A-Za-z0-9_./=+][A-Za-z0-9_./=+,:@%~-]*(?<!:)\Z")
+# Which keys the simple reader knows, and what each holds: a nested table, "list" of strings,
+# or "str". Everything else is left to the full decoder.
+_SIMPLE_SCHEMA: dict[str, Any] = {
+    "owner": "str",
+    "overlay": {"image": "str", "name": "str"},
+    "customization": {
+        "extraKernelArgs": "list",
+        "systemExtensions": {"officialExtensions": "list"},
+        "bootloader": "str",
+    },
+}
+
+
+def _simple_fields(text: str) -> dict[str, Any] | None:
+    if "\t" in text or "\r" in text or not text.isascii():
+        return None
+    lines: list[tuple[int, str | None, str | None, str | None]] = []
+    for raw in text.split("\n"):
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = _SIMPLE_LINE.match(raw)
+        if match is None:
+            return None
+        lines.append((len(match[1]), match[2], match[3], match[4]))
+    if not lines or lines[0][0] != 0:
+        return None
+    parsed, end = _simple_block(lines, 0, 0, _SIMPLE_SCHEMA)
+    if end != len(lines) or not isinstance(parsed, dict):
+        return None
+    return parsed
+
+
+def _simple_scalar(value: str, kind: str) -> str | None:
+    if not _SIMPLE_VALUE.match(value) or _plain(value)[0] != "str":
+        return None
+    if kind == "bootloader":
+        name = value.lower()
+        return "" if name == "none" else name if name in BOOTLOADERS else None
+    return value
+
+
+def _simple_block(
+    lines: list[tuple[int, str | None, str | None, str | None]],
+    start: int,
+    indent: int,
+    schema: dict[str, Any],
+) -> tuple[dict[str, Any] | None, int]:
+    """A block mapping at ``indent`` from line ``start``; (None, _) when not simple."""
+    fields: dict[str, Any] = {}
+    at = start
+    while at < len(lines):
+        line_indent, _item, key, value = lines[at]
+        if line_indent < indent:
+            break
+        if line_indent > indent or key is None or key in fields or key not in schema:
+            return None, at
+        kind = schema[key]
+        at += 1
+        if value is not None:
+            if value in ("[]", "{}"):
+                if (value == "[]") != (kind == "list"):
+                    return None, at
+                fields[key] = () if kind == "list" else {}
+                continue
+            if kind != "str":
+                return None, at
+            scalar = _simple_scalar(value, "bootloader" if key == "bootloader" else "str")
+            if scalar is None:
+                return None, at
+            fields[key] = scalar
+            continue
+        if at == len(lines):
+            return None, at  # "key:" with nothing after it is null: the full decoder decides
+        child_indent, child_item = lines[at][0], lines[at][1]
+        if kind == "list":
+            # Items may sit deeper than the key or, as YAML allows, at the key's own indent.
+            if child_item is None or child_indent < indent:
+                return None, at
+            items: list[str] = []
+            while at < len(lines) and lines[at][0] == child_indent and lines[at][1] is not None:
+                scalar = _simple_scalar(str(lines[at][1]), "str")
+                if scalar is None:
+                    return None, at
+                items.append(scalar)
+                at += 1
+            fields[key] = tuple(items)
+        elif isinstance(kind, dict):
+            if child_indent <= indent or child_item is not None:
+                return None, at
+            nested, at = _simple_block(lines, at, child_indent, kind)
+            if nested is None:
+                return None, at
+            fields[key] = nested
+        else:
+            return None, at
+    return fields, at
+
+
 # --- parsing -------------------------------------------------------------------------------------
 
 
@@ -152,24 +284,9 @@ class _Decoder:
     def resolved(self, node: yaml.ScalarNode) -> tuple[str, Any]:
         if node.style:  # quoted or block: a string whatever it says (plain is None or "")
             return "str", node.value
-        found = _untagged(node.value, node.tag)
-        if found is None:
-            if not self.bare_tag(node):
-                return self.explicitly_tagged(node)
-            found = _untagged(node.value, _implicit_tag(node.value))
-            assert found is not None
-        return found
-
-    def bare_tag(self, node: yaml.ScalarNode) -> bool:
-        """A lone ``!``: PyYAML reads it as ``!!str``, go-yaml as no tag at all."""
-        start = node.start_mark.index
-        return self.text[start : start + 1] == "!" and self.text[start + 1 : start + 2] in (
-            "",
-            " ",
-            "\t",
-            "\r",
-            "\n",
-        )
+        if node.tag == _UNTAGGED:
+            return _plain(node.value)
+        return self.explicitly_tagged(node)
 
     def explicitly_tagged(self, node: yaml.ScalarNode) -> tuple[str, Any]:
         """A plain scalar with a tag of its own (``!!str 10``, ``!custom x``)."""
@@ -350,19 +467,11 @@ def _pair_identity(decoder: _Decoder, key: yaml.Node) -> tuple[str, Any]:
 
 
 @functools.lru_cache(maxsize=65536)
-def _untagged(value: str, tag: str) -> tuple[str, Any] | None:
-    """go-yaml's reading of a plain scalar, or None when it carries a tag of its own."""
-    if tag != _implicit_tag(value):
-        return None
+def _plain(value: str) -> tuple[str, Any]:
+    """go-yaml's reading of an untagged plain scalar (``<<`` is the merge key)."""
     if value == "<<":
         return "merge", "<<"
     return resolve_plain(value)
-
-
-@functools.lru_cache(maxsize=65536)
-def _implicit_tag(value: str) -> str:
-    # The tag PyYAML's composer gives an untagged plain scalar; any other tag was written.
-    return str(_Loader.resolve(_Loader, yaml.ScalarNode, value, (True, False)))
 
 
 _YAML11_TRUE = frozenset(["y", "Y", "yes", "Yes", "YES", "on", "On", "ON"])

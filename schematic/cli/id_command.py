@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -89,4 +88,5 @@ def id_command(
 def _read(name: str) -> bytes:
     if name == "-":
         return sys.stdin.buffer.read()
-    return Path(name).read_bytes()
+    with open(name, "rb") as handle:
+        return handle.read()

@@ -1,0 +1,245 @@
+"""The strict decoder: what the factory accepts, what it answers with HTTP 400, and why."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schematic.decode import (
+    _document,
+    _SchematicDecoder,
+    _simple_fields,
+    decode_fields,
+    schematic_id_of,
+)
+from schematic.errors import SchematicError
+from schematic.model import Customization, Schematic, SystemExtensions
+
+EMPTY_ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("", "holds no YAML document"),
+        ("# only a comment\n", "holds no YAML document"),
+        ("customization: {}\ncustomization: {}\n", "already defined at line 1"),
+        ("customization:\n  extraKernelArgs: a\n", "expected a list, found a scalar"),
+        ("customization: []\n", "expected a mapping"),
+        ("[]\n", "expected a mapping for the schematic"),
+        ("plain text\n", "expected a mapping for the schematic"),
+        ("customization:\n  extraKernelArgs:\n    - 2001-12-14\n", "reads as a timestamp"),
+        ("customization:\n  meta: [{key: -1, value: a}]\n", "from 0 to 255"),
+        ("customization:\n  meta: [{key: 256, value: a}]\n", "from 0 to 255"),
+        ("customization:\n  meta: [{key: 10.7, value: a}]\n", "from 0 to 255"),
+        ("customization:\n  meta: [{key: '10', value: a}]\n", "from 0 to 255"),
+        ("customization:\n  meta: [{key: true, value: a}]\n", "from 0 to 255"),
+        ("customization:\n  secureboot: {includeWellKnownCertificates: 1}\n", "true or false"),
+        ("customization:\n  secureboot: {includeWellKnownCertificates: maybe}\n", "true or false"),
+        ("customization:\n  bootloader: auto\n", "unknown bootloader 'auto'"),
+        ("customization:\n  bootloader: ''\n", "unknown bootloader ''"),
+        ("customization:\n  diskImage: {sectorSize: -1}\n", "expected an integer"),
+        ("customization:\n  diskImage: {sectorSize: '512'}\n", "expected an integer"),
+        ('customization:\n  extraKernelArgs: ["\\uD800"]\n', "invalid YAML"),
+        ('{"customization": {"extraKernelArgs": ["\\ud83d\\ude00"]}}', "invalid YAML"),
+        ("customization:\n  foo: 1\n", "unknown field 'foo'"),
+        ("customization:\n  systemExtensions:\n    official: []\n", "unknown field 'official'"),
+        ("overlay: {name: a, image: b, extra: 1}\n", "unknown field 'extra'"),
+        ("customization: {meta: [{key: 1, value: a, other: b}]}\n", "unknown field 'other'"),
+        ("customization: {extraKernelArgs: [[a]]}\n", "expected a string, found a list"),
+        ("overlay: {options: {a: 1, a: 2}}\n", "already defined"),
+        ("customization: [\n", "invalid YAML"),
+    ],
+)
+def test_refused_like_the_factory(body: str, reason: str) -> None:
+    with pytest.raises(SchematicError, match=None) as caught:
+        Schematic.from_yaml(body, source="pool.yaml")
+    assert reason in str(caught.value)
+    assert str(caught.value).startswith("pool.yaml")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "customization: {}\n---\nnot: [valid\n",  # only the first document counts
+        "~\n",
+        "---\n",
+        "{}",
+        "customization:\n  extraKernelArgs: [null, ~]\n",  # null items are dropped
+        "customization:\n  extraKernelArgs: []\n  systemExtensions: {}\n",
+        "customization:\n  meta: []\n  secureboot: {includeWellKnownCertificates: no}\n",
+        "customization:\n  bootloader: none\n",
+        "customization:\n  bootloader: ~\n",
+        "overlay: {options: {}}\n",
+    ],
+)
+def test_accepted_as_the_empty_schematic(body: str) -> None:
+    assert Schematic.from_yaml(body).id == EMPTY_ID
+
+
+def test_error_names_file_field_and_line() -> None:
+    body = "customization:\n  meta:\n    - key: 300\n      value: x\n"
+    with pytest.raises(SchematicError) as caught:
+        Schematic.from_yaml(body, source="cluster/gpu.schematic.yaml")
+    err = caught.value
+    assert (err.source, err.path, err.line) == (
+        "cluster/gpu.schematic.yaml",
+        "customization.meta[0].key",
+        3,
+    )
+    assert str(err) == (
+        "cluster/gpu.schematic.yaml:3: customization.meta[0].key: "
+        "expected an integer from 0 to 255, found '300'"
+    )
+
+
+def test_string_fields_keep_the_raw_scalar_text() -> None:
+    body = "customization:\n  extraKernelArgs: [on, 0x10, 1_000, 1e5, yes, ~x, 017]\n"
+    fields = decode_fields(body)
+    assert list(fields["customization"]["extraKernelArgs"]) == [
+        "on",
+        "0x10",
+        "1_000",
+        "1e5",
+        "yes",
+        "~x",
+        "017",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("written", "key"),
+    [("10", 10), ("0xa", 10), ("0o12", 10), ("012", 10), ("0b1010", 10), ("10.0", 10), ("1e1", 10),
+     ("1_0", 10), ("+10", 10), ("08", 8), ("255", 255), ("0", 0), ("~", 0)],
+)  # fmt: skip
+def test_meta_key_spellings(written: str, key: int) -> None:
+    body = f"customization:\n  meta:\n    - key: {written}\n      value: v\n"
+    assert Schematic.from_yaml(body).customization.meta[0].key == key
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [("true", True), ("True", True), ("TRUE", True), ("yes", True), ("On", True), ("Y", True),
+     ("'yes'", True), ("false", False), ("no", False), ("OFF", False), ("n", False), ("~", False)],
+)  # fmt: skip
+def test_bool_spellings(written: str, value: bool) -> None:
+    body = f"customization:\n  secureboot:\n    includeWellKnownCertificates: {written}\n"
+    assert (
+        Schematic.from_yaml(body).customization.secureboot.include_well_known_certificates is value
+    )
+
+
+def test_bootloader_names_are_case_insensitive() -> None:
+    schematic = Schematic.from_yaml("customization:\n  bootloader: SD-Boot\n")
+    assert schematic.customization.bootloader == "sd-boot"
+    assert schematic.canonical() == "customization:\n    bootloader: sd-boot\n"
+
+
+def test_json_bodies_and_yaml_bodies_agree() -> None:
+    as_json = (
+        '{"customization": {"systemExtensions": '
+        '{"officialExtensions": ["siderolabs/qemu-guest-agent"]}}}'
+    )
+    as_yaml = (
+        "customization:\n  systemExtensions:\n    officialExtensions:\n"
+        "      - siderolabs/qemu-guest-agent\n"
+    )
+    cozystack_default = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
+    assert Schematic.from_json(as_json).id == Schematic.from_yaml(as_yaml).id == cozystack_default
+
+
+def test_merge_keys_and_anchors() -> None:
+    body = "base: &args {extraKernelArgs: [a]}\n"
+    with pytest.raises(SchematicError, match="unknown field 'base'"):
+        Schematic.from_yaml(body)
+    merged = (
+        "customization:\n  <<: {extraKernelArgs: [a], bootloader: grub}\n  bootloader: sd-boot\n"
+    )
+    schematic = Schematic.from_yaml(merged)
+    assert schematic.customization.extra_kernel_args == ("a",)
+    assert schematic.customization.bootloader == "sd-boot"
+
+
+def test_tagged_scalars() -> None:
+    assert Schematic.from_yaml(
+        "customization:\n  extraKernelArgs: [!!str 10]\n"
+    ).customization.extra_kernel_args == ("10",)
+    with pytest.raises(SchematicError, match="cannot read 'abc' as !!int"):
+        Schematic.from_yaml("customization:\n  meta: [{key: !!int abc, value: v}]\n")
+
+
+def test_bytes_in_utf8_and_utf16() -> None:
+    body = "customization:\n  extraKernelArgs: [caf\u00e9]\n"
+    expected = Schematic.from_yaml(body).id
+    assert schematic_id_of(body.encode("utf-8"))[0] == expected
+    assert schematic_id_of(body.encode("utf-16"))[0] == expected
+    with pytest.raises(SchematicError, match="not valid UTF-8"):
+        schematic_id_of(b"customization: {extraKernelArgs: [\xff]}")
+
+
+# --- the plain-lines reader agrees with the full decoder -------------------------------------
+
+_KEYS = ["customization", "overlay", "owner", "extraKernelArgs", "systemExtensions",
+         "officialExtensions", "bootloader", "name", "image", "meta", "other"]  # fmt: skip
+_VALUES = ["siderolabs/qemu-guest-agent", "net.ifnames=0", "a:b", "yes", "null", "~", "1",
+           "0x10", "2024-01-01", "grub", "SD-BOOT", "auto", "[]", "{}", "-", "x:", "a,b",
+           "%x", "é", "'q'", "a #c", "<<"]  # fmt: skip
+
+
+@st.composite
+def _simple_looking(draw: st.DrawFn) -> str:
+    lines = []
+    for _ in range(draw(st.integers(1, 8))):
+        indent = " " * draw(st.sampled_from([0, 0, 2, 4, 6, 8]))
+        if draw(st.booleans()):
+            lines.append(f"{indent}- {draw(st.sampled_from(_VALUES))}")
+        elif draw(st.booleans()):
+            lines.append(f"{indent}{draw(st.sampled_from(_KEYS))}:")
+        else:
+            lines.append(
+                f"{indent}{draw(st.sampled_from(_KEYS))}: {draw(st.sampled_from(_VALUES))}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+_CANONICAL_SHAPES = st.builds(
+    lambda exts, args, boot: Schematic(
+        customization=Customization(
+            extra_kernel_args=tuple(args),
+            system_extensions=SystemExtensions(official_extensions=tuple(exts)),
+            bootloader=boot,
+        )
+    ).canonical(),
+    st.lists(st.sampled_from(_VALUES), max_size=3),
+    st.lists(st.sampled_from(_VALUES), max_size=3),
+    st.sampled_from(["", "grub", "sd-boot"]),
+)
+
+
+def _full(text: str) -> object:
+    try:
+        return _SchematicDecoder("-", text).schematic(_document(text, "-"))
+    except SchematicError as err:
+        return type(err)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_simple_looking(), _CANONICAL_SHAPES))
+def test_plain_lines_reader_agrees_with_the_full_decoder(text: str) -> None:
+    fast = _simple_fields(text)
+    if fast is not None:
+        assert fast == _full(text)
+
+
+def test_plain_lines_reader_takes_the_common_files() -> None:
+    body = (
+        "customization:\n  systemExtensions:\n    officialExtensions:\n"
+        "    - siderolabs/qemu-guest-agent\n"
+    )
+    assert _simple_fields(body) == {
+        "customization": {
+            "systemExtensions": {"officialExtensions": ("siderolabs/qemu-guest-agent",)}
+        }
+    }
+    assert _simple_fields("customization:\n  extraKernelArgs: [a]\n") is None  # flow list
