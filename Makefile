@@ -7,7 +7,6 @@ BIN := $(VENV)/bin
 
 $(BIN)/talos-schematic: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 

@@ -1,0 +1,34 @@
+"""Run every benchmark in this folder, print their figures, and fail if any target is missed.
+
+Run: `make bench` (or `.venv/bin/python benchmarks/run.py [NAME ...]`). Each benchmark is a
+script that prints its own figures and exits non-zero when it misses its target. Timings
+depend on the machine being otherwise idle.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BENCHMARKS = ("schematic_id", "generate", "factory_register")
+
+
+def main(names: list[str]) -> int:
+    missed = []
+    for name in names or BENCHMARKS:
+        print(f"== {name}", flush=True)
+        done = subprocess.run([sys.executable, str(HERE / f"{name}.py")], check=False)
+        if done.returncode != 0:
+            missed.append(name)
+        print(flush=True)
+    if missed:
+        print(f"targets missed: {', '.join(missed)}")
+        return 1
+    print("all targets met")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
