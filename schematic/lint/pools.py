@@ -145,6 +145,8 @@ class _PoolCheck:
             seen.add(use.id)
             resolution = self.ctx.resolver.resolve(use.id)
             if resolution.schematic is None:
+                if not self.out.first(f"TS001 {use.id} {use.place.file}:{use.place.line}"):
+                    continue
                 why = f" ({resolution.origin})" if resolution.origin else ""
                 self.add(
                     "TS001",
@@ -346,6 +348,8 @@ def _check_cluster(cluster: Cluster, ctx: LintContext) -> None:
         return
     resolution = ctx.resolver.resolve(use.id)
     if resolution.schematic is None:
+        if not ctx.out.first(f"TS001 {use.id} {use.place.file}:{use.place.line}"):
+            return
         ctx.out.add(
             "TS001",
             f"cluster {cluster.name!r}: cluster-wide talos.schematicID {use.id} is not resolved; "

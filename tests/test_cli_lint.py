@@ -1,0 +1,133 @@
+"""`talos-schematic lint` and `explain`: findings on stdout, summary on stderr, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import respx
+from typer.testing import CliRunner
+
+from schematic.cli import _register_commands, app
+from schematic.lint.findings import RULES
+from schematic.model import Schematic
+
+_register_commands()
+
+NVIDIA = Schematic.from_extensions(
+    ["siderolabs/nvidia-container-toolkit-lts", "siderolabs/nvidia-open-gpu-kernel-modules-lts"]
+)
+POOL = """\
+apiVersion: apps.cozystack.io/v1alpha1
+kind: KubernetesNodes
+metadata:
+  name: prod-cpu
+spec:
+  cluster: prod
+  talos:
+    version: v1.13.6
+    schematicID: {id}
+"""
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_errors_exit_3(tmp_path: Path) -> None:
+    (tmp_path / "n.yaml").write_text(POOL.format(id=NVIDIA.id))
+    code, out, err = run("lint", str(tmp_path))
+    assert code == 3
+    assert f"{tmp_path}/n.yaml:9: error TS101" in out
+    assert err == "talos-schematic lint: 1 error, 0 warnings, 0 notes in 1 file\n"
+
+
+def test_clean_input_exits_0(tmp_path: Path) -> None:
+    (tmp_path / "n.yaml").write_text(
+        POOL.format(id="ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515")
+    )
+    code, out, err = run("lint", str(tmp_path / "n.yaml"))
+    assert (code, out) == (0, "")
+    assert "0 errors" in err
+
+
+def test_warnings_alone_exit_0(tmp_path: Path) -> None:
+    (tmp_path / "n.yaml").write_text(POOL.format(id="ab" * 32))
+    code, out, _ = run("lint", str(tmp_path), "--format", "json")
+    assert code == 0
+    assert [f["code"] for f in json.loads(out)["findings"]] == ["TS001"]
+
+
+def test_sarif_format(tmp_path: Path) -> None:
+    (tmp_path / "n.yaml").write_text(POOL.format(id=NVIDIA.id))
+    code, out, _ = run("lint", "--format", "sarif", str(tmp_path))
+    assert code == 3
+    assert json.loads(out)["runs"][0]["results"][0]["ruleId"] == "TS101"
+
+
+def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, _ = run("lint", "--format", "xml", str(tmp_path))
+    assert code == 2
+
+
+def test_missing_path_exits_1(tmp_path: Path) -> None:
+    code, out, err = run("lint", str(tmp_path / "nope"))
+    assert (code, out) == (1, "")
+    assert "no such file or directory" in err
+
+
+def test_talos_option_enables_version_rules(tmp_path: Path) -> None:
+    (tmp_path / "n.yaml").write_text(
+        POOL.format(id=NVIDIA.id).replace("    version: v1.13.6\n", "")
+    )
+    _, out, _ = run("lint", "--format", "json", str(tmp_path))
+    assert "TS003" in {f["code"] for f in json.loads(out)["findings"]}
+    _, out, _ = run("lint", "--format", "json", "--talos", "v1.7.6", str(tmp_path))
+    assert "TS150" in {f["code"] for f in json.loads(out)["findings"]}
+
+
+def test_factory_resolves_unknown_ids(tmp_path: Path) -> None:
+    custom = Schematic.from_extensions(["siderolabs/nvidia-container-toolkit-production"])
+    (tmp_path / "n.yaml").write_text(POOL.format(id=custom.id))
+    with respx.mock(assert_all_mocked=True, assert_all_called=True) as router:
+        router.get(f"https://factory.example/schematics/{custom.id}").mock(
+            return_value=httpx.Response(
+                200, text=custom.canonical(), headers={"content-type": "application/yaml"}
+            )
+        )
+        code, out, err = run("lint", "--factory", "https://factory.example", str(tmp_path))
+    assert (code, err) == (3, "talos-schematic lint: 1 error, 0 warnings, 0 notes in 1 file\n")
+    assert "TS101" in out
+
+
+def test_explain_prints_the_long_text() -> None:
+    code, out, _ = run("explain", "ts101")
+    assert code == 0
+    assert out.startswith("TS101 (error): NVIDIA extensions on a pool without an NVIDIA GPU")
+    for part in ("What you see", "Why it happens", "How to confirm it", "How to fix it"):
+        assert part in out
+    assert "virtctl console" in out and "min_over_time(node_memory_MemAvailable_bytes[30h])" in out
+
+
+def test_explain_list() -> None:
+    code, out, _ = run("explain", "--list")
+    assert code == 0
+    assert len(out.splitlines()) == len(RULES)
+    assert out.splitlines()[0].startswith("TS001  warning")
+
+
+def test_explain_unknown_code_exits_1() -> None:
+    code, out, err = run("explain", "TS999")
+    assert (code, out) == (1, "")
+    assert "TS101" in err
+
+
+def test_every_rule_explains_how_to_confirm() -> None:
+    for known in RULES.values():
+        assert known.seen and known.why and known.confirm and known.remedy and known.fix
+    assert "chroot /host /usr/local/bin/nvidia-smi -L" in RULES["TS103"].explain()
+    assert "same uptime" in RULES["TS131"].explain()

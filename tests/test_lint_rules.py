@@ -1,0 +1,602 @@
+"""Every lint rule: an input that trips it and a corrected one that does not."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from schematic.lint import lint_paths
+from schematic.lint.findings import RULES, Finding
+from schematic.model import Schematic
+
+COZY = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
+BLACKWELL = "nvidia.com/GB202GL_RTX_PRO_6000_BLACKWELL_SERVER_EDITION"
+H200 = "nvidia.com/GH100_H200_SXM_141GB"
+P100 = "nvidia.com/GP100GL_TESLA_P100_PCIE_16GB"
+
+
+# Bodies of the IDs the tests build; written next to the manifests that use them, as users keep
+# schematic files in their repositories (the well-known table does not hold them all).
+BODIES: dict[str, str] = {}
+
+
+def ext_id(*names: str) -> str:
+    schematic = Schematic.from_extensions(sorted(f"siderolabs/{n}" for n in names))
+    BODIES[schematic.id] = schematic.canonical()
+    return schematic.id
+
+
+OPEN_PROD = ext_id(
+    "nvidia-open-gpu-kernel-modules-production", "nvidia-container-toolkit-production"
+)
+OPEN_LTS = ext_id("nvidia-open-gpu-kernel-modules-lts", "nvidia-container-toolkit-lts")
+PROP_LTS = ext_id("nonfree-kmod-nvidia-lts", "nvidia-container-toolkit-lts")
+PROP_PROD = ext_id("nonfree-kmod-nvidia-production", "nvidia-container-toolkit-production")
+
+
+def write(tmp_path: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        for schematic_id, body in BODIES.items():
+            if schematic_id in text:
+                (tmp_path / f"schematic-{schematic_id[:8]}.yaml").write_text(body)
+
+
+def run(tmp_path: Path, files: dict[str, str], talos: str | None = None) -> list[Finding]:
+    write(tmp_path, files)
+    return list(lint_paths([str(tmp_path)], talos=talos).findings)
+
+
+def codes(findings: list[Finding]) -> set[str]:
+    return {f.code for f in findings}
+
+
+def nodes(
+    name: str,
+    *,
+    gpus: tuple[str, ...] = (),
+    schematic: str | None = None,
+    talos: str | None = "v1.13.6",
+    extra: str = "",
+    layout: str = "talos",
+) -> str:
+    gpu_lines = "".join(f"\n    - name: {g}" for g in gpus)
+    text = f"""\
+apiVersion: apps.cozystack.io/v1alpha1
+kind: KubernetesNodes
+metadata:
+  name: {name}
+spec:
+  cluster: prod
+  gpus: []{extra}
+"""
+    if gpus:
+        text = text.replace("  gpus: []", "  gpus:" + gpu_lines)
+    if layout == "talos":
+        text += "  talos:\n"
+        if talos:
+            text += f"    version: {talos}\n"
+        if schematic:
+            text += f"    schematicID: {schematic}\n"
+    elif layout == "root":
+        text += f"  schematicID: {schematic}\n"
+        if talos:
+            text += f"  talos:\n    version: {talos}\n"
+    else:
+        text += f"  osImage:\n    factory:\n      schematicID: {schematic}\n"
+        if talos:
+            text += f"      version: {talos}\n"
+    return text
+
+
+def finding(findings: list[Finding], code: str) -> Finding:
+    return next(f for f in findings if f.code == code)
+
+
+# --- TS101 / TS102: NVIDIA schematic where there is no NVIDIA GPU -----------------------------
+
+
+@pytest.mark.parametrize("layout", ["talos", "root", "osImage"])
+def test_ts101_nvidia_schematic_on_a_cpu_pool(tmp_path: Path, layout: str) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("prod-cpu", schematic=OPEN_PROD, layout=layout)})
+    hit = finding(found, "TS101")
+    assert hit.severity == "error"
+    assert hit.object == "prod-cpu"
+    assert "nvidia-container-toolkit-production" in hit.message
+    assert hit.line == {"talos": 10, "root": 8, "osImage": 10}[layout]
+
+
+def test_ts101_passes_with_the_vanilla_schematic(tmp_path: Path) -> None:
+    assert "TS101" not in codes(run(tmp_path, {"n.yaml": nodes("prod-cpu", schematic=COZY)}))
+
+
+def test_ts101_counts_only_nvidia_gpus(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("amd", gpus=("amd.com/gpu",), schematic=OPEN_PROD)})
+    assert "TS101" in codes(found)
+
+
+APP = """\
+apiVersion: apps.cozystack.io/v1alpha1
+kind: Kubernetes
+metadata:
+  name: prod
+spec:
+  talos:
+    version: v1.13.6
+    schematicID: {id}
+  nodeGroups:
+    gpu:
+      gpus:
+        - name: nvidia.com/GH100_H200_SXM_141GB
+    {second}:
+      instanceType: u1.large{second_gpu}
+"""
+
+
+def test_ts102_cluster_wide_nvidia_schematic_with_a_cpu_pool(tmp_path: Path) -> None:
+    found = run(tmp_path, {"app.yaml": APP.format(id=OPEN_PROD, second="cpu", second_gpu="")})
+    hit = finding(found, "TS102")
+    assert (hit.line, hit.object) == (8, "prod")
+    assert "prod nodeGroups.cpu" in hit.message
+    # The inheriting pool itself reboots too: TS101 points at the node group.
+    inherited = finding(found, "TS101")
+    assert inherited.line == 13 and "inherits" in inherited.message
+
+
+def test_ts102_passes_when_every_pool_has_a_gpu(tmp_path: Path) -> None:
+    second_gpu = "\n      gpus:\n        - name: nvidia.com/GH100_H200_SXM_141GB"
+    app = APP.format(id=OPEN_PROD, second="gpu2", second_gpu=second_gpu)
+    found = run(tmp_path, {"app.yaml": app})
+    assert not codes(found) & {"TS101", "TS102"}
+
+
+def test_ts102_counts_kubernetes_nodes_of_the_cluster(tmp_path: Path) -> None:
+    app = APP.format(id=OPEN_PROD, second="gpu2", second_gpu="\n      gpus: [{name: " + H200 + "}]")
+    files = {"app.yaml": app, "n.yaml": nodes("prod-cpu", schematic=COZY)}
+    assert "TS102" in codes(run(tmp_path, files))
+
+
+# --- TS103..TS106: flavour and driver by GPU generation ---------------------------------------
+
+
+def test_ts103_blackwell_with_proprietary_modules(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(BLACKWELL,), schematic=PROP_PROD)})
+    assert "TS103" in codes(found)
+    assert "10de:2bb5" in finding(found, "TS103").message
+
+
+def test_ts103_passes_with_open_modules(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(BLACKWELL,), schematic=OPEN_PROD)})
+    assert [f for f in found if f.severity != "note"] == []
+
+
+def test_ts104_pascal_with_open_modules(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(P100,), schematic=OPEN_LTS)})
+    assert "TS104" in codes(found)
+
+
+def test_ts104_passes_with_proprietary_lts(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(P100,), schematic=PROP_LTS)})
+    assert not codes(found) & {"TS104", "TS105"}
+
+
+def test_ts105_pascal_on_a_production_driver_after_580(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(P100,), schematic=PROP_PROD)})
+    hit = finding(found, "TS105")
+    assert "v1.13.6" in hit.message and "580" in hit.message
+
+
+def test_ts105_needs_the_talos_version(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(P100,), schematic=PROP_PROD, talos=None)})
+    assert "TS105" not in codes(found)
+    assert "TS003" in codes(found)
+    # --talos supplies it.
+    again = lint_paths([str(tmp_path)], talos="v1.13.6")
+    assert "TS105" in {f.code for f in again.findings}
+
+
+def test_ts106_blackwell_on_talos_1_12_production(tmp_path: Path) -> None:
+    found = run(
+        tmp_path, {"n.yaml": nodes("g", gpus=(BLACKWELL,), schematic=OPEN_PROD, talos="v1.12.0")}
+    )
+    hit = finding(found, "TS106")
+    assert "575.57.08" in hit.message
+
+
+def test_ts106_passes_on_the_lts_tier(tmp_path: Path) -> None:
+    found = run(
+        tmp_path, {"n.yaml": nodes("g", gpus=(BLACKWELL,), schematic=OPEN_LTS, talos="v1.12.0")}
+    )
+    assert "TS106" not in codes(found)
+
+
+# --- TS110..TS114: the GPU pool's NVIDIA set --------------------------------------------------
+
+
+def test_ts110_ts111_gpu_pool_on_the_vanilla_schematic(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(H200,), schematic=COZY)})
+    assert {"TS110", "TS111"} <= codes(found)
+
+
+def test_ts110_unset_schematic_is_the_chart_default(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(H200,), schematic=None)})
+    assert {"TS110", "TS111"} <= codes(found)
+
+
+def test_ts111_modules_without_toolkit(tmp_path: Path) -> None:
+    only = ext_id("nvidia-open-gpu-kernel-modules-lts")
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(H200,), schematic=only)})
+    assert "TS111" in codes(found) and "TS110" not in codes(found)
+
+
+def test_ts112_mixed_tiers(tmp_path: Path) -> None:
+    mixed = ext_id("nvidia-open-gpu-kernel-modules-lts", "nvidia-container-toolkit-production")
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(H200,), schematic=mixed)})
+    assert "TS112" in codes(found)
+
+
+def test_ts113_both_flavours(tmp_path: Path) -> None:
+    both = ext_id(
+        "nvidia-open-gpu-kernel-modules-lts",
+        "nonfree-kmod-nvidia-lts",
+        "nvidia-container-toolkit-lts",
+    )
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(H200,), schematic=both)})
+    assert "TS113" in codes(found)
+
+
+def test_gpu_pool_with_a_matching_set_is_clean(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(H200,), schematic=OPEN_PROD)})
+    assert found == []
+
+
+def test_ts114_unknown_resource_name(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=("nvidia.com/gpu",), schematic=OPEN_PROD)})
+    assert codes(found) == {"TS114"}
+
+
+def test_hand_written_resource_name_is_matched_by_words(tmp_path: Path) -> None:
+    # Cozystack's own test values use this shortened name for the RTX PRO 6000 (Blackwell).
+    found = run(
+        tmp_path,
+        {"n.yaml": nodes("g", gpus=("nvidia.com/GB202_RTX_PRO_6000",), schematic=PROP_PROD)},
+    )
+    assert {"TS103", "TS114"} <= codes(found)
+    assert finding(found, "TS114").severity == "note"
+
+
+# --- TS120..TS123: kernel modules -------------------------------------------------------------
+
+
+def test_ts120_kernel_modules_null(tmp_path: Path) -> None:
+    found = run(
+        tmp_path,
+        {"n.yaml": nodes("g", gpus=(H200,), schematic=OPEN_PROD, extra="\n  kernelModules: null")},
+    )
+    assert finding(found, "TS120").line == 9
+
+
+def test_ts121_empty_list_on_a_gpu_pool(tmp_path: Path) -> None:
+    found = run(
+        tmp_path,
+        {"n.yaml": nodes("g", gpus=(H200,), schematic=OPEN_PROD, extra="\n  kernelModules: []")},
+    )
+    assert finding(found, "TS121").severity == "warning"
+
+
+def test_ts121_empty_list_on_a_cpu_pool_is_fine(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("c", schematic=COZY, extra="\n  kernelModules: []")})
+    assert found == []
+
+
+def test_ts122_nvidia_modules_without_nvidia_schematic(tmp_path: Path) -> None:
+    extra = "\n  kernelModules:\n    - name: nvidia\n    - name: br_netfilter"
+    found = run(tmp_path, {"n.yaml": nodes("c", schematic=COZY, extra=extra)})
+    hit = finding(found, "TS122")
+    assert hit.line == 8 and "nvidia" in hit.message and "br_netfilter" not in hit.message
+
+
+def test_ts122_passes_with_other_modules(tmp_path: Path) -> None:
+    extra = "\n  kernelModules:\n    - name: br_netfilter"
+    assert run(tmp_path, {"n.yaml": nodes("c", schematic=COZY, extra=extra)}) == []
+
+
+# --- rendered manifests: TS122 / TS123 / TS130 / TS131 ----------------------------------------
+
+
+def kmt(schematic: str, gpu: str = H200, version: str = "v1.13.6") -> str:
+    return f"""\
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: KubevirtMachineTemplate
+metadata:
+  name: kubernetes-prod-md0-0a1b2c
+spec:
+  template:
+    spec:
+      virtualMachineTemplate:
+        spec:
+          dataVolumeTemplates:
+          - metadata:
+              name: disk-system
+            spec:
+              source:
+                http:
+                  url: https://factory.talos.dev/image/{schematic}/{version}/openstack-amd64.raw.xz
+          template:
+            spec:
+              domain:
+                devices:
+                  gpus:
+                  - name: gpu1
+                    deviceName: {gpu}
+"""
+
+
+def tct(schematic: str, modules: str = "nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset") -> str:
+    names = [m.strip() for m in modules.split(",") if m.strip()]
+    listed = "".join(f"\n              - name: {name}" for name in names)
+    kernel = f"\n          kernel:\n            modules:{listed}" if listed else ""
+    return f"""\
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha3
+kind: TalosConfigTemplate
+metadata:
+  name: kubernetes-prod-md0
+spec:
+  template:
+    spec:
+      generateType: none
+      talosVersion: "v1.13.6"
+      data: |
+        version: v1alpha1
+        machine:
+          type: worker
+          install:
+            disk: /dev/vda
+            image: factory.talos.dev/installer/{schematic}:v1.13.6{kernel}
+"""
+
+
+def test_ts130_boot_disk_and_installer_differ(tmp_path: Path) -> None:
+    found = run(tmp_path, {"kmt.yaml": kmt(OPEN_PROD), "tct.yaml": tct(OPEN_LTS)})
+    hit = finding(found, "TS130")
+    assert (hit.file.endswith("tct.yaml"), hit.line, hit.object) == (
+        True,
+        16,
+        "kubernetes-prod-md0",
+    )
+
+
+def test_ts130_passes_with_one_schematic(tmp_path: Path) -> None:
+    assert run(tmp_path, {"kmt.yaml": kmt(OPEN_PROD), "tct.yaml": tct(OPEN_PROD)}) == []
+
+
+def test_ts122_in_the_machine_config(tmp_path: Path) -> None:
+    found = run(tmp_path, {"kmt.yaml": kmt(COZY, gpu="nvidia.com/x"), "tct.yaml": tct(COZY)})
+    assert "TS122" in codes(found)
+
+
+def test_ts123_gpu_machine_config_without_nvidia_modules(tmp_path: Path) -> None:
+    found = run(tmp_path, {"kmt.yaml": kmt(OPEN_PROD), "tct.yaml": tct(OPEN_PROD, modules="")})
+    assert codes(found) == {"TS123"}
+
+
+def test_ts101_on_a_rendered_cpu_pool(tmp_path: Path) -> None:
+    cpu = kmt(OPEN_PROD).split("          template:")[0]
+    found = run(tmp_path, {"kmt.yaml": cpu})
+    assert finding(found, "TS101").line == 16
+
+
+SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: kubernetes-prod
+  labels:
+    kamaji.clastix.io/name: kubernetes-prod
+spec:
+  ports:
+    - name: kube-apiserver
+      port: 6443{extra}
+"""
+
+
+def test_ts131_service_without_trustd(tmp_path: Path) -> None:
+    found = run(tmp_path, {"svc.yaml": SERVICE.format(extra="")})
+    assert (finding(found, "TS131").line, finding(found, "TS131").severity) == (8, "warning")
+
+
+def test_ts131_passes_with_trustd(tmp_path: Path) -> None:
+    extra = "\n    - name: talos-trustd\n      port: 50001"
+    assert run(tmp_path, {"svc.yaml": SERVICE.format(extra=extra)}) == []
+
+
+def test_ts131_ignores_other_services(tmp_path: Path) -> None:
+    other = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ports: [{port: 6443}]\n"
+    assert run(tmp_path, {"svc.yaml": other}) == []
+
+
+def test_ts131_kamaji_control_plane(tmp_path: Path) -> None:
+    kcp = """\
+    apiVersion: controlplane.cluster.x-k8s.io/v1alpha1
+    kind: KamajiControlPlane
+    metadata:
+      name: kubernetes-prod
+    spec:
+      network:
+        additionalServicePorts:
+          - {name: other, port: 1234}
+    """
+    assert "TS131" in codes(run(tmp_path, {"kcp.yaml": kcp}))
+    fixed = kcp.replace("{name: other, port: 1234}", "{name: talos-trustd, port: 50001}")
+    assert run(tmp_path, {"kcp.yaml": fixed}) == []
+
+
+# --- TS140..TS142: add-ons --------------------------------------------------------------------
+
+ADDONS = """\
+nodeGroups:
+  gpu:
+    gpus:
+      - name: nvidia.com/GH100_H200_SXM_141GB
+    schematicID: {id}
+addons:
+  gpuOperator:
+    enabled: true
+    valuesOverride:
+      gpu-operator:
+{override}
+  hami:
+    enabled: {hami}
+"""
+FULL_ENV = """\
+        devicePlugin:
+          env:
+            - {name: DEVICE_LIST_STRATEGY, value: cdi-annotations}
+            - {name: DEVICE_ID_STRATEGY, value: uuid}
+            - {name: NVIDIA_DRIVER_ROOT, value: /}
+            - {name: NVIDIA_CTK_PATH, value: /usr/local/bin/nvidia-ctk}
+            - {name: CDI_ANNOTATION_PREFIX, value: cdi.k8s.io/}
+            - {name: MY_VAR, value: "on"}"""
+
+
+def values(override: str, hami: str = "false") -> str:
+    return ADDONS.replace("{id}", OPEN_PROD).replace("{override}", override).replace("{hami}", hami)
+
+
+def test_ts140_env_override_drops_cdi_defaults(tmp_path: Path) -> None:
+    override = "        devicePlugin:\n          env:\n            - {name: MY_VAR, value: x}"
+    found = run(tmp_path, {"values.yaml": values(override)}, talos="v1.13.6")
+    hit = finding(found, "TS140")
+    assert hit.line == 12 and "DEVICE_LIST_STRATEGY=cdi-annotations" in hit.message
+
+
+def test_ts140_passes_with_the_full_list(tmp_path: Path) -> None:
+    assert run(tmp_path, {"values.yaml": values(FULL_ENV)}, talos="v1.13.6") == []
+
+
+def test_ts141_operator_driver_enabled(tmp_path: Path) -> None:
+    override = FULL_ENV + "\n        driver:\n          enabled: true"
+    found = run(tmp_path, {"values.yaml": values(override)}, talos="v1.13.6")
+    assert codes(found) == {"TS141"}
+    disabled = override.replace("enabled: true", "enabled: false")
+    assert run(tmp_path, {"values.yaml": values(disabled)}, talos="v1.13.6") == []
+
+
+def test_ts142_hami_with_gpu_pools(tmp_path: Path) -> None:
+    found = run(tmp_path, {"values.yaml": values(FULL_ENV, hami="true")}, talos="v1.13.6")
+    assert codes(found) == {"TS142"}
+
+
+def test_ts140_in_a_rendered_gpu_operator_release(tmp_path: Path) -> None:
+    release = """\
+    apiVersion: helm.toolkit.fluxcd.io/v2
+    kind: HelmRelease
+    metadata:
+      name: kubernetes-prod-gpu-operator
+    spec:
+      values:
+        gpu-operator:
+          devicePlugin:
+            env:
+              - name: DEVICE_LIST_STRATEGY
+                value: envvar
+    """
+    assert "TS140" in codes(run(tmp_path, {"hr.yaml": release}))
+
+
+# --- TS150 / TS151: extension names and order -------------------------------------------------
+
+
+def test_ts150_tiered_names_on_talos_1_7(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(H200,), schematic=OPEN_PROD, talos="v1.7.6")})
+    hit = finding(found, "TS150")
+    assert "v1.7.6" in hit.message
+
+
+def test_ts150_passes_with_unsuffixed_names_on_1_7(tmp_path: Path) -> None:
+    old = ext_id("nvidia-open-gpu-kernel-modules", "nvidia-container-toolkit")
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=(H200,), schematic=old, talos="v1.7.6")})
+    assert "TS150" not in codes(found)
+
+
+def test_ts151_unsorted_schematic_file(tmp_path: Path) -> None:
+    body = """\
+    customization:
+      systemExtensions:
+        officialExtensions:
+          - siderolabs/qemu-guest-agent
+          - siderolabs/nvidia-container-toolkit-lts
+    """
+    found = run(tmp_path, {"s.yaml": body})
+    hit = finding(found, "TS151")
+    sorted_id = Schematic.from_extensions(
+        ["siderolabs/nvidia-container-toolkit-lts", "siderolabs/qemu-guest-agent"]
+    ).id
+    assert (hit.severity, hit.line) == ("note", 1) and sorted_id[:8] in hit.message
+    fixed = (
+        "customization:\n  systemExtensions:\n    officialExtensions:\n"
+        "      - siderolabs/nvidia-container-toolkit-lts\n      - siderolabs/qemu-guest-agent\n"
+    )
+    assert run(tmp_path, {"s.yaml": fixed}) == []
+
+
+# --- TS001..TS004: inputs ---------------------------------------------------------------------
+
+
+def test_ts001_unresolved_id_is_reported_not_guessed(tmp_path: Path) -> None:
+    unknown = "ab" * 32
+    found = run(tmp_path, {"n.yaml": nodes("c", schematic=unknown)})
+    assert codes(found) == {"TS001"}
+    assert unknown in finding(found, "TS001").message
+
+
+def test_ts001_resolved_by_a_schematic_file(tmp_path: Path) -> None:
+    body = (
+        "customization:\n  systemExtensions:\n    officialExtensions:\n"
+        "      - siderolabs/nvidia-container-toolkit-lts\n"
+    )
+    schematic_id = Schematic.from_yaml(body).id
+    files = {
+        "pool/kubernetes-nodes.yaml": nodes("c", schematic=schematic_id),
+        "pool/schematic.yaml": body,
+    }
+    assert codes(run(tmp_path, files)) == {"TS101"}
+
+
+def test_ts001_resolved_by_a_fetcher(tmp_path: Path) -> None:
+    unknown = "cd" * 32
+    write(tmp_path, {"n.yaml": nodes("c", schematic=unknown)})
+    asked: list[str] = []
+
+    def fetch(schematic_id: str) -> Schematic | None:
+        asked.append(schematic_id)
+        return Schematic.from_extensions(["siderolabs/nvidia-container-toolkit-lts"])
+
+    report = lint_paths([str(tmp_path)], fetch=fetch)
+    assert asked == [unknown]
+    assert {f.code for f in report.findings} == {"TS101"}
+
+
+def test_ts002_broken_yaml(tmp_path: Path) -> None:
+    found = run(tmp_path, {"bad.yaml": "a: [1, 2\nb: 3\n"})
+    assert finding(found, "TS002").severity == "error"
+
+
+def test_ts003_helm_template_is_skipped(tmp_path: Path) -> None:
+    found = run(tmp_path, {"t.yaml": "a: {{ .Values.x }}\n  b: [\n"})
+    assert codes(found) == {"TS003"}
+
+
+def test_ts004_schematic_the_factory_rejects(tmp_path: Path) -> None:
+    found = run(tmp_path, {"s.yaml": "customization:\n  extraKernelArgs: a\n"})
+    assert finding(found, "TS004").line == 2
+
+
+def test_every_rule_is_tested_here() -> None:
+    source = Path(__file__).read_text()
+    untested = [code for code in RULES if f"test_{code.lower()}" not in source]
+    assert untested == []
