@@ -131,3 +131,17 @@ def test_every_rule_explains_how_to_confirm() -> None:
         assert known.seen and known.why and known.confirm and known.remedy and known.fix
     assert "chroot /host /usr/local/bin/nvidia-smi -L" in RULES["TS103"].explain()
     assert "same uptime" in RULES["TS131"].explain()
+
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
+
+
+def test_own_generated_output_is_clean(tmp_path: Path) -> None:
+    if not EXAMPLE.exists():
+        return
+    for layout in ("osimage", "schematicid", "talos"):
+        out = tmp_path / layout
+        code, _, _ = run("generate", str(EXAMPLE), "--layout", layout, "--out", str(out))
+        assert code == 0
+        code, found, _ = run("lint", str(out))
+        assert (code, found) == (0, "")

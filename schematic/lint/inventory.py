@@ -51,7 +51,6 @@ _INSTALLER = re.compile(rf"/(?P<id>{_ID}):(?P<version>v[0-9][^\s\"']*)")
 _HASH_SUFFIX = re.compile(r"-[0-9a-f]{6}$")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(?P<marker>[A-Za-z_]\w*)['\"]?[^\n]*\n")
 _SCHEMATIC_KEYS = frozenset({"owner", "overlay", "customization"})
-_NODES_KEYS = frozenset({"gpus", "talos", "osImage", "schematicID", "kernelModules"})
 
 
 @dataclass(frozen=True)
@@ -162,7 +161,17 @@ def _is_app_values(values: dict[str, Any]) -> bool:
 
 
 def _is_nodes_values(values: dict[str, Any]) -> bool:
-    return bool(_NODES_KEYS & set(values)) and not _is_app_values(values)
+    shaped = (
+        isinstance(values.get("gpus"), list)
+        or isinstance(values.get("talos"), dict)
+        or isinstance(values.get("osImage"), dict)
+        or isinstance(values.get("schematicID"), str)
+        or "kernelModules" in values
+    )
+    # This tool's index.yaml (pools: [...]) and urls.yaml (pool: NAME) describe pools without
+    # being values of one.
+    listing = "pools" in values or "pool" in values
+    return shaped and not listing and not _is_app_values(values)
 
 
 # --- pools described by values ---------------------------------------------------------------
