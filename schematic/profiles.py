@@ -7,6 +7,8 @@ errors, as in the schematics the profiles become.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -122,6 +124,9 @@ class HardwareProfile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     name: str = Field(description="profile name; shipped profiles are named after their file")
+    aliases: tuple[str, ...] = Field(
+        default=(), description="other names the profile answers to (e.g. without 'kubevirt-')"
+    )
     description: str = ""
     platform: Platform = Field(description="Talos platform the node boots as (kubevirt: a VM)")
     architecture: Literal["amd64", "arm64"] = "amd64"
@@ -273,11 +278,26 @@ def load_profile(name_or_path: str, extra_dirs: Sequence[Path] = ()) -> Hardware
     if name_or_path in user:
         return _read_path(user[name_or_path])
     shipped = _shipped()
-    if name_or_path in shipped:
-        entry = shipped[name_or_path]
-        return _parse(entry.read_text("utf-8"), f"profiles/{entry.name}", name_or_path)
-    known = ", ".join(sorted({*user, *shipped}))
-    raise ProfileError(f"no hardware profile named {name_or_path!r}; known: {known}")
+    stem = name_or_path if name_or_path in shipped else _shipped_aliases().get(name_or_path)
+    if stem is not None:
+        entry = shipped[stem]
+        return _parse(entry.read_text("utf-8"), f"profiles/{entry.name}", stem)
+    known = sorted({*user, *shipped, *_shipped_aliases()})
+    close = difflib.get_close_matches(name_or_path, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    listed = ", ".join(sorted({*user, *shipped}))
+    raise ProfileError(f"no hardware profile named {name_or_path!r}; known: {listed}{hint}")
+
+
+@functools.cache
+def _shipped_aliases() -> dict[str, str]:
+    """Alias → file stem for the shipped profiles."""
+    aliases: dict[str, str] = {}
+    for stem, entry in _shipped().items():
+        profile = _parse(entry.read_text("utf-8"), f"profiles/{entry.name}", stem)
+        for alias in profile.aliases:
+            aliases.setdefault(alias, stem)
+    return aliases
 
 
 def list_profiles(extra_dirs: Sequence[Path] = ()) -> list[HardwareProfile]:

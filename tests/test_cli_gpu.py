@@ -185,6 +185,7 @@ def test_schema_profile_prints_the_json_schema() -> None:
     assert schema["title"] == "talos-schematic hardware profile"
     assert set(schema["properties"]) == {
         "name",
+        "aliases",
         "description",
         "platform",
         "architecture",

@@ -286,3 +286,14 @@ def test_json_schema_accepts_every_shipped_profile_and_rejects_unknown_keys() ->
         validator.validate(yaml.safe_load(path.read_text()))
     assert not validator.is_valid({"platform": "metal", "gpuz": []})
     assert not validator.is_valid({"platform": "metal", "gpus": [{"id": "10de:2330", "count": 0}]})
+
+
+def test_shipped_profiles_answer_to_their_aliases() -> None:
+    # The names a cluster file is likely to use, without the platform prefix.
+    assert load_profile("rtx-pro-6000-blackwell-server").name == (
+        "kubevirt-rtx-pro-6000-blackwell-server"
+    )
+    assert load_profile("l40s").name == "kubevirt-l40s"
+    assert load_profile("dgx-spark").name == "metal-dgx-spark"
+    with pytest.raises(ProfileError, match="did you mean kubevirt-l40, kubevirt-l40s"):
+        load_profile("kubevirt-l40x")
