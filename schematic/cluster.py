@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -311,47 +312,96 @@ class ClusterFile(_Input):
 # --- reading ----------------------------------------------------------------------------------
 
 
-class _ClusterLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """YAML 1.2-like typing: true/false only, decimal numbers, no timestamps; no duplicates."""
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TAG = "tag:yaml.org,2002:"
+_PLAIN = "?plain"  # the tag :class:`_Composer` gives every untagged plain scalar
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
-_ClusterLoader.yaml_implicit_resolvers = {}
-for _tag, _pattern, _first in (
-    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
-    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
-    ("tag:yaml.org,2002:int", r"^[-+]?(?:0|[1-9][0-9]*)$", list("-+0123456789")),
-    (
-        "tag:yaml.org,2002:float",
-        r"^[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$",
-        list("-+0123456789."),
-    ),
-):
-    _ClusterLoader.add_implicit_resolver(_tag, re.compile(_pattern), _first)
+class _YamlError(Exception):
+    def __init__(self, node: yaml.Node, reason: str) -> None:
+        super().__init__(reason)
+        self.line = node.start_mark.line + 1
 
 
-def _strict_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"key {key!r} appears twice (first at line {seen[key]})",
-                key_node.start_mark,
-            )
-        seen[key] = key_node.start_mark.line + 1
-    loader.flatten_mapping(node)
-    return dict(loader.construct_pairs(node, deep=deep))
+def _value(node: yaml.Node) -> Any:
+    """A composed node as Python data, typed the YAML 1.2 way.
+
+    Only ``true``/``false`` are booleans and only decimal numbers are numbers (``on``, ``0x10``,
+    ``2024-01-01`` stay text, unlike YAML 1.1); a key given twice is an error.
+    """
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return [_value(item) for item in node.value]
+    if isinstance(node, yaml.MappingNode):
+        mapping: dict[Any, Any] = {}
+        merged: list[yaml.Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _PLAIN and key_node.value == "<<":
+                merged.append(value_node)
+                continue
+            key = _value(key_node)
+            if isinstance(key, (dict, list)):
+                raise _YamlError(key_node, "a mapping key must be a scalar")
+            if key in mapping:
+                raise _YamlError(key_node, f"key {key!r} appears twice in one mapping")
+            mapping[key] = _value(value_node)
+        for source in merged:  # << merges: keys already present win
+            sources = source.value if isinstance(source, yaml.SequenceNode) else [source]
+            for item in sources:
+                extra = _value(item)
+                if not isinstance(extra, dict):
+                    raise _YamlError(item, "a << merge needs a mapping or a list of mappings")
+                for key, value in extra.items():
+                    mapping.setdefault(key, value)
+        return mapping
+    raise _YamlError(node, "unsupported YAML node")
 
 
-_ClusterLoader.add_constructor("tag:yaml.org,2002:map", _strict_mapping)
+def _scalar(node: yaml.ScalarNode) -> Any:
+    text: str = node.value
+    tag: str = node.tag
+    if tag == _PLAIN:
+        if text in _NULLS:
+            return None
+        if text in _BOOLS:
+            return _BOOLS[text]
+        if _INT.fullmatch(text):
+            return int(text)
+        if _FLOAT.fullmatch(text):
+            return float(text)
+        return text  # YAML 1.1's yes/no, 0x10, 1:20 and dates stay text
+    if tag == _TAG + "str":
+        return text
+    if tag == _TAG + "null" and text in _NULLS:
+        return None
+    if tag == _TAG + "bool" and text in _BOOLS:
+        return _BOOLS[text]
+    if tag == _TAG + "int" and _INT.fullmatch(text):
+        return int(text)
+    if tag == _TAG + "float" and (_FLOAT.fullmatch(text) or _INT.fullmatch(text)):
+        return float(text)
+    raise _YamlError(node, f"cannot read {text!r} as {tag}")
+
+
+class _Composer(_Loader):  # type: ignore[misc]
+    """Composes nodes only; plain scalars are left untyped for :func:`_scalar` to read."""
+
+    def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            return _PLAIN if implicit[0] else _TAG + "str"
+        return _TAG + ("seq" if kind is yaml.SequenceNode else "map")
 
 
 def parse_cluster(text: str, source: str) -> ClusterFile:
     """A cluster file from its YAML text; errors name ``source``, the pool and the key."""
     try:
-        data = yaml.load(text, Loader=_ClusterLoader)  # a SafeLoader subclass
+        node = yaml.compose(text, Loader=_Composer)
+        data = _value(node) if node is not None else None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
@@ -359,6 +409,8 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
         raise ClusterFileError(f"{where}: not valid YAML: {reason}") from None
     except yaml.YAMLError as err:
         raise ClusterFileError(f"{source}: not valid YAML: {err}") from None
+    except _YamlError as err:
+        raise ClusterFileError(f"{source}:{err.line}: {err}") from None
     return cluster_from_mapping(data, source)
 
 
@@ -396,8 +448,11 @@ _KEYS_AT = {
 
 def _describe(err: ValidationError, data: Mapping[str, Any], source: str) -> str:
     problems: list[str] = []
-    for issue in err.errors():
+    issues = err.errors()
+    for issue in issues:
         loc = list(issue["loc"])
+        if issue["type"] == "too_short" and loc == ["pools"] and len(issues) > 1:
+            continue  # pydantic adds this when a pool fails; the pool's own error says more
         prefix = source
         if len(loc) >= 2 and loc[0] == "pools" and isinstance(loc[1], int):
             prefix += f": {_pool_label(data, loc[1])}"
@@ -588,9 +643,24 @@ def plan_cluster(
         raise ClusterFileError(f"{source}: talos.version: {err}") from None
     resolver = _Resolver(source, base_dir or Path.cwd(), profile_dirs)
     pools = []
+    shapes: dict[tuple[Any, ...], PoolPlan] = {}
     for pool in cluster.pools:
+        # Pools differing only in name and pass-through values resolve alike.
+        shape = (
+            pool.profile,
+            json.dumps(pool.hardware, sort_keys=True, default=str),
+            pool.extensions,
+            pool.kernel_args,
+            pool.kernel_modules,
+            pool.nvidia,
+        )
+        known = shapes.get(shape)
+        if known is not None:
+            pools.append(replace(known, name=pool.name, passthrough=pool.passthrough))
+            continue
         try:
-            pools.append(_plan_pool(pool, cluster, resolver))
+            shapes[shape] = _plan_pool(pool, cluster, resolver)
+            pools.append(shapes[shape])
         except ClusterFileError:
             raise
         except TalosSchematicError as err:

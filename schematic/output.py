@@ -113,9 +113,12 @@ def write_outputs(directory: Path, files: Mapping[str, bytes], *, marker: str) -
     except OSError as err:
         raise OutputError(f"{directory}: cannot create a directory beside it: {err}") from None
     try:
+        made: set[Path] = {staging}
         for name, content in files.items():
             path = staging / name
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.parent not in made:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                made.add(path.parent)
             path.write_bytes(content)
         if directory.exists():
             _keep_hidden(directory, staging)

@@ -6,7 +6,10 @@ library does each step and this module only chains them and maps errors to exit 
 
 from __future__ import annotations
 
+import gc
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -70,6 +73,20 @@ ProfilesOption = Annotated[
 ]
 
 
+@contextmanager
+def _no_collector_passes() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large plan is built and rendered.
+
+    Plans and outputs are acyclic and live until the command ends; with thousands of pools the
+    collector's repeated passes over them cost several times the work itself.
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _plan(cluster_file: Path, profiles: list[Path] | None) -> ClusterPlan:
     from schematic.cluster import load_cluster, plan_cluster
 
@@ -116,19 +133,20 @@ def generate(
             raise typer.BadParameter("--values-only is --format values", param_hint="--format")
         output_format = OutputFormat.values
     try:
-        plan = _plan(cluster_file, profiles)
-        # Registration with an Image Factory belongs here: between the plan and the files.
-        if out is None:
-            from schematic.render.files import render_stream
+        with _no_collector_passes():
+            plan = _plan(cluster_file, profiles)
+            # Registration with an Image Factory belongs here: between the plan and the files.
+            if out is None:
+                from schematic.render.files import render_stream
 
-            kind = (output_format or OutputFormat.cozystack).value
-            sys.stdout.write(render_stream(plan, _kind(kind), layout.value))
-            return
-        from schematic.output import write_outputs
-        from schematic.render.files import INDEX, render_files
+                kind = _kind((output_format or OutputFormat.cozystack).value)
+                sys.stdout.write(render_stream(plan, kind, layout.value))
+                return
+            from schematic.output import write_outputs
+            from schematic.render.files import INDEX, render_files
 
-        files = render_files(plan, _kinds(output_format), layout.value)
-        written = write_outputs(out, files, marker=INDEX)
+            files = render_files(plan, _kinds(output_format), layout.value)
+            written = write_outputs(out, files, marker=INDEX)
     except TalosSchematicError as err:
         raise fail(err) from None
     pools = len(plan.pools)
@@ -161,11 +179,13 @@ def check(
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
     missing or is extra (the GitOps drift gate)."""
     try:
-        plan = _plan(cluster_file, profiles)
-        from schematic.output import compare_outputs
-        from schematic.render.files import render_files
+        with _no_collector_passes():
+            plan = _plan(cluster_file, profiles)
+            from schematic.output import compare_outputs
+            from schematic.render.files import render_files
 
-        drift = compare_outputs(out, render_files(plan, _kinds(output_format), layout.value))
+            files = render_files(plan, _kinds(output_format), layout.value)
+            drift = compare_outputs(out, files)
     except TalosSchematicError as err:
         raise fail(err) from None
     if drift:

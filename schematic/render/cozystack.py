@@ -13,7 +13,16 @@ from typing import Any, Literal
 
 from schematic.cluster import DEFAULT_INSTALLER_REPOSITORY, ClusterPlan, PoolPlan
 
-__all__ = ["API_VERSION", "KIND", "LAYOUTS", "Layout", "kubernetes_nodes", "pool_values"]
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "LAYOUTS",
+    "Layout",
+    "kubernetes_nodes",
+    "pool_values",
+    "tool_values",
+    "user_values",
+]
 
 API_VERSION = "apps.cozystack.io/v1alpha1"
 KIND = "KubernetesNodes"
@@ -46,12 +55,18 @@ def _talos(pool: PoolPlan, *, with_schematic: bool, mirrors_required: bool) -> d
     return talos
 
 
-def pool_values(cluster: str, pool: PoolPlan, layout: Layout = "osimage") -> dict[str, Any]:
-    """The pool's ``KubernetesNodes`` spec: what ``--values-only`` prints."""
+def user_values(cluster: str, pool: PoolPlan) -> dict[str, Any]:
+    """The values the user sets: ``cluster`` and the pass-through keys, in file order."""
     values: dict[str, Any] = {"cluster": cluster}
     for key, value in pool.passthrough.items():
-        if key != "talos":  # merged into the tool's own talos settings below
+        if key != "talos":  # merged into the tool's own talos settings
             values[key] = value
+    return values
+
+
+def tool_values(pool: PoolPlan, layout: Layout = "osimage") -> dict[str, Any]:
+    """The values this tool computes: GPUs, kernel modules and the schematic, per layout."""
+    values: dict[str, Any] = {}
     if pool.gpu_resources:
         values["gpus"] = [{"name": name} for name in pool.gpu_resources]
     modules = _kernel_modules(pool)
@@ -86,10 +101,22 @@ def pool_values(cluster: str, pool: PoolPlan, layout: Layout = "osimage") -> dic
     return values
 
 
+def pool_values(cluster: str, pool: PoolPlan, layout: Layout = "osimage") -> dict[str, Any]:
+    """The pool's ``KubernetesNodes`` spec: what ``--values-only`` prints."""
+    return user_values(cluster, pool) | tool_values(pool, layout)
+
+
 def kubernetes_nodes(
-    plan: ClusterPlan, pool: PoolPlan, layout: Layout = "osimage"
+    plan: ClusterPlan,
+    pool: PoolPlan,
+    layout: Layout = "osimage",
+    *,
+    spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The pool's ``KubernetesNodes`` manifest, named ``<cluster>-<pool>``."""
+    """The pool's ``KubernetesNodes`` manifest, named ``<cluster>-<pool>``.
+
+    ``spec`` replaces the pool's values (to render them once for both outputs).
+    """
     metadata: dict[str, Any] = {"name": f"{plan.cluster}-{pool.name}"}
     if plan.namespace:
         metadata["namespace"] = plan.namespace
@@ -97,5 +124,5 @@ def kubernetes_nodes(
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": metadata,
-        "spec": pool_values(plan.cluster, pool, layout),
+        "spec": pool_values(plan.cluster, pool, layout) if spec is None else spec,
     }

@@ -6,12 +6,13 @@ what ``generate`` prints without ``--out``. Both are pure: writing is :mod:`sche
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any, Literal
 
 from schematic.cluster import ClusterPlan, PoolPlan
 from schematic.render import yamltext
-from schematic.render.cozystack import Layout, kubernetes_nodes, pool_values
+from schematic.render.cozystack import Layout, kubernetes_nodes, tool_values, user_values
 from schematic.render.machineconfig import machine_config_patch
 from schematic.render.summary import summary_json
 from schematic.render.urls import pool_urls
@@ -32,18 +33,69 @@ SUMMARY = "summary.json"
 INDEX = "index.yaml"
 
 
-def _pool_text(plan: ClusterPlan, pool: PoolPlan, kind: Kind, layout: Layout) -> str:
-    if kind == "cozystack":
-        return yamltext.dump(kubernetes_nodes(plan, pool, layout))
-    if kind == "values":
-        return yamltext.dump(pool_values(plan.cluster, pool, layout))
-    if kind == "machine-config":
-        return yamltext.dump_all(machine_config_patch(pool))
-    if kind == "schematic":
-        return pool.canonical
-    if kind == "urls":
-        return yamltext.dump(pool_urls(pool))
-    raise ValueError(f"{kind} is not a per-pool output")
+def _indented(text: str) -> str:
+    return "".join(f"  {line}\n" for line in text.splitlines())
+
+
+class _Renderer:
+    """Renders one plan; pools sharing a schematic share their machine-config patch text."""
+
+    def __init__(self, plan: ClusterPlan, layout: Layout) -> None:
+        self.plan = plan
+        self.layout = layout
+        self.patches: dict[tuple[Any, ...], str] = {}
+        self.tool_texts: dict[tuple[Any, ...], str] = {}
+        self.documents: dict[tuple[Any, ...], str] = {}
+
+    def texts(self, pool: PoolPlan, kinds: Iterable[Kind]) -> dict[Kind, str]:
+        wanted = set(kinds)
+        out: dict[Kind, str] = {}
+        values = ""
+        if wanted & {"cozystack", "values"}:
+            # The user's keys and the tool's are disjoint, so the two dumps concatenate.
+            values = yamltext.dump(user_values(self.plan.cluster, pool)) + self.tool_text(pool)
+        if "cozystack" in wanted:
+            head = kubernetes_nodes(self.plan, pool, spec={})
+            del head["spec"]
+            # Block YAML nests by indentation alone: the values text indented is the spec.
+            out["cozystack"] = f"{yamltext.dump(head)}spec:\n{_indented(values)}"
+        if "values" in wanted:
+            out["values"] = values
+        if "machine-config" in wanted:
+            out["machine-config"] = self.patch(pool)
+        if "schematic" in wanted:
+            out["schematic"] = pool.canonical
+        if "urls" in wanted:
+            urls = pool_urls(pool)
+            name = yamltext.dump({"pool": urls.pop("pool")})
+            out["urls"] = name + self.cached(("urls", pool.schematic_id, pool.profile), urls)
+        return out
+
+    def cached(self, key: tuple[Any, ...], document: dict[str, Any]) -> str:
+        if key not in self.documents:
+            self.documents[key] = yamltext.dump(document)
+        return self.documents[key]
+
+    def tool_text(self, pool: PoolPlan) -> str:
+        key = (
+            pool.schematic_id,
+            pool.talos,
+            pool.gpu_resources,
+            pool.kernel_modules,
+            pool.kernel_modules_state,
+            json.dumps(pool.registry_mirrors, sort_keys=True),
+        )
+        if key not in self.tool_texts:
+            values = tool_values(pool, self.layout)
+            self.tool_texts[key] = yamltext.dump(values) if values else ""
+        return self.tool_texts[key]
+
+    def patch(self, pool: PoolPlan) -> str:
+        # The patch depends only on these, which thousands of pools share.
+        key = (pool.schematic_id, pool.talos, pool.kernel_modules, tuple(pool.sysctls.items()))
+        if key not in self.patches:
+            self.patches[key] = yamltext.dump_all(machine_config_patch(pool))
+        return self.patches[key]
 
 
 def _index(plan: ClusterPlan, kinds: Iterable[Kind], layout: Layout) -> str:
@@ -52,12 +104,13 @@ def _index(plan: ClusterPlan, kinds: Iterable[Kind], layout: Layout) -> str:
         "cluster": plan.cluster,
         "talos": plan.talos.version,
         "layout": layout,
+        # The same files in every pool's directory.
+        "files": [POOL_FILES[kind] for kind in per_pool],
         "pools": [
             {
                 "name": pool.name,
                 "schematicID": pool.schematic_id,
                 "extensions": list(pool.extensions),
-                "files": [f"{pool.name}/{POOL_FILES[kind]}" for kind in per_pool],
             }
             for pool in plan.pools
         ],
@@ -73,12 +126,13 @@ def render_files(
 ) -> dict[str, bytes]:
     """The ``--out`` tree: ``<pool>/<file>`` per pool and kind, ``summary.json``, ``index.yaml``."""
     wanted = tuple(kind for kind in KINDS if kind in set(kinds))
+    per_pool = [kind for kind in wanted if kind in POOL_FILES]
+    renderer = _Renderer(plan, layout)
     files: dict[str, bytes] = {}
     for pool in plan.pools:
-        for kind in wanted:
-            if kind in POOL_FILES:
-                text = _pool_text(plan, pool, kind, layout)
-                files[f"{pool.name}/{POOL_FILES[kind]}"] = text.encode()
+        texts = renderer.texts(pool, per_pool)
+        for kind in per_pool:
+            files[f"{pool.name}/{POOL_FILES[kind]}"] = texts[kind].encode()
     if "json" in wanted:
         files[SUMMARY] = summary_json(plan, layout).encode()
     files[INDEX] = _index(plan, wanted, layout).encode()
@@ -89,9 +143,10 @@ def render_stream(plan: ClusterPlan, kind: Kind, layout: Layout = "osimage") -> 
     """What ``generate --format KIND`` prints: one multi-document YAML stream, or JSON."""
     if kind == "json":
         return summary_json(plan, layout)
+    renderer = _Renderer(plan, layout)
     documents = []
     for pool in plan.pools:
-        text = _pool_text(plan, pool, kind, layout)
+        text = renderer.texts(pool, (kind,))[kind]
         # Values, patches and schematics do not name their pool; a comment does.
         if kind in ("values", "machine-config", "schematic"):
             text = f"# pool {pool.name}: schematic {pool.schematic_id}\n{text}"

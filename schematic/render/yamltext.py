@@ -34,17 +34,20 @@ def _string(text: str) -> str:
 
 
 def _scalar(value: Any) -> str:
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         return _string(value)
     if value is None:
         return "null"
-    if isinstance(value, bool):
+    if kind is bool:
         return "true" if value else "false"
-    if isinstance(value, int):
+    if kind is int:
         return str(value)
-    if isinstance(value, float):
+    if kind is float:
         return _string_of_float(value)
-    raise TypeError(f"cannot write {type(value).__name__} as YAML")
+    if isinstance(value, str):  # str subclasses, e.g. enums
+        return _string(str(value))
+    raise TypeError(f"cannot write {kind.__name__} as YAML")
 
 
 def _string_of_float(value: float) -> str:
@@ -52,48 +55,71 @@ def _string_of_float(value: float) -> str:
     return rendered.removesuffix(_DOCUMENT_END).removesuffix("\n")
 
 
-def _is_collection(value: Any) -> bool:
-    return isinstance(value, (Mapping, list, tuple))
-
-
-def _lines(value: Any, indent: str, out: list[str]) -> None:
-    """Append ``value`` (a non-empty collection) as block lines at ``indent``."""
+def _plain(value: Any) -> Any:
+    """Other mappings and sequences as dicts and lists (type checks below are exact)."""
+    kind = type(value)
+    if kind is dict or kind is list or kind is str or kind is int or value is None:
+        return value
+    if kind is tuple:
+        return list(value)
     if isinstance(value, Mapping):
-        for key, item in value.items():
-            head = f"{indent}{_scalar(key)}:"
-            if _is_collection(item) and item:
-                out.append(head)
-                # PyYAML keeps a list level with its key ("indentless" sequences).
-                _lines(item, indent if isinstance(item, (list, tuple)) else indent + "  ", out)
-            else:
-                out.append(f"{head} {_inline(item)}")
-        return
+        return dict(value)
+    return value
+
+
+def _mapping_lines(value: dict[Any, Any], indent: str, out: list[str]) -> None:
+    deeper = indent + "  "
+    for key, item in value.items():
+        item = _plain(item)
+        kind = type(item)
+        if kind is dict and item:
+            out.append(f"{indent}{_scalar(key)}:")
+            _mapping_lines(item, deeper, out)
+        elif kind is list and item:
+            out.append(f"{indent}{_scalar(key)}:")
+            # PyYAML keeps a list level with its key ("indentless" sequences).
+            _list_lines(item, indent, out)
+        else:
+            out.append(f"{indent}{_scalar(key)}: {_inline(item)}")
+
+
+def _list_lines(value: list[Any], indent: str, out: list[str]) -> None:
+    deeper = indent + "  "
     for item in value:
-        if _is_collection(item) and item:
+        item = _plain(item)
+        kind = type(item)
+        if (kind is dict or kind is list) and item:
             nested: list[str] = []
-            _lines(item, indent + "  ", nested)
-            first = nested[0][len(indent) + 2 :]
-            out.append(f"{indent}- {first}")
+            if kind is dict:
+                _mapping_lines(item, deeper, nested)
+            else:
+                _list_lines(item, deeper, nested)
+            out.append(f"{indent}- {nested[0][len(deeper) :]}")
             out.extend(nested[1:])
         else:
             out.append(f"{indent}- {_inline(item)}")
 
 
 def _inline(value: Any) -> str:
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind is dict:
         return "{}"
-    if isinstance(value, (list, tuple)):
+    if kind is list:
         return "[]"
     return _scalar(value)
 
 
 def dump(document: Any) -> str:
     """One YAML document, ending in a newline."""
-    if _is_collection(document) and document:
-        out: list[str] = []
-        _lines(document, "", out)
-        return "\n".join(out) + "\n"
-    return _inline(document) + "\n"
+    document = _plain(document)
+    out: list[str] = []
+    if type(document) is dict and document:
+        _mapping_lines(document, "", out)
+    elif type(document) is list and document:
+        _list_lines(document, "", out)
+    else:
+        return _inline(document) + "\n"
+    return "\n".join(out) + "\n"
 
 
 def dump_all(documents: Iterable[Any] | Sequence[Any]) -> str:

@@ -1,0 +1,361 @@
+"""The cluster file model and its per-pool resolution."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from schematic.cluster import ClusterPlan, PoolPlan, parse_cluster, plan_cluster
+from schematic.errors import ClusterFileError
+from schematic.nvidia import KernelModule
+
+COZYSTACK_DEFAULT_ID = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
+NVIDIA_LOAD_ORDER = ["nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset"]
+
+
+def cluster_text(pools: str, *, talos: str = "v1.13.9", top: str = "") -> str:
+    return f"cluster: demo\ntalos:\n  version: {talos}\n{top}pools:\n" + textwrap.indent(
+        textwrap.dedent(pools), "  "
+    )
+
+
+def plan(pools: str, **kwargs: str) -> ClusterPlan:
+    text = cluster_text(pools, **kwargs)
+    return plan_cluster(parse_cluster(text, "cluster.yaml"), source="cluster.yaml")
+
+
+def only_pool(pools: str, **kwargs: str) -> PoolPlan:
+    (pool,) = plan(pools, **kwargs).pools
+    return pool
+
+
+def error_of(pools: str, **kwargs: str) -> str:
+    with pytest.raises(ClusterFileError) as caught:
+        plan(pools, **kwargs)
+    return str(caught.value)
+
+
+# --- the file -----------------------------------------------------------------------------------
+
+
+def test_defaults_for_factory_and_installer() -> None:
+    cluster = parse_cluster(cluster_text("- name: cpu\n  profile: kubevirt-cpu\n"), "c.yaml")
+    assert cluster.talos.image_factory_url == "https://factory.talos.dev"
+    assert cluster.talos.installer_repository == "factory.talos.dev/installer"
+    assert cluster.nvidia.flavour is None and cluster.nvidia.tier is None
+
+
+def test_trailing_slash_is_dropped_and_version_gets_its_v() -> None:
+    text = (
+        "cluster: demo\ntalos:\n  version: 1.13.9\n  imageFactoryURL: https://f.example/\n"
+        "pools:\n  - {name: cpu, profile: kubevirt-cpu}\n"
+    )
+    cluster = parse_cluster(text, "c.yaml")
+    assert cluster.talos.version == "v1.13.9"
+    assert cluster.talos.image_factory_url == "https://f.example"
+
+
+def test_unknown_top_level_key_suggests_the_right_one() -> None:
+    text = "cluster: demo\ntalos: {version: v1.13.9, imageFactoryUrl: x}\npools: []\n"
+    with pytest.raises(ClusterFileError) as caught:
+        parse_cluster(text, "c.yaml")
+    assert "c.yaml: talos.imageFactoryUrl: unknown key; did you mean imageFactoryURL?" in str(
+        caught.value
+    )
+
+
+def test_pass_through_typo_names_pool_and_closest_key() -> None:
+    message = error_of("- name: gpu\n  profile: kubevirt-cpu\n  minReplica: 1\n")
+    assert message == (
+        'cluster.yaml: pool "gpu": minReplica: not a pool setting nor a Cozystack '
+        "kubernetes-nodes value; did you mean minReplicas?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "hint"),
+    [
+        ("gpus: []", "derived from the pool's hardware"),
+        ("schematicID: abc", "computed from the pool's extensions"),
+        ("osImage: {}", "--layout osimage"),
+        ("cluster: other", "top-level `cluster`"),
+        ("talos: {schematicID: abc}", "talos.schematicID: set by talos-schematic"),
+        ("talos: {version: v1.12.0}", "top-level `talos`"),
+    ],
+)
+def test_keys_the_tool_owns_are_refused(key: str, hint: str) -> None:
+    message = error_of(f"- name: gpu\n  profile: kubevirt-cpu\n  {key}\n")
+    assert message.startswith('cluster.yaml: pool "gpu": ')
+    assert hint in message
+
+
+def test_profile_and_hardware_are_exclusive() -> None:
+    message = error_of("- name: p\n  profile: kubevirt-cpu\n  hardware: {platform: kubevirt}\n")
+    assert 'pool "p"' in message and "exactly one of `profile` and `hardware`" in message
+    assert "exactly one" in error_of("- name: p\n  minReplicas: 1\n")
+
+
+def test_pool_names_are_unique_and_dns_labels() -> None:
+    twice = "- {name: a, profile: kubevirt-cpu}\n- {name: a, profile: kubevirt-cpu}\n"
+    assert "pool name 'a' is used twice" in error_of(twice)
+    assert "not a valid pool name" in error_of("- {name: GPU_1, profile: kubevirt-cpu}\n")
+
+
+def test_kernel_modules_null_is_refused() -> None:
+    message = error_of("- name: p\n  profile: kubevirt-cpu\n  kernelModules:\n")
+    assert "write [] to load no modules" in message
+
+
+def test_duplicate_yaml_key_is_an_error_with_its_line() -> None:
+    text = cluster_text("- name: p\n  profile: kubevirt-cpu\n  profile: kubevirt-l4\n")
+    with pytest.raises(ClusterFileError) as caught:
+        parse_cluster(text, "c.yaml")
+    assert str(caught.value) == "c.yaml:7: key 'profile' appears twice in one mapping"
+
+
+def test_yaml_1_1_words_stay_text_and_numbers_stay_numbers() -> None:
+    text = cluster_text(
+        "- name: p\n  profile: kubevirt-cpu\n  roles: [on, no]\n  maxReplicas: 3\n"
+        "  maxUnhealthy: 0x10\n"
+    )
+    (pool,) = parse_cluster(text, "c.yaml").pools
+    assert pool.passthrough == {"roles": ["on", "no"], "maxReplicas": 3, "maxUnhealthy": "0x10"}
+
+
+def test_merge_keys_share_pool_settings() -> None:
+    text = (
+        "cluster: demo\ntalos: {version: v1.13.9}\npools:\n"
+        "  - &first {name: a, profile: kubevirt-cpu, minReplicas: 1, maxReplicas: 3}\n"
+        "  - {<<: *first, name: b, maxReplicas: 5}\n"
+    )
+    pools = parse_cluster(text, "c.yaml").pools
+    assert [(p.name, p.passthrough) for p in pools] == [
+        ("a", {"minReplicas": 1, "maxReplicas": 3}),
+        ("b", {"maxReplicas": 5, "minReplicas": 1}),
+    ]
+
+
+def test_invalid_yaml_names_file_and_line() -> None:
+    with pytest.raises(
+        ClusterFileError, match=r"^c\.yaml:3: not valid YAML: while parsing a flow node"
+    ):
+        parse_cluster("cluster: demo\npools: [\n", "c.yaml")
+
+
+# --- resolution ---------------------------------------------------------------------------------
+
+
+def test_cpu_pool_is_cozystacks_default_schematic() -> None:
+    pool = only_pool("- name: cpu\n  profile: kubevirt-cpu\n")
+    assert pool.extensions == ("siderolabs/qemu-guest-agent",)
+    assert pool.schematic_id == COZYSTACK_DEFAULT_ID
+    assert pool.nvidia is None
+    assert pool.gpu_resources == ()
+    assert pool.kernel_modules == ()
+    assert pool.kernel_modules_state == "none"
+    assert pool.sysctls == {}
+
+
+def test_blackwell_pool_gets_open_modules_sorted_and_modules_in_load_order() -> None:
+    pool = only_pool("- name: gpu\n  profile: kubevirt-rtx-pro-6000-blackwell-server\n")
+    assert pool.extensions == (
+        "siderolabs/nvidia-container-toolkit-production",
+        "siderolabs/nvidia-open-gpu-kernel-modules-production",
+        "siderolabs/qemu-guest-agent",
+    )
+    assert pool.gpu_resources == ("nvidia.com/GB202GL_RTX_PRO_6000_BLACKWELL_SERVER_EDITION",)
+    assert [m.name for m in pool.kernel_modules] == NVIDIA_LOAD_ORDER
+    assert pool.kernel_modules[0].parameters == ("NVreg_NvLinkDisable=1",)
+    assert pool.kernel_modules_state == "computed"
+    assert pool.canonical == (
+        "customization:\n    systemExtensions:\n        officialExtensions:\n"
+        "            - siderolabs/nvidia-container-toolkit-production\n"
+        "            - siderolabs/nvidia-open-gpu-kernel-modules-production\n"
+        "            - siderolabs/qemu-guest-agent\n"
+    )
+    assert pool.schematic_id == "a31d81eceab05afdc2c59b0002701173e117a5fb81bdc1f64062d27655145848"
+
+
+def test_inline_hardware_with_two_gpus_extras_and_lts() -> None:
+    pool = only_pool(
+        """\
+        - name: custom
+          hardware: {platform: kubevirt, gpus: [{id: "10de:26b9", count: 2}]}
+          extensions: [siderolabs/iscsi-tools]
+          kernelArgs: [console=ttyS0]
+          nvidia: {tier: lts}
+        """
+    )
+    assert pool.extensions == (
+        "siderolabs/iscsi-tools",
+        "siderolabs/nvidia-container-toolkit-lts",
+        "siderolabs/nvidia-open-gpu-kernel-modules-lts",
+        "siderolabs/qemu-guest-agent",
+    )
+    assert pool.kernel_args == ("console=ttyS0",)
+    assert pool.gpu_resources == ("nvidia.com/AD102GL_L40S", "nvidia.com/AD102GL_L40S")
+    assert pool.nvidia is not None and pool.nvidia.tier == "lts"
+
+
+def test_pool_nvidia_overrides_cluster_setting_by_field() -> None:
+    pools = plan(
+        """\
+        - {name: a, profile: kubevirt-l40s}
+        - {name: b, profile: kubevirt-l40s, nvidia: {tier: production}}
+        """,
+        top="nvidia: {flavour: proprietary, tier: lts}\n",
+    ).pools
+    assert pools[0].nvidia is not None and pools[1].nvidia is not None
+    assert (pools[0].nvidia.flavour, pools[0].nvidia.tier) == ("proprietary", "lts")
+    assert (pools[1].nvidia.flavour, pools[1].nvidia.tier) == ("proprietary", "production")
+
+
+def test_decision_error_names_file_and_pool() -> None:
+    message = error_of(
+        "- name: gpu\n  profile: kubevirt-rtx-pro-6000-blackwell-server\n"
+        "  nvidia: {flavour: proprietary}\n"
+    )
+    assert message.startswith('cluster.yaml: pool "gpu": flavour proprietary cannot drive')
+    assert "10de:2bb5" in message and "needs open" in message
+
+
+def test_volta_on_talos_1_13_is_proprietary_lts() -> None:
+    pool = only_pool("- {name: v100, profile: kubevirt-v100-pcie-16gb}\n")
+    assert pool.extensions == (
+        "siderolabs/nonfree-kmod-nvidia-lts",
+        "siderolabs/nvidia-container-toolkit-lts",
+        "siderolabs/qemu-guest-agent",
+    )
+
+
+def test_nvidia_extension_on_a_pool_without_gpu_is_refused() -> None:
+    message = error_of(
+        "- name: cpu\n  profile: kubevirt-cpu\n"
+        "  extensions: [siderolabs/nvidia-container-toolkit-lts]\n"
+    )
+    assert message.startswith('cluster.yaml: pool "cpu": extensions: ')
+    assert "need an NVIDIA GPU" in message and "70 minutes" in message
+
+
+def test_nvidia_extension_that_contradicts_the_decision_is_refused() -> None:
+    message = error_of(
+        "- name: gpu\n  profile: kubevirt-l40s\n"
+        "  extensions: [siderolabs/nonfree-kmod-nvidia-lts]\n"
+    )
+    assert "conflict with the NVIDIA choice" in message and "nvidia.flavour" in message
+
+
+def test_unknown_extension_fails_with_close_names() -> None:
+    message = error_of("- {name: p, profile: kubevirt-cpu, extensions: [siderolabs/iscsi-tool]}\n")
+    assert message.startswith('cluster.yaml: pool "p": extensions: ')
+    assert "did you mean siderolabs/iscsi-tools" in message
+
+
+def test_bare_extension_name_is_completed() -> None:
+    pool = only_pool("- {name: p, profile: kubevirt-cpu, extensions: [iscsi-tools]}\n")
+    assert pool.extensions == ("siderolabs/iscsi-tools", "siderolabs/qemu-guest-agent")
+
+
+def test_extension_unknown_to_the_talos_release() -> None:
+    message = error_of("- {name: p, profile: kubevirt-cpu, extensions: [amdgpu]}\n", talos="v1.8.0")
+    assert "'siderolabs/amdgpu' is not offered by Talos v1.8.0" in message
+
+
+def test_bare_metal_gets_microcode_and_no_guest_agent() -> None:
+    pool = only_pool("- {name: m, profile: metal-amd}\n")
+    assert pool.extensions == ("siderolabs/amd-ucode",)
+    pool = only_pool("- {name: m, hardware: {platform: metal, cpuVendor: intel}}\n")
+    assert pool.extensions == ("siderolabs/intel-ucode",)
+
+
+def test_hgx_bare_metal_gets_fabric_manager_and_no_nvlink_disable() -> None:
+    pool = only_pool("- {name: hgx, profile: metal-hgx-h100-8x}\n")
+    assert "siderolabs/intel-ucode" in pool.extensions
+    assert any("fabricmanager" in name for name in pool.extensions)
+    assert pool.kernel_modules[0] == KernelModule(name="nvidia")
+    assert len(pool.gpu_resources) == 8
+
+
+def test_modules_of_drbd_zfs_and_gdrdrv() -> None:
+    pool = only_pool("- {name: s, profile: kubevirt-cpu, extensions: [siderolabs/zfs, drbd]}\n")
+    assert pool.kernel_modules == (
+        KernelModule(name="drbd", parameters=("usermode_helper=disabled",)),
+        KernelModule(name="zfs"),
+    )
+    pool = only_pool("- {name: g, profile: kubevirt-h100-pcie, nvidia: {gdrdrv: true}}\n")
+    assert [m.name for m in pool.kernel_modules] == [*NVIDIA_LOAD_ORDER, "gdrdrv"]
+    assert "siderolabs/nvidia-gdrdrv-device" in pool.extensions
+
+
+def test_kernel_modules_override_and_opt_out() -> None:
+    pool = only_pool(
+        "- name: g\n  profile: kubevirt-l40s\n  kernelModules:\n"
+        "    - {name: nvidia, parameters: [NVreg_EnableGpuFirmware=0]}\n"
+    )
+    assert pool.kernel_modules == (
+        KernelModule(name="nvidia", parameters=("NVreg_EnableGpuFirmware=0",)),
+    )
+    assert pool.kernel_modules_state == "override"
+    pool = only_pool("- {name: g, profile: kubevirt-l40s, kernelModules: []}\n")
+    assert pool.kernel_modules == () and pool.kernel_modules_state == "opt-out"
+
+
+def test_kernel_args_profile_then_pool_then_nvidia_deduplicated(tmp_path: Path) -> None:
+    profile = tmp_path / "spark.yaml"
+    profile.write_text(
+        "platform: metal\narchitecture: arm64\ncpuVendor: arm\n"
+        "gpus: [{id: '10de:2e12'}]\nkernelArgs: [console=ttyAMA0, arm64.nobti]\n"
+    )
+    text = cluster_text(
+        "- {name: s, profile: ./spark.yaml, kernelArgs: [quiet, console=ttyAMA0]}\n"
+    )
+    cluster = parse_cluster(text, "cluster.yaml")
+    (pool,) = plan_cluster(cluster, source="cluster.yaml", base_dir=tmp_path).pools
+    assert pool.kernel_args == ("console=ttyAMA0", "arm64.nobti", "quiet")
+
+
+def test_profiles_directory_shadows_shipped_profiles(tmp_path: Path) -> None:
+    (tmp_path / "kubevirt-cpu.yaml").write_text("platform: kubevirt\nextensions: [iscsi-tools]\n")
+    cluster = parse_cluster(cluster_text("- {name: c, profile: kubevirt-cpu}\n"), "c.yaml")
+    (pool,) = plan_cluster(cluster, source="c.yaml", profile_dirs=[tmp_path]).pools
+    assert pool.extensions == ("siderolabs/iscsi-tools", "siderolabs/qemu-guest-agent")
+
+
+def test_unknown_profile_names_pool() -> None:
+    message = error_of("- {name: p, profile: kubevirt-nope}\n")
+    assert message.startswith("cluster.yaml: pool \"p\": no hardware profile named 'kubevirt-nope'")
+
+
+def test_inline_hardware_error_names_pool() -> None:
+    message = error_of("- {name: p, hardware: {platform: kubevirt, gpus: [{id: '10de:ffff'}]}}\n")
+    assert message.startswith('cluster.yaml: pool "p": hardware: gpus[0]')
+
+
+def test_pools_with_the_same_shape_share_a_schematic_but_keep_their_values() -> None:
+    pools = plan(
+        """\
+        - {name: a, profile: kubevirt-l40s, maxReplicas: 1}
+        - {name: b, profile: kubevirt-l40s, maxReplicas: 2}
+        """
+    ).pools
+    assert pools[0].schematic_id == pools[1].schematic_id
+    assert [(p.name, dict(p.passthrough)) for p in pools] == [
+        ("a", {"maxReplicas": 1}),
+        ("b", {"maxReplicas": 2}),
+    ]
+
+
+def test_talos_1_12_nvidia_pool_needs_bpf_jit_harden() -> None:
+    pool = only_pool("- {name: g, profile: kubevirt-l40s}\n", talos="v1.12.4")
+    assert pool.sysctls == {"net.core.bpf_jit_harden": "1"}
+
+
+def test_talos_version_must_be_in_the_catalogue() -> None:
+    message = error_of("- {name: c, profile: kubevirt-cpu}\n", talos="v1.1.0")
+    assert message.startswith("cluster.yaml: talos.version: ")
+    with pytest.raises(ClusterFileError, match="pre-release"):
+        parse_cluster(
+            cluster_text("- {name: c, profile: kubevirt-cpu}\n", talos="v1.14.0-rc.1"), "c"
+        )
