@@ -80,15 +80,12 @@ def tool_values(pool: PoolPlan, layout: Layout = "osimage") -> dict[str, Any]:
                 "imageFactoryURL": pool.talos.image_factory_url,
             }
         }
-        # The installer repository and mirrors still live under talos; write them only when
-        # they differ from the chart's defaults.
-        extra: dict[str, Any] = {}
-        if pool.talos.installer_repository != DEFAULT_INSTALLER_REPOSITORY:
-            extra["installerRepository"] = pool.talos.installer_repository
-        if pool.registry_mirrors is not None:
-            extra["registryMirrors"] = dict(pool.registry_mirrors)
-        if extra:
-            values["talos"] = extra
+        # The installer repository and mirrors still live under talos. The charts require
+        # every talos key once talos is given, so it is written whole, and only when a setting
+        # differs from the chart's defaults.
+        custom_installer = pool.talos.installer_repository != DEFAULT_INSTALLER_REPOSITORY
+        if custom_installer or pool.registry_mirrors is not None:
+            values["talos"] = _talos(pool, with_schematic=True, mirrors_required=True)
     elif layout == "schematicid":
         values["schematicID"] = pool.schematic_id
         # PR #3571's chart requires every talos key once talos is given; the root schematicID

@@ -1,0 +1,224 @@
+"""`talos-schematic generate` and `check`, with golden files for the shipped example.
+
+Regenerate the golden files with ``TALOS_SCHEMATIC_REGENERATE=1 pytest tests/test_cli_generate.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from schematic.cli import _register_commands, app
+
+_register_commands()
+runner = CliRunner()
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "cluster.yaml"
+GOLDEN = Path(__file__).resolve().parent / "golden" / "example"
+REGENERATE = os.environ.get("TALOS_SCHEMATIC_REGENERATE") == "1"
+STREAMS = {
+    "cozystack.yaml": ["--format", "cozystack"],
+    "values-schematicid.yaml": ["--values-only", "--layout", "schematicid"],
+    "values-talos.yaml": ["--format", "values", "--layout", "talos"],
+    "machine-config.yaml": ["--format", "machine-config"],
+    "schematic.yaml": ["--format", "schematic"],
+    "urls.yaml": ["--format", "urls"],
+    "summary.json": ["--format", "json"],
+}
+
+
+def run(*args: str) -> Result:
+    return runner.invoke(app, list(args))
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(directory).as_posix(): path.read_bytes()
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.mark.parametrize("name", sorted(STREAMS))
+def test_stdout_streams_match_golden(name: str) -> None:
+    result = run("generate", str(EXAMPLE), *STREAMS[name])
+    assert result.exit_code == 0, result.stderr
+    golden = GOLDEN / "stdout" / name
+    if REGENERATE:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(result.stdout, "utf-8")
+    assert result.stdout == golden.read_text("utf-8")
+
+
+def test_out_tree_matches_golden(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("generate", str(EXAMPLE), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert "4 pools, 21 files written to" in result.stderr
+    golden = GOLDEN / "out"
+    if REGENERATE:
+        shutil.rmtree(golden, ignore_errors=True)
+        shutil.copytree(out, golden)
+    assert tree(out) == tree(golden)
+
+
+def test_output_is_identical_across_runs(tmp_path: Path) -> None:
+    first = run("generate", str(EXAMPLE), "--format", "json").stdout
+    assert run("generate", str(EXAMPLE), "--format", "json").stdout == first
+    run("generate", str(EXAMPLE), "--out", str(tmp_path / "a"))
+    run("generate", str(EXAMPLE), "--out", str(tmp_path / "b"))
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")
+
+
+def test_summary_shape() -> None:
+    summary = json.loads(run("generate", str(EXAMPLE), "--format", "json").stdout)
+    assert list(summary) == ["cluster", "talos", "pools"]
+    assert (summary["cluster"], summary["talos"]) == ("mycluster", "v1.13.9")
+    for pool in summary["pools"]:
+        assert list(pool) == [
+            "name",
+            "schematicID",
+            "schematic",
+            "extensions",
+            "kernelModules",
+            "installer",
+            "image",
+            "values",
+        ]
+        assert pool["installer"].endswith(f"/{pool['schematicID']}:v1.13.9")
+        assert f"/image/{pool['schematicID']}/" in pool["image"]
+        assert pool["values"]["osImage"]["factory"]["schematicID"] == pool["schematicID"]
+        has_gpu = "gpus" in pool["values"]
+        assert has_gpu == any("nvidia" in name for name in pool["extensions"])
+
+
+def test_manifests_are_kubernetes_nodes_per_pool() -> None:
+    documents = list(yaml.safe_load_all(run("generate", str(EXAMPLE)).stdout))
+    assert [d["metadata"]["name"] for d in documents] == [
+        "mycluster-rtx6000",
+        "mycluster-l40s",
+        "mycluster-v100",
+        "mycluster-cpu",
+    ]
+    assert all(
+        d["kind"] == "KubernetesNodes" and d["spec"]["cluster"] == "mycluster" for d in documents
+    )
+
+
+def test_format_limits_the_kinds_written(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(out), "--format", "json").exit_code == 0
+    assert sorted(tree(out)) == ["index.yaml", "summary.json"]
+
+
+def test_check_passes_then_reports_drift(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("generate", str(EXAMPLE), "--out", str(out))
+    result = run("check", str(EXAMPLE), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    (out / "cpu" / "values.yaml").write_text("edited\n")
+    (out / "v100" / "urls.yaml").unlink()
+    (out / "stray.yaml").write_text("x\n")
+    result = run("check", str(EXAMPLE), "--out", str(out))
+    assert result.exit_code == 3
+    assert "  changed: cpu/values.yaml\n  extra: stray.yaml\n  missing: v100/urls.yaml\n" in (
+        result.stderr
+    )
+    assert result.stdout == ""
+
+
+def test_check_with_another_layout_sees_drift(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("generate", str(EXAMPLE), "--out", str(out))
+    result = run("check", str(EXAMPLE), "--out", str(out), "--layout", "talos")
+    assert result.exit_code == 3
+    assert "changed: cpu/values.yaml" in result.stderr
+
+
+def test_errors_exit_1_with_file_and_pool(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: c\ntalos: {version: v1.13.9}\npools:\n"
+        "  - {name: gpu, profile: kubevirt-rtx-pro-6000-blackwell-server, "
+        "nvidia: {flavour: proprietary}}\n"
+    )
+    out = tmp_path / "out"
+    result = run("generate", str(cluster), "--out", str(out))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f'talos-schematic: {cluster}: pool "gpu": flavour proprietary')
+    assert not out.exists()
+
+
+def test_a_failed_run_leaves_the_previous_output(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run("generate", str(EXAMPLE), "--out", str(out))
+    before = tree(out)
+    broken = tmp_path / "cluster.yaml"
+    broken.write_text(EXAMPLE.read_text().replace("profile: kubevirt-cpu", "profile: nope"))
+    assert run("generate", str(broken), "--out", str(out)).exit_code == 1
+    assert tree(out) == before
+
+
+def test_missing_cluster_file() -> None:
+    result = run("generate", "does-not-exist.yaml")
+    assert result.exit_code == 1
+    assert "does-not-exist.yaml: cannot read" in result.stderr
+
+
+def test_values_only_conflicts_with_another_format() -> None:
+    result = run("generate", str(EXAMPLE), "--values-only", "--format", "json")
+    assert result.exit_code == 2
+
+
+def test_issue_example_cluster_file(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        """\
+cluster: mycluster
+talos:
+  version: v1.13.9
+  imageFactoryURL: https://factory.talos.dev
+  installerRepository: factory.talos.dev/installer
+nvidia: {flavour: auto, tier: auto}
+pools:
+  - name: gpu
+    profile: rtx-pro-6000-blackwell-server
+    minReplicas: 0
+    maxReplicas: 4
+    instanceType: u1.2xlarge
+  - name: cpu
+    profile: kubevirt-cpu
+  - name: custom
+    hardware: {platform: kubevirt, gpus: [{id: "10de:26b9", count: 2}]}
+    extensions: [siderolabs/iscsi-tools]
+    kernelArgs: [console=ttyS0]
+    kernelModules: []
+    nvidia: {tier: lts}
+"""
+    )
+    result = run("generate", str(cluster), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    pools = {pool["name"]: pool for pool in json.loads(result.stdout)["pools"]}
+    assert pools["cpu"]["extensions"] == ["siderolabs/qemu-guest-agent"]
+    assert pools["custom"]["values"]["kernelModules"] == []
+    assert pools["custom"]["values"]["gpus"] == [{"name": "nvidia.com/AD102GL_L40S"}] * 2
+    assert "siderolabs/nvidia-open-gpu-kernel-modules-lts" in pools["custom"]["extensions"]
+
+
+def test_cluster_schema_accepts_the_example() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    result = run("schema", "cluster")
+    assert result.exit_code == 0
+    schema = json.loads(result.stdout)
+    document = yaml.safe_load(EXAMPLE.read_text())
+    jsonschema.validate(document, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**document, "pools": [{"name": "x", "minReplica": 1}]}, schema)

@@ -1,0 +1,55 @@
+"""The block-YAML writer: PyYAML's layout, and what it writes reads back the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from schematic.render.yamltext import dump, dump_all
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.text(max_size=20),
+    st.sampled_from(["yes", "on", "0x10", "1:20", "2024-01-01", "", "- x", "a: b", "#c", "~"]),
+)
+trees = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(trees)
+def test_round_trip(tree: Any) -> None:
+    assert yaml.safe_load(dump(tree)) == tree
+
+
+def test_layout_matches_pyyaml_block_style() -> None:
+    tree = {
+        "spec": {
+            "cluster": "c",
+            "roles": ["gpu"],
+            "kernelModules": [{"name": "nvidia", "parameters": ["NVreg_NvLinkDisable=1"]}],
+            "resources": {},
+            "gpus": [],
+            "flag": True,
+            "word": "yes",
+        }
+    }
+    expected = yaml.safe_dump(tree, sort_keys=False, default_flow_style=False)
+    assert dump(tree) == expected
+
+
+def test_multi_line_strings_stay_on_one_line() -> None:
+    assert dump({"a": "x\ny"}) == 'a: "x\\ny"\n'
+
+
+def test_documents_are_separated() -> None:
+    assert dump_all([{"a": 1}, {"b": [1]}]) == "a: 1\n---\nb:\n- 1\n"
