@@ -12,7 +12,7 @@ $(BIN)/talos-schematic: pyproject.toml
 
 ## example: generate Cozystack values for the shipped example cluster (offline)
 example: $(BIN)/talos-schematic
-	$(BIN)/talos-schematic id examples/schematic.yaml
+	$(BIN)/talos-schematic generate examples/cluster.yaml
 
 ## test: lint, type-check and run the test suite
 test: $(BIN)/talos-schematic
