@@ -11,7 +11,6 @@ reading the file is :func:`load_cluster`'s only I/O, and profiles are read throu
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import re
@@ -240,7 +239,7 @@ class PoolSpec(_Input):
             if key in _TOOL_KEYS:
                 continue
             if not isinstance(key, str) or key not in keys:
-                close = difflib.get_close_matches(str(key), [*_TOOL_KEYS, *keys], n=1)
+                close = _closest(str(key), [*_TOOL_KEYS, *keys])
                 hint = f"; did you mean {close[0]}?" if close else ""
                 raise ValueError(
                     f"{key}: not a pool setting nor a Cozystack kubernetes-nodes value{hint}"
@@ -261,6 +260,12 @@ class PoolSpec(_Input):
     def passthrough(self) -> dict[str, Any]:
         """The Cozystack values the user set, in file order."""
         return dict(self.model_extra or {})
+
+
+def _closest(word: str, choices: Sequence[str]) -> list[str]:
+    import difflib  # only for error messages
+
+    return difflib.get_close_matches(word, choices, n=1)
 
 
 def _check_pool_talos(value: object) -> None:
@@ -461,7 +466,7 @@ def _describe(err: ValidationError, data: Mapping[str, Any], source: str) -> str
         if issue["type"] == "extra_forbidden":
             parent = tuple(str(part) for part in loc[:-1])
             parent = ("nvidia",) if parent and parent[-1] == "nvidia" else parent
-            close = difflib.get_close_matches(str(loc[-1]), _KEYS_AT.get(parent, []), n=1)
+            close = _closest(str(loc[-1]), _KEYS_AT.get(parent, []))
             message = "unknown key" + (f"; did you mean {close[0]}?" if close else "")
         where = _location(loc)
         problems.append(f"{prefix}: {where}: {message}" if where else f"{prefix}: {message}")

@@ -192,8 +192,15 @@ def check(
         print(f"{out}: out of date with {cluster_file}:", file=sys.stderr)
         for line in drift.lines():
             print(f"  {line}", file=sys.stderr)
+        options = [f"--out {out}"]
+        if output_format is not None:
+            options.append(f"--format {output_format.value}")
+        if layout != LayoutChoice.osimage:
+            options.append(f"--layout {layout.value}")
+        options += [f"--profiles {directory}" for directory in profiles or ()]
         print(
-            f"regenerate with: talos-schematic generate {cluster_file} --out {out}", file=sys.stderr
+            f"regenerate with: talos-schematic generate {cluster_file} {' '.join(options)}",
+            file=sys.stderr,
         )
         raise typer.Exit(3)
     print(f"{out}: up to date with {cluster_file}", file=sys.stderr)
