@@ -377,7 +377,9 @@ def test_detected_profiles_validate_as_hardware_profiles() -> None:
     for text in (LSPCI_NN_A10, LSPCI_NNMM_DOMAIN, TALOSCTL_YAML, json.dumps(VM_DEVICES)):
         for profile in detect(text):
             model = HardwareProfile.model_validate(profile)
-            assert model.model_dump(by_alias=True, mode="json", exclude_none=True) == profile
+            dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+            assert dumped.pop("aliases") == []  # detected machines have no other names
+            assert dumped == profile
 
 
 def test_lspci_vmmnn_records() -> None:
