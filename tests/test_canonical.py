@@ -275,8 +275,11 @@ def _reads_back(value: str) -> bool:
 
 
 _readable = _text.filter(_reads_back)
+# A float is written in Go's %g form; -0.0 is written "-0", which any YAML reader (go-yaml too)
+# reads back as the integer 0, so it is the one float whose text does not survive a round trip.
+_floats = st.floats().filter(lambda f: not (f == 0 and str(f).startswith("-")))
 _option_values: st.SearchStrategy[Any] = st.recursive(
-    st.one_of(_readable, st.integers(-(2**63), 2**63 - 1), st.booleans(), st.none(), st.floats()),
+    st.one_of(_readable, st.integers(-(2**63), 2**63 - 1), st.booleans(), st.none(), _floats),
     lambda inner: st.one_of(
         st.lists(inner, max_size=3), st.dictionaries(_readable, inner, max_size=3)
     ),
