@@ -11,10 +11,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from schematic.errors import NvidiaError, UnknownDeviceError
 from schematic.talos import DriverRow, TalosVersion, driver_row, driver_table
@@ -79,10 +78,9 @@ _NVLINK_DISABLE = "NVreg_NvLinkDisable=1"
 _DISPLAY_CLASSES = frozenset({"0300", "0302"})
 
 
-class Gpu(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Gpu:
     """One NVIDIA GPU PCI function from the device table (or declared by a profile)."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: str  # "10de:2bb5", lowercase
     name: str
@@ -126,39 +124,35 @@ class Gpu(BaseModel):
         return self.chip == _GB10_CHIP
 
 
-class NvidiaFunction(BaseModel):
+@dataclass(frozen=True, slots=True)
+class NvidiaFunction:
     """An NVIDIA PCI function that is not a GPU (HD-Audio, USB, NVSwitch)."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: str
     kind: Literal["audio", "usb", "nvswitch"]
     name: str
 
 
-class GpuRequest(BaseModel):
+@dataclass(frozen=True, slots=True)
+class GpuRequest:
     """A GPU a node holds: its PCI ID, how many, and its architecture if the table lacks it."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: str
     count: int = 1
     architecture: str | None = None
 
 
-class KernelModule(BaseModel):
+@dataclass(frozen=True, slots=True)
+class KernelModule:
     """A kernel module the machine config must load, with its parameters."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str
     parameters: tuple[str, ...] = ()
 
 
-class NvidiaDecision(BaseModel):
+@dataclass(frozen=True, slots=True)
+class NvidiaDecision:
     """Which NVIDIA extensions a node gets, what to load, and why."""
-
-    model_config = ConfigDict(frozen=True)
 
     gpus: tuple[Gpu, ...]
     talos: str
@@ -192,10 +186,9 @@ class NvidiaDecision(BaseModel):
         }
 
 
-class NvidiaExtension(BaseModel):
+@dataclass(frozen=True, slots=True)
+class NvidiaExtension:
     """What an official extension name means in NVIDIA terms."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str  # "siderolabs/..."
     family: Family
@@ -203,10 +196,9 @@ class NvidiaExtension(BaseModel):
     tier: Tier | None = None  # None for unsuffixed names (Talos < 1.8) and gdrdrv
 
 
-class ResolvedGpus(BaseModel):
+@dataclass(frozen=True, slots=True)
+class ResolvedGpus:
     """Requested PCI functions sorted into GPUs (with counts) and ignored non-GPU functions."""
-
-    model_config = ConfigDict(frozen=True)
 
     gpus: tuple[tuple[Gpu, int], ...]
     ignored: tuple[NvidiaFunction, ...]
@@ -243,16 +235,21 @@ def _device_table() -> dict[str, Gpu]:
     }
 
 
+_FUNCTION_KINDS: dict[str, Literal["audio", "usb", "nvswitch"]] = {
+    "audio": "audio",
+    "usb": "usb",
+    "nvswitch": "nvswitch",
+}
+
+
 @functools.cache
 def _other_functions() -> dict[str, NvidiaFunction]:
     table: dict[str, NvidiaFunction] = {}
     for row in _data_rows("nvidia-other-functions.tsv"):
-        kind = row["kind"]
-        if kind not in ("audio", "usb", "nvswitch"):
-            raise ValueError(f"nvidia-other-functions.tsv: unknown kind {kind!r}")
-        table[row["device_id"]] = NvidiaFunction.model_validate(
-            {"id": row["device_id"], "kind": kind, "name": row["name"]}
-        )
+        kind = _FUNCTION_KINDS.get(row["kind"])
+        if kind is None:
+            raise ValueError(f"nvidia-other-functions.tsv: unknown kind {row['kind']!r}")
+        table[row["device_id"]] = NvidiaFunction(id=row["device_id"], kind=kind, name=row["name"])
     return table
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -147,13 +148,12 @@ def gpu(
         raise fail(err) from None
     assert decision is not None  # resolve_gpus found GPUs, so decide did too
     if arch is None and chosen_arch == "arm64":
-        decision = decision.model_copy(
-            update={
-                "reasons": (
-                    "architecture arm64: these GPUs come in arm64 systems",
-                    *decision.reasons,
-                )
-            }
+        decision = dataclasses.replace(
+            decision,
+            reasons=(
+                "architecture arm64: these GPUs come in arm64 systems",
+                *decision.reasons,
+            ),
         )
     if json_output:
         typer.echo(json.dumps(decision.to_json(), indent=2))
