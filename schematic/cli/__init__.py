@@ -10,7 +10,9 @@ import the library lazily, inside the command, so `--help` and offline commands 
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Sequence
 
 import typer
 
@@ -35,22 +37,45 @@ def fail(err: TalosSchematicError) -> typer.Exit:
     return typer.Exit(err.exit_code)
 
 
-def _register_commands() -> None:
-    # Imported for their side effect of adding commands to `app`.
-    from schematic.cli import (  # noqa: F401
-        detect_command,
-        factory_commands,
-        generate_command,
-        gpu_command,
-        id_command,
-        lint_command,
-        schema_command,
-    )
+# Which module defines each command: a run imports only the one it needs, which keeps
+# start-up short (the full set is loaded for --help and for names that match no command).
+_COMMAND_MODULES = {
+    "id": "id_command",
+    "gpu": "gpu_command",
+    "generate": "generate_command",
+    "check": "generate_command",
+    "register": "factory_commands",
+    "verify": "factory_commands",
+    "extensions": "factory_commands",
+    "versions": "factory_commands",
+    "lint": "lint_command",
+    "explain": "lint_command",
+    "detect": "detect_command",
+    "schema": "schema_command",
+}
+
+
+@app.callback()
+def _root() -> None:
+    """Talos Image Factory schematics for NVIDIA GPU node pools."""
+
+
+def _register_commands(names: Sequence[str] = ()) -> None:
+    """Import the command modules (all of them, or those defining ``names``)."""
+    # dict.fromkeys keeps the table's order, which is the order --help lists the commands in.
+    wanted = [_COMMAND_MODULES[name] for name in names] or list(_COMMAND_MODULES.values())
+    for module in dict.fromkeys(wanted):
+        # Imported for their side effect of adding commands to `app`.
+        importlib.import_module(f"schematic.cli.{module}")
 
 
 def main() -> None:
     """Console-script entry point."""
-    _register_commands()
+    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    wanted = [command] if command in _COMMAND_MODULES else []
+    if "--help" in sys.argv[1:] and command is None:
+        wanted = []
+    _register_commands(wanted)
     try:
         app()
     except TalosSchematicError as err:
