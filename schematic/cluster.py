@@ -51,6 +51,7 @@ __all__ = [
     "load_cluster",
     "parse_cluster",
     "plan_cluster",
+    "with_factory_schematics",
 ]
 
 DEFAULT_IMAGE_FACTORY_URL = "https://factory.talos.dev"
@@ -520,7 +521,9 @@ class PoolPlan:
     profile: HardwareProfile
     talos: TalosSettings
     schematic: Schematic
-    canonical: str  # the schematic's canonical YAML: what is POSTed, and what its ID hashes
+    # The canonical YAML the factory stores and ``schematic_id`` hashes: the schematic's own,
+    # unless the factory that registered it stamped it (see :func:`with_factory_schematics`).
+    canonical: str
     schematic_id: str
     nvidia: NvidiaDecision | None
     # One KubeVirt resource name per GPU device (a count of 2 gives two entries).
@@ -677,6 +680,26 @@ def plan_cluster(
         source=source,
         pools=tuple(pools),
     )
+
+
+def with_factory_schematics(
+    plan: ClusterPlan, stored: Mapping[str, tuple[str, str]]
+) -> ClusterPlan:
+    """The plan with the factory's ``(id, canonical body)`` for each offline ID in ``stored``.
+
+    An Enterprise factory stamps ``owner`` into what it stores, so its ID is not the offline
+    one; every output must then carry the factory's ID and body. ``schematic`` stays what the
+    cluster file asked for: the extensions and kernel arguments are the same either way.
+    """
+    pools = tuple(
+        replace(
+            pool, schematic_id=stored[pool.schematic_id][0], canonical=stored[pool.schematic_id][1]
+        )
+        if pool.schematic_id in stored
+        else pool
+        for pool in plan.pools
+    )
+    return replace(plan, pools=pools)
 
 
 def _in_pool(source: str, pool: str, message: str) -> str:

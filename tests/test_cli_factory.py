@@ -317,13 +317,13 @@ class _Terminal(io.StringIO):
 
 
 def test_progress_line_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from schematic.cli.factory_commands import _progress
+    from schematic.cli.factory_commands import progress_line
 
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    assert _progress("registering") is None
+    assert progress_line("registering") is None
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    show = _progress("registering")
+    show = progress_line("registering")
     assert show is not None
     show(1, 2)
     show(2, 2)

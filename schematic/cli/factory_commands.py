@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -11,7 +12,7 @@ import typer
 
 from schematic.cli import app as app
 from schematic.cli import fail
-from schematic.errors import SchematicError, TalosSchematicError
+from schematic.errors import OutputError, SchematicError, TalosSchematicError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -59,7 +60,7 @@ def _read_schematic(path: Path) -> Schematic:
     return Schematic.from_yaml(text, source=source)
 
 
-def _progress(label: str) -> Callable[[int, int], None] | None:
+def progress_line(label: str) -> Callable[[int, int], None] | None:
     """A self-overwriting progress line on stderr, only when stderr is a terminal."""
     if not sys.stderr.isatty():
         return None
@@ -87,7 +88,7 @@ def register(
         items = [(str(path), _read_schematic(path)) for path in files]
         with _client(factory, jobs) as client:
             registrations = register_schematics(
-                client, items, progress=_progress("registering schematics")
+                client, items, progress=progress_line("registering schematics")
             )
     except TalosSchematicError as err:
         raise fail(err) from None
@@ -98,47 +99,167 @@ def register(
         print(f"{registrations[subject].id}  {subject}")
 
 
-def _schematic_files(paths: list[Path]) -> list[Path]:
-    found: list[Path] = []
+def _schematic_files(path: Path) -> list[Path]:
+    if not path.is_dir():
+        return [path]
+    inside = sorted(path.rglob("*.schematic.yaml"))
+    if not inside:
+        raise SchematicError("no *.schematic.yaml files here", source=str(path))
+    return inside
+
+
+# What `verify` checks: a subject (file or pools), the ID, and the body expected under it.
+_Check = tuple[str, str, "Schematic | None"]
+
+
+def _cluster_text(path: Path) -> str | None:
+    """The file's text when it is a cluster file (a mapping with ``pools``), else None."""
+    import yaml
+
+    if str(path) == "-" or not path.is_file():
+        return None
+    try:
+        text = path.read_text("utf-8")
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None  # read again as a schematic, whose error then says what is wrong
+    return text if isinstance(data, dict) and "pools" in data else None
+
+
+def _cluster_checks(path: Path, text: str, profiles: list[Path] | None) -> tuple[list[_Check], str]:
+    """One check per distinct schematic of the cluster file's plan, and its factory URL."""
+    from schematic.cli.generate_command import pools_by_schematic, pools_label
+    from schematic.cluster import parse_cluster, plan_cluster
+
+    cluster = parse_cluster(text, str(path))
+    plan = plan_cluster(
+        cluster, source=str(path), base_dir=path.parent, profile_dirs=tuple(profiles or ())
+    )
+    checks: list[_Check] = [
+        (pools_label(plan.source, [pool.name for pool in pools]), schematic_id, pools[0].schematic)
+        for schematic_id, pools in pools_by_schematic(plan).items()
+    ]
+    return checks, plan.talos.image_factory_url
+
+
+def _generated_checks(directory: Path, index_name: str) -> list[_Check]:
+    """One check per pool of a `generate --out` directory: its index ID, and its
+    ``schematic.yaml`` as the expected body when that kind was written."""
+    import yaml
+
+    index = directory / index_name
+    try:
+        data = yaml.safe_load(index.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise OutputError(f"{index}: cannot read the generated index: {err}") from None
+    pools = data.get("pools") if isinstance(data, dict) else None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(pools, list) or not isinstance(files, list):
+        raise OutputError(f"{index}: not an index written by `talos-schematic generate --out`")
+    checks: list[_Check] = []
+    for entry in pools:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        schematic_id = entry.get("schematicID") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not isinstance(schematic_id, str):
+            raise OutputError(f"{index}: every pool needs a name and a schematicID")
+        if "schematic.yaml" not in files:
+            # Written without the schematic kind: only presence can be checked.
+            checks.append((f'{index}: pool "{name}"', schematic_id, None))
+            continue
+        path = directory / name / "schematic.yaml"
+        schematic = _read_schematic(path)
+        if schematic.id != schematic_id:
+            raise SchematicError(
+                f"this body's ID is {schematic.id}, but {index_name} gives pool {name!r} the "
+                f"ID {schematic_id}; the directory was edited, regenerate it",
+                source=str(path),
+            )
+        checks.append((str(path), schematic_id, schematic))
+    return checks
+
+
+def _verify_checks(
+    paths: list[Path], profiles: list[Path] | None
+) -> tuple[list[_Check], list[str]]:
+    """Checks for every path in order, and the factory URLs the cluster files name."""
+    from schematic.render.files import INDEX
+
+    checks: list[_Check] = []
+    cluster_urls: list[str] = []
+    seen: set[Path] = set()
     for path in paths:
-        if path.is_dir():
-            inside = sorted(path.rglob("*.schematic.yaml"))
-            if not inside:
-                raise SchematicError("no *.schematic.yaml files here", source=str(path))
-            found += inside
-        else:
-            found.append(path)
-    return list(dict.fromkeys(found))
+        if path.is_dir() and (path / INDEX).is_file():
+            checks += _generated_checks(path, INDEX)
+            continue
+        text = _cluster_text(path)
+        if text is not None:
+            found, url = _cluster_checks(path, text, profiles)
+            checks += found
+            cluster_urls.append(url)
+            continue
+        for file in _schematic_files(path):
+            if file not in seen:
+                seen.add(file)
+                schematic = _read_schematic(file)
+                checks.append((str(file), schematic.id, schematic))
+    return checks, list(dict.fromkeys(cluster_urls))
 
 
 @app.command(
     help="Check that the Image Factory holds the given schematics, with the same body. "
+    "PATH is a directory `generate --out` wrote (its index.yaml IDs, each pool's "
+    "schematic.yaml as the body), a cluster file (its plan, one check per distinct "
+    "schematic), a schematic file, or a directory searched for *.schematic.yaml. "
     "Exit 3 when one is missing or different. " + _CREDENTIALS_HELP
 )
 def verify(
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
-            metavar="PATH", help="Schematic files, or directories searched for *.schematic.yaml."
+            metavar="PATH",
+            help="Generated output directories, cluster files, schematic files, or "
+            "directories searched for *.schematic.yaml.",
         ),
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", metavar="DIR", help="Generated output directory.")
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="Directory an earlier `generate --out` wrote."),
     ] = None,
-    factory: FactoryOption = None,
+    factory: Annotated[
+        str | None,
+        typer.Option(
+            "--factory",
+            metavar="URL",
+            help="Image Factory base URL (default: $TALOS_SCHEMATIC_FACTORY, else the cluster "
+            "file's talos.imageFactoryURL, else https://factory.talos.dev).",
+            show_default=False,
+        ),
+    ] = None,
+    profiles: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--profiles",
+            help="Directory of hardware profiles for cluster files (repeatable).",
+        ),
+    ] = None,
     jobs: JobsOption = 8,
 ) -> None:
     """`GET /schematics/{id}` for every schematic: present, missing or different."""
-    from schematic.factory import verify_ids
+    from schematic.factory import FACTORY_ENV, FactoryClient, resolve_factory_url, verify_ids
 
     targets = [*(paths or []), *([out] if out is not None else [])]
     if not targets:
-        raise typer.BadParameter("give schematic files, a directory, or --out DIR")
+        raise typer.BadParameter("give --out DIR, a cluster file, schematic files or a directory")
     try:
-        files = _schematic_files(targets)
-        schematics = [(str(path), _read_schematic(path)) for path in files]
-        with _client(factory, jobs) as client:
-            results = verify_ids(client, [(subject, s.id, s) for subject, s in schematics])
+        checks, cluster_urls = _verify_checks(targets, profiles)
+        if len(cluster_urls) > 1 and not (factory or os.environ.get(FACTORY_ENV)):
+            raise typer.BadParameter(
+                f"the cluster files name different factories ({', '.join(cluster_urls)})",
+                param_hint="--factory",
+            )
+        url = resolve_factory_url(factory, cluster_urls[0] if cluster_urls else None)
+        with FactoryClient(url, max_in_flight=jobs) as client:
+            results = verify_ids(client, checks)
     except TalosSchematicError as err:
         raise fail(err) from None
     for result in results:
@@ -149,7 +270,8 @@ def verify(
     if bad:
         print(
             f"talos-schematic: {client.url}: {len(bad)} of {len(results)} schematics missing "
-            "or different; `talos-schematic register` them",
+            "or different; register them (`talos-schematic generate --register`, or "
+            "`talos-schematic register`)",
             file=sys.stderr,
         )
         raise typer.Exit(3)

@@ -2,13 +2,20 @@
 
 The pipeline is plan (pure) → render (pure, ``path → bytes``) → write (atomic) or compare; the
 library does each step and this module only chains them and maps errors to exit codes.
+
+Only ``--live-catalogue`` and ``--register`` talk to an Image Factory, between the plan and the
+render: the catalogue check first (so no misspelt schematic is registered), then one POST per
+distinct schematic. Either failing ends the run before anything is written. ``schematic.factory``
+(and with it httpx) is imported only then, so offline runs start fast.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -20,8 +27,15 @@ from schematic.cli import app, fail
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
-    from schematic.cluster import ClusterPlan
+    from schematic.cluster import ClusterPlan, PoolPlan
+    from schematic.factory import FactoryClient
     from schematic.render.files import Kind
+
+# Written beside index.yaml by `generate --out DIR --live-catalogue`.
+LOCK_FILE = "extensions.lock.yaml"
+# Pools named in one message before the rest are counted: pools may number thousands.
+_POOLS_SHOWN = 3
+_PROBLEMS_SHOWN = 10
 
 
 class OutputFormat(StrEnum):
@@ -73,6 +87,32 @@ ProfilesOption = Annotated[
 ]
 
 
+FactoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--factory",
+        metavar="URL",
+        help=(
+            "Image Factory for --register and --live-catalogue (default: "
+            "$TALOS_SCHEMATIC_FACTORY, else the cluster file's talos.imageFactoryURL); the "
+            "generated image URLs keep talos.imageFactoryURL"
+        ),
+        show_default=False,
+    ),
+]
+LiveCatalogueOption = Annotated[
+    bool,
+    typer.Option(
+        "--live-catalogue",
+        help=(
+            "check every pool's extensions against the factory's list for the Talos version "
+            f"(cached on disk for a day); with --out, also write {LOCK_FILE} pinning each "
+            "extension's image ref and digest"
+        ),
+    ),
+]
+
+
 @contextmanager
 def _no_collector_passes() -> Iterator[None]:
     """Pause the cyclic garbage collector while a large plan is built and rendered.
@@ -97,6 +137,98 @@ def _plan(cluster_file: Path, profiles: list[Path] | None) -> ClusterPlan:
         base_dir=cluster_file.parent,
         profile_dirs=tuple(profiles or ()),
     )
+
+
+def _factory_client(factory: str | None, plan: ClusterPlan) -> FactoryClient:
+    from schematic.factory import FactoryClient, resolve_factory_url
+
+    return FactoryClient(resolve_factory_url(factory, plan.talos.image_factory_url))
+
+
+def pools_label(source: str, names: Sequence[str]) -> str:
+    """``cluster.yaml: pool "a"`` or ``cluster.yaml: pools "a", "b", "c" and 9 more``."""
+    if len(names) == 1:
+        return f'{source}: pool "{names[0]}"'
+    shown = ", ".join(f'"{name}"' for name in names[:_POOLS_SHOWN])
+    rest = len(names) - _POOLS_SHOWN
+    return f"{source}: pools {shown}" + (f" and {rest} more" if rest > 0 else "")
+
+
+def pools_by_schematic(plan: ClusterPlan) -> dict[str, list[PoolPlan]]:
+    """Pools grouped by schematic ID, in file order."""
+    groups: dict[str, list[PoolPlan]] = {}
+    for pool in plan.pools:
+        groups.setdefault(pool.schematic_id, []).append(pool)
+    return groups
+
+
+def _check_live_catalogue(client: FactoryClient, plan: ClusterPlan) -> str:
+    """Raise CatalogError naming each pool whose extensions the factory does not offer for the
+    cluster's Talos version; otherwise return the lock file text."""
+    from schematic.errors import CatalogError
+    from schematic.factory import build_lock, check_extension_names, live_extensions
+
+    talos = plan.talos.version
+    offered = live_extensions(client, talos)
+    problems: list[str] = []
+    for pools in pools_by_schematic(plan).values():
+        try:
+            check_extension_names(offered, pools[0].extensions, talos=talos, factory=client.url)
+        except CatalogError as err:
+            where = pools_label(plan.source, [pool.name for pool in pools])
+            problems += [f"{where}: {line}" for line in str(err).splitlines()]
+    if problems:
+        shown = problems[:_PROBLEMS_SHOWN]
+        if len(problems) > _PROBLEMS_SHOWN:
+            shown.append(f"… and {len(problems) - _PROBLEMS_SHOWN} more")
+        raise CatalogError("\n".join(shown))
+    used = {name for pool in plan.pools for name in pool.extensions}
+    return build_lock(offered, used, factory=client.url, talos=talos)
+
+
+def _register(client: FactoryClient, plan: ClusterPlan) -> ClusterPlan:
+    """POST each distinct schematic once; the plan carrying the IDs the factory answered."""
+    from schematic.cli.factory_commands import progress_line
+    from schematic.cluster import with_factory_schematics
+    from schematic.factory import register_schematics
+
+    items = [
+        (pools_label(plan.source, [pool.name for pool in pools]), pools[0].schematic)
+        for pools in pools_by_schematic(plan).values()
+    ]
+    registrations = register_schematics(
+        client, items, progress=progress_line("registering schematics")
+    )
+    stamped = {
+        registration.offline_id: (registration.id, registration.canonical)
+        for registration in registrations.values()
+        if registration.factory_changed_body
+    }
+    for registration in registrations.values():
+        if registration.notice:
+            print(f"talos-schematic: {registration.notice}", file=sys.stderr)
+    if client.url != plan.talos.image_factory_url:
+        print(
+            f"talos-schematic: note: registered with {client.url}; the generated image URLs "
+            f"point at talos.imageFactoryURL {plan.talos.image_factory_url}",
+            file=sys.stderr,
+        )
+    return with_factory_schematics(plan, stamped) if stamped else plan
+
+
+def _consult_factory(
+    plan: ClusterPlan, factory: str | None, *, register: bool, live_catalogue: bool
+) -> tuple[ClusterPlan, str | None]:
+    """The plan after registration (if asked), and the lock text (with --live-catalogue)."""
+    if not (register or live_catalogue):
+        return plan, None
+    lock = None
+    with _factory_client(factory, plan) as client:
+        if live_catalogue:
+            lock = _check_live_catalogue(client, plan)
+        if register:
+            plan = _register(client, plan)
+    return plan, lock
 
 
 def _kinds(output_format: OutputFormat | None) -> tuple[Kind, ...]:
@@ -125,9 +257,25 @@ def generate(
         bool, typer.Option("--values-only", help="print only each pool's spec (--format values)")
     ] = False,
     profiles: ProfilesOption = None,
+    register: Annotated[
+        bool,
+        typer.Option(
+            "--register",
+            help=(
+                "POST every distinct schematic to the Image Factory first and write only if "
+                "all succeeded; an ID the factory answers differently (it stamped owner) is "
+                "the one written. Without it, generate makes no network request"
+            ),
+        ),
+    ] = False,
+    live_catalogue: LiveCatalogueOption = False,
+    factory: FactoryOption = None,
 ) -> None:
     """Per pool: schematic and ID, Cozystack KubernetesNodes values, a Talos machine-config
-    patch and the boot-image / installer URLs, all carrying the same schematic."""
+    patch and the boot-image / installer URLs, all carrying the same schematic.
+
+    Credentials for the factory come only from the environment: TALOS_SCHEMATIC_FACTORY_TOKEN
+    or TALOS_SCHEMATIC_FACTORY_AUTH (user:password)."""
     if values_only:
         if output_format not in (None, OutputFormat.values):
             raise typer.BadParameter("--values-only is --format values", param_hint="--format")
@@ -135,7 +283,9 @@ def generate(
     try:
         with _no_collector_passes():
             plan = _plan(cluster_file, profiles)
-            # Registration with an Image Factory belongs here: between the plan and the files.
+            plan, lock = _consult_factory(
+                plan, factory, register=register, live_catalogue=live_catalogue
+            )
             if out is None:
                 from schematic.render.files import render_stream
 
@@ -146,6 +296,8 @@ def generate(
             from schematic.render.files import INDEX, render_files
 
             files = render_files(plan, _kinds(output_format), layout.value)
+            if lock is not None:
+                files[LOCK_FILE] = lock.encode()
             written = write_outputs(out, files, marker=INDEX)
     except TalosSchematicError as err:
         raise fail(err) from None
@@ -175,17 +327,30 @@ def check(
     output_format: FormatOption = None,
     layout: LayoutOption = LayoutChoice.osimage,
     profiles: ProfilesOption = None,
+    live_catalogue: LiveCatalogueOption = False,
+    factory: FactoryOption = None,
 ) -> None:
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
-    missing or is extra (the GitOps drift gate)."""
+    missing or is extra (the GitOps drift gate).
+
+    Offline, extensions.lock.yaml is left out of the comparison (it needs the factory's catalogue);
+    with --live-catalogue the names are checked and the lock file is compared too."""
     try:
         with _no_collector_passes():
             plan = _plan(cluster_file, profiles)
+            plan, lock = _consult_factory(
+                plan, factory, register=False, live_catalogue=live_catalogue
+            )
             from schematic.output import compare_outputs
             from schematic.render.files import render_files
 
             files = render_files(plan, _kinds(output_format), layout.value)
+            if lock is not None:
+                files[LOCK_FILE] = lock.encode()
             drift = compare_outputs(out, files)
+            if lock is None:
+                kept = tuple(path for path in drift.extra if path != LOCK_FILE)
+                drift = dataclasses.replace(drift, extra=kept)
     except TalosSchematicError as err:
         raise fail(err) from None
     if drift:
@@ -198,6 +363,11 @@ def check(
         if layout != LayoutChoice.osimage:
             options.append(f"--layout {layout.value}")
         options += [f"--profiles {directory}" for directory in profiles or ()]
+        if live_catalogue:
+            options.append("--live-catalogue")
+        if factory is not None:
+            # A user:password@ in the URL must not reach a CI log.
+            options.append(f"--factory {re.sub(r'//[^/@]*@', '//', factory)}")
         print(
             f"regenerate with: talos-schematic generate {cluster_file} {' '.join(options)}",
             file=sys.stderr,
