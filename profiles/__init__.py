@@ -1,1 +1,4 @@
-"""Shipped hardware profiles, one machine kind per YAML file (package data of `schematic.shipped_profiles`)."""
+"""Shipped hardware profiles, one machine kind per YAML file.
+
+Installed, this folder is the package data of `schematic.shipped_profiles`.
+"""
