@@ -87,9 +87,7 @@ def main() -> int:
             extensions = [*EXTENSIONS[:5], f"siderolabs/extension-{i}"]
             path.write_text(Schematic.from_extensions(extensions, [f"arg={i}"]).canonical())
             files.append(str(path))
-        baseline = _median_seconds(
-            [sys.executable, "-c", "import typer, yaml"], runs=15, env=env
-        )
+        baseline = _median_seconds([sys.executable, "-c", "import typer, yaml"], runs=15, env=env)
         startup = _median_seconds([str(TOOL), "id", str(one)], runs=15, env=env)
         many = _median_seconds([str(TOOL), "id", *files], runs=5, env=env)
     finally:
