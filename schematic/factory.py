@@ -610,6 +610,8 @@ def register_schematics(
                 for offline_id, (schematic, subjects) in groups.items()
             }
             for future in as_completed(futures):
+                if future.cancelled():
+                    continue  # skipped after a failure; reported below as not registered
                 offline_id = futures[future]
                 try:
                     done[offline_id] = future.result()

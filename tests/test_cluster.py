@@ -359,3 +359,20 @@ def test_talos_version_must_be_in_the_catalogue() -> None:
         parse_cluster(
             cluster_text("- {name: c, profile: kubevirt-cpu}\n", talos="v1.14.0-rc.1"), "c"
         )
+
+
+def test_factory_schematics_replace_id_and_body_of_matching_pools_only() -> None:
+    from schematic.cluster import with_factory_schematics
+
+    offline = plan(
+        "- name: cpu\n  profile: kubevirt-cpu\n- name: gpu\n  profile: kubevirt-v100-pcie-16gb\n"
+    )
+    cpu, gpu = offline.pools
+    stamped = "owner: team@example.com\n" + cpu.canonical
+    changed = with_factory_schematics(offline, {cpu.schematic_id: ("f" * 64, stamped)})
+    new_cpu, new_gpu = changed.pools
+    assert (new_cpu.schematic_id, new_cpu.canonical) == ("f" * 64, stamped)
+    # The request itself is unchanged: same extensions, same kernel arguments.
+    assert new_cpu.schematic == cpu.schematic
+    assert new_gpu == gpu
+    assert offline.pools == (cpu, gpu)

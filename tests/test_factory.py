@@ -625,6 +625,27 @@ def test_one_failure_fails_the_whole_registration(
     )
 
 
+def test_schematics_skipped_after_a_failure_are_named_not_raised_as_cancelled(
+    router: respx.MockRouter,
+) -> None:
+    bad = kernel_arg_schematic(0)
+
+    def first_fails(request: httpx.Request) -> httpx.Response:
+        if request.content == bad.canonical().encode():
+            return httpx.Response(400, text="invalid schematic")
+        return echo_factory(request)
+
+    router.post("/schematics").mock(side_effect=first_fails)
+    # One request at a time: whatever has not started when the first fails is cancelled.
+    items = [(f"pool {n}", kernel_arg_schematic(n)) for n in range(20)]
+    one_at_a_time = FactoryClient(URL, environ={}, max_in_flight=1)
+    with one_at_a_time, pytest.raises(FactoryError) as caught:
+        register_schematics(one_at_a_time, items)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == f"{URL}: pool 0: POST /schematics: HTTP 400 Bad Request: invalid schematic"
+    assert all(line.startswith("not registered after that failure: pool ") for line in lines[1:])
+
+
 # --- verify --------------------------------------------------------------------------------
 
 

@@ -142,9 +142,25 @@ def _cluster_checks(path: Path, text: str, profiles: list[Path] | None) -> tuple
     return checks, plan.talos.image_factory_url
 
 
-def _generated_checks(directory: Path, index_name: str) -> list[_Check]:
+def _recorded_factory(urls_file: Path, schematic_id: str) -> str | None:
+    """The factory a pool's ``urls.yaml`` boots from: the cluster file's imageFactoryURL."""
+    import yaml
+
+    try:
+        urls = yaml.safe_load(urls_file.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    image = urls.get("image") if isinstance(urls, dict) else None
+    marker = f"/image/{schematic_id}/"
+    if not isinstance(image, str) or marker not in image:
+        return None
+    return image.partition(marker)[0]
+
+
+def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], str | None]:
     """One check per pool of a `generate --out` directory: its index ID, and its
-    ``schematic.yaml`` as the expected body when that kind was written."""
+    ``schematic.yaml`` as the expected body when that kind was written; and the factory its
+    ``urls.yaml`` files point at, if they were written."""
     import yaml
 
     index = directory / index_name
@@ -157,11 +173,14 @@ def _generated_checks(directory: Path, index_name: str) -> list[_Check]:
     if not isinstance(pools, list) or not isinstance(files, list):
         raise OutputError(f"{index}: not an index written by `talos-schematic generate --out`")
     checks: list[_Check] = []
+    recorded: str | None = None
     for entry in pools:
         name = entry.get("name") if isinstance(entry, dict) else None
         schematic_id = entry.get("schematicID") if isinstance(entry, dict) else None
         if not isinstance(name, str) or not isinstance(schematic_id, str):
             raise OutputError(f"{index}: every pool needs a name and a schematicID")
+        if recorded is None and "urls.yaml" in files:
+            recorded = _recorded_factory(directory / name / "urls.yaml", schematic_id)
         if "schematic.yaml" not in files:
             # Written without the schematic kind: only presence can be checked.
             checks.append((f'{index}: pool "{name}"', schematic_id, None))
@@ -175,34 +194,37 @@ def _generated_checks(directory: Path, index_name: str) -> list[_Check]:
                 source=str(path),
             )
         checks.append((str(path), schematic_id, schematic))
-    return checks
+    return checks, recorded
 
 
 def _verify_checks(
     paths: list[Path], profiles: list[Path] | None
 ) -> tuple[list[_Check], list[str]]:
-    """Checks for every path in order, and the factory URLs the cluster files name."""
+    """Checks for every path in order, and the factory URLs the cluster files (or the URLs
+    generated from them) name."""
     from schematic.render.files import INDEX
 
     checks: list[_Check] = []
-    cluster_urls: list[str] = []
+    named_urls: list[str] = []
     seen: set[Path] = set()
     for path in paths:
+        found: list[_Check]
+        url: str | None
         if path.is_dir() and (path / INDEX).is_file():
-            checks += _generated_checks(path, INDEX)
-            continue
-        text = _cluster_text(path)
-        if text is not None:
+            found, url = _generated_checks(path, INDEX)
+        elif (text := _cluster_text(path)) is not None:
             found, url = _cluster_checks(path, text, profiles)
-            checks += found
-            cluster_urls.append(url)
+        else:
+            for file in _schematic_files(path):
+                if file not in seen:
+                    seen.add(file)
+                    schematic = _read_schematic(file)
+                    checks.append((str(file), schematic.id, schematic))
             continue
-        for file in _schematic_files(path):
-            if file not in seen:
-                seen.add(file)
-                schematic = _read_schematic(file)
-                checks.append((str(file), schematic.id, schematic))
-    return checks, list(dict.fromkeys(cluster_urls))
+        checks += found
+        if url is not None:
+            named_urls.append(url)
+    return checks, list(dict.fromkeys(named_urls))
 
 
 @app.command(
@@ -231,7 +253,8 @@ def verify(
             "--factory",
             metavar="URL",
             help="Image Factory base URL (default: $TALOS_SCHEMATIC_FACTORY, else the cluster "
-            "file's talos.imageFactoryURL, else https://factory.talos.dev).",
+            "file's talos.imageFactoryURL, or for generated output the factory its urls.yaml "
+            "boot from, else https://factory.talos.dev).",
             show_default=False,
         ),
     ] = None,
@@ -251,13 +274,13 @@ def verify(
     if not targets:
         raise typer.BadParameter("give --out DIR, a cluster file, schematic files or a directory")
     try:
-        checks, cluster_urls = _verify_checks(targets, profiles)
-        if len(cluster_urls) > 1 and not (factory or os.environ.get(FACTORY_ENV)):
+        checks, named_urls = _verify_checks(targets, profiles)
+        if len(named_urls) > 1 and not (factory or os.environ.get(FACTORY_ENV)):
             raise typer.BadParameter(
-                f"the cluster files name different factories ({', '.join(cluster_urls)})",
+                f"the inputs name different factories ({', '.join(named_urls)})",
                 param_hint="--factory",
             )
-        url = resolve_factory_url(factory, cluster_urls[0] if cluster_urls else None)
+        url = resolve_factory_url(factory, named_urls[0] if named_urls else None)
         with FactoryClient(url, max_in_flight=jobs) as client:
             results = verify_ids(client, checks)
     except TalosSchematicError as err:

@@ -274,8 +274,7 @@ def generate(
     """Per pool: schematic and ID, Cozystack KubernetesNodes values, a Talos machine-config
     patch and the boot-image / installer URLs, all carrying the same schematic.
 
-    Credentials for the factory come only from the environment: TALOS_SCHEMATIC_FACTORY_TOKEN
-    or TALOS_SCHEMATIC_FACTORY_AUTH (user:password)."""
+    Credentials: $TALOS_SCHEMATIC_FACTORY_TOKEN or $TALOS_SCHEMATIC_FACTORY_AUTH (user:password)."""
     if values_only:
         if output_format not in (None, OutputFormat.values):
             raise typer.BadParameter("--values-only is --format values", param_hint="--format")
