@@ -135,7 +135,6 @@ def go_value(value: Any) -> Any:
 # value, anchors, tabs, numbers, unknown or repeated keys...) returns None and takes the full
 # decoder, so both paths agree on every input (a test checks that they do).
 
-_SIMPLE_LINE = re.compile(r"( *)(?:- ([^\s].*)|([A-Za-z]+):(?: (.*))?)\Z")
 _SIMPLE_VALUE = re.compile(r"[A-Za-z0-9_./=+][A-Za-z0-9_./=+,:@%~-]*(?<!:)\Z")
 # Which keys the simple reader knows, and what each holds: a nested table, "list" of strings,
 # or "str". Everything else is left to the full decoder.
@@ -153,15 +152,24 @@ _SIMPLE_SCHEMA: dict[str, Any] = {
 def _simple_fields(text: str) -> dict[str, Any] | None:
     if "\t" in text or "\r" in text or not text.isascii():
         return None
+    # (indent, list item, key, value): "- item" or "key:" / "key: value", nothing else.
     lines: list[tuple[int, str | None, str | None, str | None]] = []
     for raw in text.split("\n"):
-        stripped = raw.strip()
-        if not stripped or stripped.startswith("#"):
+        body = raw.lstrip(" ")
+        if not body.strip() or body[0] == "#":
             continue
-        match = _SIMPLE_LINE.match(raw)
-        if match is None:
+        indent = len(raw) - len(body)
+        if body[0] == "-":
+            if body[1:2] != " " or body[2:3] in ("", " "):
+                return None
+            lines.append((indent, body[2:], None, None))
+            continue
+        key, colon, rest = body.partition(":")
+        if not colon or not key.isalpha():
             return None
-        lines.append((len(match[1]), match[2], match[3], match[4]))
+        if rest and rest[0] != " ":
+            return None
+        lines.append((indent, None, key, rest[1:] if rest else None))
     if not lines or lines[0][0] != 0:
         return None
     parsed, end = _simple_block(lines, 0, 0, _SIMPLE_SCHEMA)
