@@ -83,7 +83,7 @@ KernelModulesState = Literal["computed", "override", "opt-out", "none"]
 
 
 class _Input(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class TalosSettings(_Input):

@@ -59,7 +59,7 @@ _PCI_ID_RE = re.compile(r"(?:(?:0x)?([0-9a-f]{4}):)?(?:0x)?([0-9a-f]{4})", re.IG
 class GpuSpec(BaseModel):
     """GPUs of one kind in the machine: PCI ID, how many, and the architecture if unlisted."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     id: str = Field(description="PCI vendor:device ID, e.g. 10de:2bb5 (vendor 10de if omitted)")
     count: int = Field(default=1, ge=1, description="how many of these GPUs the machine holds")
@@ -121,7 +121,7 @@ class GpuSpec(BaseModel):
 class HardwareProfile(BaseModel):
     """One kind of machine, as a Talos node sees it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
 
     name: str = Field(description="profile name; shipped profiles are named after their file")
     aliases: tuple[str, ...] = Field(
