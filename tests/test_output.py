@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from schematic import output
 from schematic.errors import OutputError
 from schematic.output import compare_outputs, write_outputs
 
@@ -49,16 +50,16 @@ def test_a_failed_run_leaves_the_directory_as_it_was(
     out = tmp_path / "out"
     write_outputs(out, FILES, marker="index.yaml")
     written = 0
-    original = Path.write_bytes
+    original = output._write_file
 
-    def fail_on_second(self: Path, data: bytes) -> int:
+    def fail_on_second(path: str, data: bytes) -> None:
         nonlocal written
         written += 1
         if written == 2:
             raise OSError(28, "No space left on device")
-        return original(self, data)
+        original(path, data)
 
-    monkeypatch.setattr(Path, "write_bytes", fail_on_second)
+    monkeypatch.setattr(output, "_write_file", fail_on_second)
     with pytest.raises(OutputError, match="No space left on device"):
         write_outputs(out, {**FILES, "a/values.yaml": b"new\n"}, marker="index.yaml")
     monkeypatch.undo()
