@@ -1,0 +1,37 @@
+"""The schematic core's public names are pinned: a change to them is a deliberate one."""
+
+from __future__ import annotations
+
+from schematic import canonical, decode, goscalar, model
+
+
+def test_core_public_api() -> None:
+    assert sorted(model.__all__) == [
+        "BOOTLOADERS",
+        "Customization",
+        "DiskImage",
+        "MetaValue",
+        "Overlay",
+        "Schematic",
+        "SecureBoot",
+        "SystemExtensions",
+    ]
+    assert sorted(decode.__all__) == [
+        "BOOTLOADERS",
+        "canonical_tree",
+        "decode_fields",
+        "go_value",
+        "schematic_id_of",
+    ]
+    assert sorted(canonical.__all__) == [
+        "GoMap",
+        "GoTime",
+        "emit_document",
+        "format_go_float",
+        "natural_less",
+        "sha256_hex",
+    ]
+    assert sorted(goscalar.__all__) == ["go_parse_int", "parse_go_timestamp", "resolve_plain"]
+    for module in (model, decode, canonical, goscalar):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.{name}"
