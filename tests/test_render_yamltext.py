@@ -8,6 +8,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from schematic.render import yamltext
 from schematic.render.yamltext import dump, dump_all
 
 scalars = st.one_of(
@@ -53,3 +54,13 @@ def test_multi_line_strings_stay_on_one_line() -> None:
 
 def test_documents_are_separated() -> None:
     assert dump_all([{"a": 1}, {"b": [1]}]) == "a: 1\n---\nb:\n- 1\n"
+
+
+@given(st.text(alphabet="abcyYnNoOtTfFeEsSlLuU019_-", min_size=1, max_size=8))
+def test_plain_names_are_quoted_as_pyyaml_would(text: str) -> None:
+    # The shortcut for letter-first names must give PyYAML's own answer.
+    expected = yaml.dump(
+        text, Dumper=yaml.SafeDumper, allow_unicode=True, width=2**31 - 1, default_flow_style=False
+    )
+    expected = expected.removesuffix("\n...\n").removesuffix("\n")
+    assert yamltext._string(text) == expected

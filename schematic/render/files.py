@@ -53,7 +53,7 @@ class _Renderer:
         values = ""
         if wanted & {"cozystack", "values"}:
             # The user's keys and the tool's are disjoint, so the two dumps concatenate.
-            values = yamltext.dump(user_values(self.plan.cluster, pool)) + self.tool_text(pool)
+            values = self.user_text(pool) + self.tool_text(pool)
         if "cozystack" in wanted:
             head = kubernetes_nodes(self.plan, pool, spec={})
             del head["spec"]
@@ -74,6 +74,13 @@ class _Renderer:
     def cached(self, key: tuple[Any, ...], document: dict[str, Any]) -> str:
         if key not in self.documents:
             self.documents[key] = yamltext.dump(document)
+        return self.documents[key]
+
+    def user_text(self, pool: PoolPlan) -> str:
+        # Pools written alike (same pass-through values) share the text; repr tells 1 from True.
+        key = ("user", repr(pool.passthrough))
+        if key not in self.documents:
+            self.documents[key] = yamltext.dump(user_values(self.plan.cluster, pool))
         return self.documents[key]
 
     def tool_text(self, pool: PoolPlan) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,8 +23,20 @@ _Dumper: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _DOCUMENT_END = "\n...\n"
 
 
+# Letter-first names of these characters are plain for PyYAML unless they are one of its
+# YAML 1.1 booleans or nulls: answered without asking the emitter (thousands of pool names).
+_PLAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+_YAML11_WORDS = frozenset(
+    f(word)
+    for word in ("yes", "no", "true", "false", "on", "off", "null")
+    for f in (str.lower, str.title, str.upper)
+)
+
+
 @functools.cache
 def _string(text: str) -> str:
+    if _PLAIN_NAME.match(text) and text not in _YAML11_WORDS:
+        return text
     rendered: str = yaml.dump(
         text, Dumper=_Dumper, allow_unicode=True, width=2**31 - 1, default_flow_style=False
     )
