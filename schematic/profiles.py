@@ -291,13 +291,23 @@ def load_profile(name_or_path: str, extra_dirs: Sequence[Path] = ()) -> Hardware
 
 @functools.cache
 def _shipped_aliases() -> dict[str, str]:
-    """Alias → file stem for the shipped profiles."""
+    """Alias → file stem for the shipped profiles.
+
+    Read from each file's one-line ``aliases: [...]`` rather than by loading every profile: a
+    lookup by alias should not cost a parse and validation of the whole set (a test checks the
+    two agree).
+    """
     aliases: dict[str, str] = {}
     for stem, entry in _shipped().items():
-        profile = _parse(entry.read_text("utf-8"), f"profiles/{entry.name}", stem)
-        for alias in profile.aliases:
-            aliases.setdefault(alias, stem)
+        match = _ALIASES_LINE.search(entry.read_text("utf-8"))
+        if match:
+            for alias in match[1].split(","):
+                if alias.strip():
+                    aliases.setdefault(alias.strip(), stem)
     return aliases
+
+
+_ALIASES_LINE = re.compile(r"^aliases: \[([^\]]*)\]$", re.MULTILINE)
 
 
 def list_profiles(extra_dirs: Sequence[Path] = ()) -> list[HardwareProfile]:

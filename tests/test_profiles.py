@@ -297,3 +297,12 @@ def test_shipped_profiles_answer_to_their_aliases() -> None:
     assert load_profile("dgx-spark").name == "metal-dgx-spark"
     with pytest.raises(ProfileError, match="did you mean kubevirt-l40, kubevirt-l40s"):
         load_profile("kubevirt-l40x")
+
+
+def test_alias_index_matches_the_profiles() -> None:
+    # The alias index reads one line per file; it must agree with the parsed profiles.
+    from schematic.profiles import _shipped_aliases
+
+    parsed = {alias: p.name for p in list_profiles() for alias in p.aliases}
+    assert _shipped_aliases() == parsed
+    assert "rtx-pro-6000-blackwell-server" in parsed
