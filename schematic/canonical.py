@@ -16,10 +16,9 @@ timestamps inside ``overlay.options``):
   strings with a newline become literal blocks when they hold more than white space;
 * mapping keys of ``overlay.options`` are sorted with go-yaml's natural order.
 
-The emitter works on a small tree: ``dict`` (already ordered as it must be written, or sorted
-here when ``sort_keys`` says so), ``list``, ``str``, ``bool``, ``int``, ``float``, ``None`` and
-:class:`GoTime`, where a ``dict`` is a struct written in its own key order and a
-:class:`GoMap` is a Go map written in go-yaml's sorted order.
+The emitter works on a small tree of ``dict``, :class:`GoMap`, ``list``, ``str``, ``bool``,
+``int``, ``float``, ``None`` and :class:`GoTime`: a ``dict`` is a Go struct, written in its own
+key order; a :class:`GoMap` is a Go map, written in go-yaml's sorted order.
 """
 
 from __future__ import annotations
