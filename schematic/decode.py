@@ -258,10 +258,34 @@ def _text(body: str | bytes, source: str) -> str:
         raise SchematicError(f"not valid UTF-8 text ({err.reason})", source=source) from None
 
 
+class _RedefiningLoader(yaml.SafeLoader):
+    """PyYAML's Python composer, letting an anchor be defined again as go-yaml does.
+
+    libyaml's composer (the fast one) refuses a repeated anchor name; YAML and go-yaml let the
+    later definition win. Only documents that repeat an anchor take this slower path.
+    """
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        return _UNTAGGED
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if not self.check_event(yaml.AliasEvent):
+            anchor = self.peek_event().anchor  # type: ignore[no-untyped-call]
+            if anchor is not None:
+                self.anchors.pop(anchor, None)
+        return super().compose_node(parent, index)
+
+
 def _document(text: str, source: str) -> yaml.Node:
     try:
-        for node in yaml.compose_all(text, Loader=_Loader):
-            return node
+        try:
+            for node in yaml.compose_all(text, Loader=_Loader):
+                return node
+        except yaml.composer.ComposerError as err:
+            if "duplicate anchor" not in str(err.context):
+                raise
+            for node in yaml.compose_all(text, Loader=_RedefiningLoader):
+                return node
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         reason = " ".join(filter(None, [err.context, err.problem]))
@@ -456,15 +480,25 @@ class _Decoder:
                 (str(key.value), self.any(value, f"{path}.{key.value}")) for key, value in pairs
             )
             return GoMap(items)
-        typed: list[tuple[Any, Any]] = []
+        # A Go map keyed by typed values: `~` and `null`, or `1` and `0x1`, are one key, and the
+        # later pair wins (the duplicate check above compares only the written text).
+        typed: dict[tuple[str, Any], tuple[Any, Any]] = {}
         for key, value in pairs:
             if not isinstance(key, yaml.ScalarNode):
                 raise self.fail(key, path, "a list or mapping cannot be a mapping key")
-            typed.append((self.any(key, path), self.any(value, f"{path}.{key.value}")))
-        return GoMap(tuple(typed))
+            go_key = self.any(key, path)
+            typed[_go_key_identity(go_key)] = (go_key, self.any(value, f"{path}.{key.value}"))
+        return GoMap(tuple(typed.values()))
 
     def _string_keyed(self, key: yaml.Node) -> bool:
         return isinstance(key, yaml.ScalarNode) and self.resolved(key)[0] in ("str", "merge")
+
+
+def _go_key_identity(key: Any) -> tuple[str, Any]:
+    """Equality of Go map keys: same type and value (NaN equals nothing, not even itself)."""
+    if isinstance(key, float) and key != key:
+        return "nan", object()
+    return type(key).__name__, key
 
 
 def _pair_identity(decoder: _Decoder, key: yaml.Node) -> tuple[str, Any]:

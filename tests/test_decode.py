@@ -243,3 +243,21 @@ def test_plain_lines_reader_takes_the_common_files() -> None:
         }
     }
     assert _simple_fields("customization:\n  extraKernelArgs: [a]\n") is None  # flow list
+
+
+def test_an_anchor_may_be_defined_again() -> None:
+    # YAML and go-yaml let a later anchor of the same name win; libyaml's composer refuses it.
+    body = "overlay:\n  name: &a first\n  image: &a second\n  options: {x: *a}\n"
+    schematic = Schematic.from_yaml(body)
+    assert (schematic.overlay.name, schematic.overlay.image) == ("first", "second")
+    assert dict(schematic.overlay.options) == {"x": "second"}
+
+
+def test_typed_keys_of_a_nested_map_collapse_like_a_go_map() -> None:
+    # `~` and `null` are both nil, `1` and `0x1` both the integer 1: one key each, last wins.
+    body = "overlay:\n  name: n\n  image: i\n  options:\n    m: {~: a, null: b, 1: c, 0x1: d}\n"
+    assert Schematic.from_yaml(body).canonical() == (
+        "overlay:\n    image: i\n    name: 'n'\n    options:\n        m:\n"
+        "            1: d\n            null: b\n"
+        "customization: {}\n"
+    )
