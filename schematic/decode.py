@@ -278,6 +278,9 @@ class _RedefiningLoader(yaml.SafeLoader):
 
 def _document(text: str, source: str) -> yaml.Node:
     try:
+        text = _with_quote_escapes_resolved(text)
+        if "\\/" in text:
+            _refuse_slash_escapes(text)
         try:
             for node in yaml.compose_all(text, Loader=_Loader):
                 return node
@@ -295,6 +298,48 @@ def _document(text: str, source: str) -> yaml.Node:
     except yaml.YAMLError as err:
         raise SchematicError(f"invalid YAML: {err}", source=source) from None
     raise SchematicError("empty schematic: the body holds no YAML document", source=source)
+
+
+# The two places where go-yaml's scanner and libyaml's disagree on double-quoted escapes:
+# go-yaml reads \' as a quote and refuses \/ (which JSON encoders such as PHP's write for "/");
+# libyaml does the opposite. Both are settled here, before libyaml sees the text.
+
+
+def _refuse_slash_escapes(text: str) -> None:
+    for token in yaml.scan(text, Loader=_Loader):
+        if isinstance(token, yaml.ScalarToken) and token.style == '"':
+            raw = text[token.start_mark.index : token.end_mark.index]
+            at = 0
+            while (at := raw.find("\\", at)) != -1:
+                if raw[at + 1 : at + 2] == "/":
+                    raise yaml.scanner.ScannerError(
+                        "while scanning a double-quoted scalar",
+                        token.start_mark,
+                        "found unknown escape character '/'",
+                        token.start_mark,
+                    )
+                at += 2
+
+
+def _with_quote_escapes_resolved(text: str) -> str:
+    if "\\'" not in text:
+        return text
+    # libyaml stops at each \' it meets in a double-quoted scalar; each stop is one to rewrite.
+    for _ in range(text.count("\\'")):
+        try:
+            for _token in yaml.scan(text, Loader=_Loader):
+                pass
+            return text
+        except yaml.scanner.ScannerError as err:
+            mark = err.problem_mark
+            if mark is None or "unknown escape character" not in str(err.problem):
+                return text
+            # libyaml's mark is at the backslash (PyYAML's Python scanner's at the quote).
+            at = next((i for i in (mark.index, mark.index - 1) if text[i : i + 2] == "\\'"), None)
+            if at is None:
+                return text
+            text = text[:at] + "'" + text[at + 2 :]
+    return text
 
 
 # --- decoding with go-yaml's rules ---------------------------------------------------------------

@@ -261,3 +261,12 @@ def test_typed_keys_of_a_nested_map_collapse_like_a_go_map() -> None:
         "            1: d\n            null: b\n"
         "customization: {}\n"
     )
+
+
+def test_double_quoted_escapes_as_go_yaml_reads_them() -> None:
+    # go-yaml reads \' as a quote and refuses \/ (PHP's json_encode writes it for "/").
+    body = 'customization:\n  extraKernelArgs: ["it\\\'s", "c\\\\/"]\n'
+    args = Schematic.from_yaml(body).customization.extra_kernel_args
+    assert args == ("it's", "c\\/")
+    with pytest.raises(SchematicError, match="unknown escape character '/'"):
+        Schematic.from_yaml('{"customization": {"extraKernelArgs": ["a\\/b"]}}')
