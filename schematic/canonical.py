@@ -41,6 +41,7 @@ __all__ = [
     "format_go_float",
     "natural_less",
     "sha256_hex",
+    "string_scalar",
 ]
 
 INDENT = 4
@@ -291,6 +292,11 @@ def _literal(text: str, indent: int) -> str:
 
 def _should_use_literal(text: str) -> bool:
     return len(text.encode("utf-8")) >= 2 and any(not ch.isspace() for ch in text)
+
+
+def string_scalar(text: str, indent: int, *, legacy_quoting: bool = False) -> str:
+    """How go-yaml writes the string value ``text`` when its lines are indented by ``indent``."""
+    return _string_scalar(text, indent, False, legacy_quoting)
 
 
 @functools.lru_cache(maxsize=65536)

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from schematic.canonical import GoMap, GoTime, emit_document, sha256_hex
+from schematic.canonical import GoMap, GoTime, emit_document, sha256_hex, string_scalar
 from schematic.errors import SchematicError
 from schematic.goscalar import resolve_plain
 
@@ -61,9 +61,13 @@ def schematic_id_of(
     body: str | bytes, source: str = "-", *, legacy_quoting: bool = False
 ) -> tuple[str, str]:
     """The ``(id, canonical YAML)`` of a request body."""
-    canonical = emit_document(
-        canonical_tree(decode_fields(body, source)), legacy_quoting=legacy_quoting
-    )
+    text = _text(body, source)
+    fields = _simple_fields(text)
+    if fields is not None:
+        canonical = _simple_canonical(fields, legacy_quoting)
+    else:
+        tree = canonical_tree(_SchematicDecoder(source, text).schematic(_document(text, source)))
+        canonical = emit_document(tree, legacy_quoting=legacy_quoting)
     return sha256_hex(canonical), canonical
 
 
@@ -176,6 +180,38 @@ def _simple_fields(text: str) -> dict[str, Any] | None:
     if end != len(lines) or not isinstance(parsed, dict):
         return None
     return parsed
+
+
+def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str:
+    """The canonical YAML of what the plain-lines reader read, written directly.
+
+    Those fields are a handful of strings in a fixed shape, so the layout is spelled out
+    here rather than walked; a test checks it equals :func:`emit_document` on the same fields.
+    """
+
+    def scalar(value: str, indent: int) -> str:
+        return string_scalar(value, indent, legacy_quoting=legacy_quoting)
+
+    lines: list[str] = []
+    if fields.get("owner"):
+        lines.append(f"owner: {scalar(fields['owner'], 4)}\n")
+    overlay = fields.get("overlay") or {}
+    if overlay.get("image") or overlay.get("name"):
+        image, name = overlay.get("image", ""), overlay.get("name", "")
+        lines.append(f"overlay:\n    image: {scalar(image, 8)}\n    name: {scalar(name, 8)}\n")
+    custom = fields.get("customization") or {}
+    body: list[str] = []
+    if custom.get("extraKernelArgs"):
+        body.append("    extraKernelArgs:\n")
+        body.extend(f"        - {scalar(arg, 10)}\n" for arg in custom["extraKernelArgs"])
+    extensions = (custom.get("systemExtensions") or {}).get("officialExtensions")
+    if extensions:
+        body.append("    systemExtensions:\n        officialExtensions:\n")
+        body.extend(f"            - {scalar(name, 14)}\n" for name in extensions)
+    if custom.get("bootloader"):
+        body.append(f"    bootloader: {scalar(custom['bootloader'], 8)}\n")
+    lines.append("customization:\n" + "".join(body) if body else "customization: {}\n")
+    return "".join(lines)
 
 
 def _simple_scalar(value: str, kind: str) -> str | None:

@@ -6,10 +6,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from schematic.canonical import emit_document
 from schematic.decode import (
     _document,
     _SchematicDecoder,
+    _simple_canonical,
     _simple_fields,
+    canonical_tree,
     decode_fields,
     schematic_id_of,
 )
@@ -270,3 +273,12 @@ def test_double_quoted_escapes_as_go_yaml_reads_them() -> None:
     assert args == ("it's", "c\\/")
     with pytest.raises(SchematicError, match="unknown escape character '/'"):
         Schematic.from_yaml('{"customization": {"extraKernelArgs": ["a\\/b"]}}')
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_simple_looking(), _CANONICAL_SHAPES), st.booleans())
+def test_plain_lines_are_written_as_the_emitter_writes_them(text: str, legacy: bool) -> None:
+    fields = _simple_fields(text)
+    if fields is not None:
+        tree = canonical_tree(fields)
+        assert _simple_canonical(fields, legacy) == emit_document(tree, legacy_quoting=legacy)

@@ -30,6 +30,7 @@ def test_core_public_api() -> None:
         "format_go_float",
         "natural_less",
         "sha256_hex",
+        "string_scalar",
     ]
     assert sorted(goscalar.__all__) == ["go_parse_int", "parse_go_timestamp", "resolve_plain"]
     for module in (model, decode, canonical, goscalar):
