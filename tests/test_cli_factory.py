@@ -13,11 +13,11 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-import schematic.factory as factory
 from schematic.cli import _register_commands, app
 from schematic.model import Schematic
 
 URL = "https://factory.example.test"
+pytestmark = pytest.mark.usefixtures("instant_retries")
 QEMU_ID = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 QEMU_BODY = (
     "customization:\n  systemExtensions:\n    officialExtensions:\n"
@@ -27,14 +27,6 @@ EMPTY_ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
 TOKEN = "cli-secret-token"
 
 _register_commands()
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Retries still happen, with zero backoff, so the tests do not sleep.
-    monkeypatch.setattr(
-        factory, "DEFAULT_RETRY", factory.RetryPolicy(backoff=0.0, max_retry_after=0.0)
-    )
 
 
 @pytest.fixture

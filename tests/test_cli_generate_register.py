@@ -16,13 +16,13 @@ import respx
 import yaml
 from typer.testing import CliRunner, Result
 
-import schematic.factory as factory
 from schematic.cli import _register_commands, app
 from schematic.model import Schematic
 
 _register_commands()
 
 URL = "https://factory.example.test"
+pytestmark = pytest.mark.usefixtures("instant_retries")
 OTHER = "https://other.example.test"
 TALOS = "v1.13.9"
 CATALOGUE_PATH = f"/version/{TALOS}/extensions/official"
@@ -74,14 +74,6 @@ extensions:
   ref: ghcr.io/siderolabs/qemu-guest-agent:v0.2.3
   digest: sha256:{"3" * 64}
 """
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Retries still happen, with zero backoff, so the tests do not sleep.
-    monkeypatch.setattr(
-        factory, "DEFAULT_RETRY", factory.RetryPolicy(backoff=0.0, max_retry_after=0.0)
-    )
 
 
 @pytest.fixture

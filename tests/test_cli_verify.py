@@ -12,13 +12,13 @@ import respx
 import yaml
 from typer.testing import CliRunner, Result
 
-import schematic.factory as factory
 from schematic.cli import _register_commands, app
 from schematic.model import Schematic
 
 _register_commands()
 
 URL = "https://factory.example.test"
+pytestmark = pytest.mark.usefixtures("instant_retries")
 OTHER = "https://other.example.test"
 CLUSTER = f"""\
 cluster: ml
@@ -35,13 +35,6 @@ pools:
     profile: kubevirt-v100-pcie-16gb
 """
 POOLS = ("cpu-a", "cpu-b", "gpu")
-
-
-@pytest.fixture(autouse=True)
-def no_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(
-        factory, "DEFAULT_RETRY", factory.RetryPolicy(backoff=0.0, max_retry_after=0.0)
-    )
 
 
 @pytest.fixture
