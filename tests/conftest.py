@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import respx
 from hypothesis import settings
 
 # In CI the property tests replay the same examples every run, so a result never depends on
@@ -22,3 +25,34 @@ def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         factory, "DEFAULT_RETRY", factory.RetryPolicy(backoff=0.0, max_retry_after=0.0)
     )
+
+
+# Command tests that reach a (mocked) Image Factory define URL and CLUSTER at module level; these
+# fixtures read them from the requesting module.
+
+
+@pytest.fixture
+def factory_env(tmp_path: Path) -> dict[str, str]:
+    """An environment where the factory comes from the cluster file and the cache is private."""
+    return {
+        "TALOS_SCHEMATIC_FACTORY": "",
+        "TALOS_SCHEMATIC_FACTORY_TOKEN": "",
+        "TALOS_SCHEMATIC_FACTORY_AUTH": "",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    """The requesting module's CLUSTER, written to a cluster file."""
+    path = tmp_path / "cluster.yaml"
+    path.write_text(request.module.CLUSTER)
+    return path
+
+
+@pytest.fixture
+def factory_router(request: pytest.FixtureRequest) -> Iterator[respx.MockRouter]:
+    """respx routes for the requesting module's URL; any unrouted request fails the test."""
+    url = request.module.URL
+    with respx.mock(base_url=url, assert_all_mocked=True, assert_all_called=False) as mock:
+        yield mock

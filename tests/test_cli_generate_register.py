@@ -7,7 +7,7 @@ import hashlib
 import json
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -77,27 +77,13 @@ extensions:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    # The factory comes from the cluster file unless a test says otherwise.
-    return {
-        "TALOS_SCHEMATIC_FACTORY": "",
-        "TALOS_SCHEMATIC_FACTORY_TOKEN": "",
-        "TALOS_SCHEMATIC_FACTORY_AUTH": "",
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
+def env(factory_env: dict[str, str]) -> dict[str, str]:
+    return factory_env
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Path:
-    path = tmp_path / "cluster.yaml"
-    path.write_text(CLUSTER)
-    return path
-
-
-@pytest.fixture
-def router() -> Iterator[respx.MockRouter]:
-    with respx.mock(base_url=URL, assert_all_mocked=True, assert_all_called=False) as mock:
-        yield mock
+def router(factory_router: respx.MockRouter) -> respx.MockRouter:
+    return factory_router
 
 
 def run(env: dict[str, str], *args: str) -> Result:

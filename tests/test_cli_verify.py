@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -38,26 +37,13 @@ POOLS = ("cpu-a", "cpu-b", "gpu")
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "TALOS_SCHEMATIC_FACTORY": "",
-        "TALOS_SCHEMATIC_FACTORY_TOKEN": "",
-        "TALOS_SCHEMATIC_FACTORY_AUTH": "",
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
+def env(factory_env: dict[str, str]) -> dict[str, str]:
+    return factory_env
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Path:
-    path = tmp_path / "cluster.yaml"
-    path.write_text(CLUSTER)
-    return path
-
-
-@pytest.fixture
-def router() -> Iterator[respx.MockRouter]:
-    with respx.mock(base_url=URL, assert_all_mocked=True, assert_all_called=False) as mock:
-        yield mock
+def router(factory_router: respx.MockRouter) -> respx.MockRouter:
+    return factory_router
 
 
 def run(env: dict[str, str], *args: str) -> Result:
