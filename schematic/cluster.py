@@ -18,15 +18,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from schematic.canonical import sha256_hex
+from schematic.canonical import emit_document, sha256_hex
 from schematic.catalog import check_extensions, normalise_extension_name, resolve_version
+from schematic.decode import canonical_tree
 from schematic.errors import ClusterFileError, TalosSchematicError
-from schematic.model import Schematic
 from schematic.nvidia import (
     GpuRequest,
     KernelModule,
@@ -35,8 +34,20 @@ from schematic.nvidia import (
     describe_nvidia_extension,
     resolve_gpus,
 )
-from schematic.profiles import HardwareProfile, load_profile, profile_from_mapping
+from schematic.profiles import (
+    HardwareProfile,
+    UnusualShapeError,
+    load_profile,
+    plain_choice,
+    plain_keys,
+    plain_text,
+    plain_texts,
+    profile_from_mapping,
+)
 from schematic.talos import TalosVersion
+
+if TYPE_CHECKING:
+    from schematic.model import Schematic
 
 __all__ = [
     "DEFAULT_IMAGE_FACTORY_URL",
@@ -79,74 +90,34 @@ _GDRDRV_EXTENSION = "siderolabs/nvidia-gdrdrv-device"
 KernelModulesState = Literal["computed", "override", "opt-out", "none"]
 
 
-# --- the cluster file model -------------------------------------------------------------------
+# --- the cluster file ---------------------------------------------------------------------------
+# What a cluster file may say is defined by the pydantic models in :mod:`schematic.documents`,
+# which also give the error messages and the JSON Schema. Files of the usual shape are read by
+# :func:`_plain_cluster` without them: defining pydantic models costs more start-up time than the
+# rest of `generate`. Both produce the same values (a test checks it on generated inputs).
+
+Flavour = Literal["auto", "open", "proprietary"]
+Tier = Literal["auto", "lts", "production"]
 
 
-class _Input(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
-
-
-class TalosSettings(_Input):
+@dataclass(frozen=True, kw_only=True)
+class TalosSettings:
     """The Talos release of every pool and where its images come from."""
 
-    version: str = Field(description="Talos release, e.g. v1.13.9")
-    image_factory_url: str = Field(
-        default=DEFAULT_IMAGE_FACTORY_URL,
-        alias="imageFactoryURL",
-        description="Image Factory serving boot images (no trailing slash)",
-    )
-    installer_repository: str = Field(
-        default=DEFAULT_INSTALLER_REPOSITORY,
-        alias="installerRepository",
-        description="OCI repository of the installer: <repository>/<schematicID>:<version>",
-    )
-    registry_mirrors: dict[str, Any] | None = Field(
-        default=None,
-        alias="registryMirrors",
-        description="Talos machine.registries.mirrors for the workers (Cozystack talos key)",
-    )
-
-    @field_validator("version", mode="before")
-    @classmethod
-    def _release(cls, value: object) -> object:
-        if not isinstance(value, str):
-            raise ValueError("write the Talos version as a string, e.g. v1.13.9")
-        try:
-            version = TalosVersion.parse(value)
-        except TalosSchematicError as err:
-            raise ValueError(str(err)) from None
-        if version.prerelease:
-            raise ValueError(f"{value!r} is a pre-release; use a Talos release such as v1.13.9")
-        return str(version)
-
-    @field_validator("image_factory_url", "installer_repository")
-    @classmethod
-    def _no_trailing_slash(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if not value:
-            raise ValueError("must not be empty")
-        return value
-
-    @field_validator("image_factory_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("https://", "http://")):
-            raise ValueError(f"{value!r} is not an http(s) URL")
-        return value
+    version: str
+    image_factory_url: str = DEFAULT_IMAGE_FACTORY_URL
+    installer_repository: str = DEFAULT_INSTALLER_REPOSITORY
+    # Left out of the hash (a mapping has none); equal settings still hash alike.
+    registry_mirrors: dict[str, Any] | None = field(default=None, hash=False)
 
 
-class NvidiaSettings(_Input):
+@dataclass(frozen=True, kw_only=True)
+class NvidiaSettings:
     """How to choose the NVIDIA extensions; a pool's settings override the cluster's."""
 
-    flavour: Literal["auto", "open", "proprietary"] | None = Field(
-        default=None, description="kernel-module flavour (default auto: by GPU generation)"
-    )
-    tier: Literal["auto", "lts", "production"] | None = Field(
-        default=None, description="driver tier (default auto: newest driver knowing every GPU)"
-    )
-    gdrdrv: bool | None = Field(
-        default=None, description="add GPUDirect RDMA (nvidia-gdrdrv-device, open modules only)"
-    )
+    flavour: Flavour | None = None
+    tier: Tier | None = None
+    gdrdrv: bool | None = None
 
     def over(self, base: NvidiaSettings) -> NvidiaSettings:
         """These settings with the unset ones taken from ``base``."""
@@ -157,15 +128,43 @@ class NvidiaSettings(_Input):
         )
 
 
-class KernelModuleSpec(_Input):
+@dataclass(frozen=True, kw_only=True)
+class KernelModuleSpec:
     """A kernel module to load, as Cozystack's ``kernelModules`` items."""
 
-    name: str = Field(min_length=1)
+    name: str
     parameters: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class PoolSpec:
+    """One worker pool: its hardware and extras, plus Cozystack values passed through."""
+
+    name: str
+    profile: str | None = None
+    hardware: dict[str, Any] | None = field(default=None, hash=False)
+    extensions: tuple[str, ...] = ()
+    kernel_args: tuple[str, ...] = ()
+    # None: computed; a list replaces it; () loads nothing (the user opted out).
+    kernel_modules: tuple[KernelModuleSpec, ...] | None = None
+    nvidia: NvidiaSettings = NvidiaSettings()
+    # The Cozystack values the user set, in file order.
+    passthrough: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterFile:
+    """A Cozystack tenant cluster's worker pools."""
+
+    cluster: str
+    namespace: str | None = None
+    talos: TalosSettings
+    nvidia: NvidiaSettings = NvidiaSettings()
+    pools: tuple[PoolSpec, ...]
+
+
 @functools.cache
-def _pool_keys() -> dict[str, str]:
+def pool_keys() -> dict[str, str]:
     """Top-level kubernetes-nodes value keys and who owns them ("user" or "tool")."""
     text = resources.files("schematic.data").joinpath("kubernetes-nodes-keys.tsv").read_text()
     rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
@@ -180,90 +179,92 @@ _OWNED_HINTS = {
     "osImage": "osImage is written by `--layout osimage` from the computed schematic",
 }
 # Pool keys the tool reads itself; everything else must be a Cozystack value key.
-_TOOL_KEYS = ("name", "profile", "hardware", "extensions", "kernelArgs", "kernelModules", "nvidia")
+TOOL_KEYS = ("name", "profile", "hardware", "extensions", "kernelArgs", "kernelModules", "nvidia")
 _POOL_TALOS_KEYS = ("registryMirrors",)
 
 
-class PoolSpec(_Input):
-    """One worker pool: its hardware and extras, plus Cozystack values passed through."""
+# --- the checks beyond types: shared by the models and the fast reader --------------------------
+# Each raises ValueError with the message a user sees (the models prefix the key).
 
-    model_config = ConfigDict(extra="allow")
 
-    name: str = Field(description="pool name; the KubernetesNodes object is <cluster>-<name>")
-    profile: str | None = Field(
-        default=None, description="a shipped hardware profile name, a --profiles name, or a path"
-    )
-    hardware: dict[str, Any] | None = Field(
-        default=None, description="an inline hardware profile instead of `profile`"
-    )
-    extensions: tuple[str, ...] = Field(
-        default=(), description="official extensions to add, checked against the Talos release"
-    )
-    kernel_args: tuple[str, ...] = Field(default=(), alias="kernelArgs")
-    kernel_modules: tuple[KernelModuleSpec, ...] | None = Field(
-        default=None,
-        alias="kernelModules",
-        description="absent: computed; a list: replaces it; []: load nothing (opt out)",
-    )
-    nvidia: NvidiaSettings = Field(default_factory=NvidiaSettings)
+def check_release(value: object) -> str:
+    """A Talos release (not a pre-release), written with its ``v``."""
+    if not isinstance(value, str):
+        raise ValueError("write the Talos version as a string, e.g. v1.13.9")
+    try:
+        version = TalosVersion.parse(value)
+    except TalosSchematicError as err:
+        raise ValueError(str(err)) from None
+    if version.prerelease:
+        raise ValueError(f"{value!r} is a pre-release; use a Talos release such as v1.13.9")
+    return str(version)
 
-    @field_validator("name")
-    @classmethod
-    def _dns_label(cls, value: str) -> str:
-        if not _DNS_LABEL.fullmatch(value):
+
+def normal_endpoint(value: str) -> str:
+    value = value.strip().rstrip("/")
+    if not value:
+        raise ValueError("must not be empty")
+    return value
+
+
+def check_http_url(value: str) -> str:
+    if not value.startswith(("https://", "http://")):
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    return value
+
+
+def check_pool_name(value: str) -> str:
+    if not _DNS_LABEL.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a valid pool name: use lowercase letters, digits and '-'"
+        )
+    return value
+
+
+def check_object_name(value: str) -> str:
+    if not _DNS_LABEL.fullmatch(value):
+        raise ValueError(f"{value!r} is not a valid name: use lowercase letters, digits, '-'")
+    return value
+
+
+def stripped_items(value: tuple[str, ...]) -> tuple[str, ...]:
+    if any(not item.strip() for item in value):
+        raise ValueError("items must not be empty")
+    return tuple(item.strip() for item in value)
+
+
+def check_pool_keys(data: Mapping[Any, Any]) -> None:
+    """Every key is the tool's or a Cozystack value the user may set."""
+    keys = pool_keys()
+    for key, value in data.items():
+        if key in TOOL_KEYS:
+            continue
+        if not isinstance(key, str) or key not in keys:
+            close = closest(str(key), [*TOOL_KEYS, *keys])
+            hint = f"; did you mean {close[0]}?" if close else ""
             raise ValueError(
-                f"{value!r} is not a valid pool name: use lowercase letters, digits and '-'"
+                f"{key}: not a pool setting nor a Cozystack kubernetes-nodes value{hint}"
             )
-        return value
-
-    @field_validator("extensions", "kernel_args")
-    @classmethod
-    def _no_blank(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not item.strip() for item in value):
-            raise ValueError("items must not be empty")
-        return tuple(item.strip() for item in value)
-
-    @field_validator("kernel_modules", mode="before")
-    @classmethod
-    def _never_null(cls, value: object) -> object:
-        if value is None:
-            raise ValueError("write [] to load no modules, or leave kernelModules out")
-        return value
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_pass_through(cls, data: object) -> object:
-        if not isinstance(data, Mapping):
-            return data
-        keys = _pool_keys()
-        for key, value in data.items():
-            if key in _TOOL_KEYS:
-                continue
-            if not isinstance(key, str) or key not in keys:
-                close = _closest(str(key), [*_TOOL_KEYS, *keys])
-                hint = f"; did you mean {close[0]}?" if close else ""
-                raise ValueError(
-                    f"{key}: not a pool setting nor a Cozystack kubernetes-nodes value{hint}"
-                )
-            if keys[key] == "tool":
-                raise ValueError(f"{key}: set by talos-schematic, not by hand; {_OWNED_HINTS[key]}")
-            if key == "talos":
-                _check_pool_talos(value)
-        return data
-
-    @model_validator(mode="after")
-    def _one_hardware_source(self) -> PoolSpec:
-        if (self.profile is None) == (self.hardware is None):
-            raise ValueError("give exactly one of `profile` and `hardware`")
-        return self
-
-    @property
-    def passthrough(self) -> dict[str, Any]:
-        """The Cozystack values the user set, in file order."""
-        return dict(self.model_extra or {})
+        if keys[key] == "tool":
+            raise ValueError(f"{key}: set by talos-schematic, not by hand; {_OWNED_HINTS[key]}")
+        if key == "talos":
+            _check_pool_talos(value)
 
 
-def _closest(word: str, choices: Sequence[str]) -> list[str]:
+def check_one_hardware_source(pool: PoolSpec) -> None:
+    if (pool.profile is None) == (pool.hardware is None):
+        raise ValueError("give exactly one of `profile` and `hardware`")
+
+
+def check_unique_pools(pools: Sequence[PoolSpec]) -> None:
+    seen: set[str] = set()
+    for pool in pools:
+        if pool.name in seen:
+            raise ValueError(f"pool name {pool.name!r} is used twice")
+        seen.add(pool.name)
+
+
+def closest(word: str, choices: Sequence[str]) -> list[str]:
     import difflib  # only for error messages
 
     return difflib.get_close_matches(word, choices, n=1)
@@ -287,32 +288,102 @@ def _check_pool_talos(value: object) -> None:
             raise ValueError(f"talos.{key}: unknown key; a pool may set talos.registryMirrors")
 
 
-class ClusterFile(_Input):
-    """A Cozystack tenant cluster's worker pools."""
+# --- the fast reader ------------------------------------------------------------------------------
 
-    cluster: str = Field(description="name of the Cozystack Kubernetes application")
-    namespace: str | None = Field(
-        default=None, description="tenant namespace written into each KubernetesNodes object"
+_CLUSTER_KEYS = frozenset({"cluster", "namespace", "talos", "nvidia", "pools"})
+_TALOS_KEYS = frozenset({"version", "imageFactoryURL", "installerRepository", "registryMirrors"})
+_NVIDIA_KEYS = frozenset({"flavour", "tier", "gdrdrv"})
+_MODULE_KEYS = frozenset({"name", "parameters"})
+_FLAVOURS: tuple[str, ...] = get_args(Flavour)
+_TIERS: tuple[str, ...] = get_args(Tier)
+
+
+def _text_keyed(value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if type(value) is not dict or any(type(key) is not str for key in value):
+        raise UnusualShapeError
+    return value
+
+
+def _plain_nvidia(data: object) -> NvidiaSettings:
+    nvidia = plain_keys(data, _NVIDIA_KEYS)
+    flavour, tier, gdrdrv = nvidia.get("flavour"), nvidia.get("tier"), nvidia.get("gdrdrv")
+    if gdrdrv is not None and type(gdrdrv) is not bool:
+        raise UnusualShapeError
+    return NvidiaSettings(
+        flavour=None if flavour is None else plain_choice(flavour, _FLAVOURS),
+        tier=None if tier is None else plain_choice(tier, _TIERS),
+        gdrdrv=gdrdrv,
     )
-    talos: TalosSettings
-    nvidia: NvidiaSettings = Field(default_factory=NvidiaSettings)
-    pools: tuple[PoolSpec, ...] = Field(min_length=1)
 
-    @field_validator("cluster", "namespace")
-    @classmethod
-    def _dns_label(cls, value: str | None) -> str | None:
-        if value is not None and not _DNS_LABEL.fullmatch(value):
-            raise ValueError(f"{value!r} is not a valid name: use lowercase letters, digits, '-'")
-        return value
 
-    @model_validator(mode="after")
-    def _unique_pools(self) -> ClusterFile:
-        seen: set[str] = set()
-        for pool in self.pools:
-            if pool.name in seen:
-                raise ValueError(f"pool name {pool.name!r} is used twice")
-            seen.add(pool.name)
-        return self
+def _plain_talos(data: object) -> TalosSettings:
+    talos = plain_keys(data, _TALOS_KEYS)
+    if "version" not in talos:
+        raise UnusualShapeError
+    url = plain_text(talos.get("imageFactoryURL", DEFAULT_IMAGE_FACTORY_URL))
+    repository = plain_text(talos.get("installerRepository", DEFAULT_INSTALLER_REPOSITORY))
+    return TalosSettings(
+        version=check_release(plain_text(talos["version"])),
+        image_factory_url=check_http_url(normal_endpoint(url)),
+        installer_repository=normal_endpoint(repository),
+        registry_mirrors=_text_keyed(talos.get("registryMirrors")),
+    )
+
+
+def _plain_module(data: object) -> KernelModuleSpec:
+    module = plain_keys(data, _MODULE_KEYS)
+    if "name" not in module or not plain_text(module["name"]):
+        raise UnusualShapeError
+    return KernelModuleSpec(
+        name=module["name"], parameters=plain_texts(module.get("parameters", []))
+    )
+
+
+def _plain_pool(data: object) -> PoolSpec:
+    if type(data) is not dict or "name" not in data:
+        raise UnusualShapeError
+    check_pool_keys(data)
+    profile = data.get("profile")
+    modules = data.get("kernelModules", ())
+    if type(modules) not in (list, tuple):
+        raise UnusualShapeError
+    pool = PoolSpec(
+        name=check_pool_name(plain_text(data["name"])),
+        profile=None if profile is None else plain_text(profile),
+        hardware=_text_keyed(data.get("hardware")),
+        extensions=stripped_items(plain_texts(data.get("extensions", []))),
+        kernel_args=stripped_items(plain_texts(data.get("kernelArgs", []))),
+        kernel_modules=(
+            tuple(_plain_module(module) for module in modules) if "kernelModules" in data else None
+        ),
+        nvidia=_plain_nvidia(data.get("nvidia", {})),
+        passthrough={key: value for key, value in data.items() if key not in TOOL_KEYS},
+    )
+    check_one_hardware_source(pool)
+    return pool
+
+
+def _plain_cluster(data: object) -> ClusterFile:
+    """The cluster file, if ``data`` has the usual shape and is valid.
+
+    Otherwise raises UnusualShapeError or ValueError, and the models are asked.
+    """
+    doc = plain_keys(data, _CLUSTER_KEYS)
+    pools = doc.get("pools")
+    if "cluster" not in doc or "talos" not in doc or type(pools) is not list or not pools:
+        raise UnusualShapeError
+    namespace = doc.get("namespace")
+    cluster = ClusterFile(
+        cluster=check_object_name(plain_text(doc["cluster"])),
+        namespace=None if namespace is None else check_object_name(plain_text(namespace)),
+        talos=_plain_talos(doc["talos"]),
+        nvidia=_plain_nvidia(doc.get("nvidia", {})),
+        pools=tuple(_plain_pool(pool) for pool in pools),
+    )
+    check_unique_pools(cluster.pools)
+    return cluster
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -436,78 +507,20 @@ def cluster_from_mapping(data: object, source: str) -> ClusterFile:
     if not isinstance(data, Mapping):
         raise ClusterFileError(f"{source}: a cluster file must be a YAML mapping")
     try:
-        return ClusterFile.model_validate(dict(data))
-    except ValidationError as err:
-        raise ClusterFileError(_describe(err, data, source)) from None
+        return _plain_cluster(data)
+    except (UnusualShapeError, ValueError):
+        pass
+    # The models either accept what the fast reader would not, or say what is wrong.
+    from schematic.documents import validate_cluster
 
-
-def _model_keys(model: type[BaseModel]) -> list[str]:
-    return [info.alias or name for name, info in model.model_fields.items()]
-
-
-_KEYS_AT = {
-    (): _model_keys(ClusterFile),
-    ("talos",): _model_keys(TalosSettings),
-    ("nvidia",): _model_keys(NvidiaSettings),
-}
-
-
-def _describe(err: ValidationError, data: Mapping[str, Any], source: str) -> str:
-    problems: list[str] = []
-    issues = err.errors()
-    for issue in issues:
-        loc = list(issue["loc"])
-        if issue["type"] == "too_short" and loc == ["pools"] and len(issues) > 1:
-            continue  # pydantic adds this when a pool fails; the pool's own error says more
-        prefix = source
-        if len(loc) >= 2 and loc[0] == "pools" and isinstance(loc[1], int):
-            prefix += f": {_pool_label(data, loc[1])}"
-            loc = loc[2:]
-        message = issue["msg"].removeprefix("Value error, ")
-        if issue["type"] == "extra_forbidden":
-            parent = tuple(str(part) for part in loc[:-1])
-            parent = ("nvidia",) if parent and parent[-1] == "nvidia" else parent
-            close = _closest(str(loc[-1]), _KEYS_AT.get(parent, []))
-            message = "unknown key" + (f"; did you mean {close[0]}?" if close else "")
-        where = _location(loc)
-        problems.append(f"{prefix}: {where}: {message}" if where else f"{prefix}: {message}")
-    return "\n".join(dict.fromkeys(problems))
-
-
-def _pool_label(data: Mapping[str, Any], index: int) -> str:
-    pools = data.get("pools")
-    if isinstance(pools, list) and index < len(pools) and isinstance(pools[index], Mapping):
-        name = pools[index].get("name")
-        if isinstance(name, str):
-            return f'pool "{name}"'
-    return f"pools[{index}]"
-
-
-def _location(loc: Sequence[int | str]) -> str:
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
+    return validate_cluster(dict(data), source)
 
 
 def cluster_json_schema() -> dict[str, Any]:
     """JSON Schema of a cluster file, for editors (`talos-schematic schema cluster`)."""
-    schema = ClusterFile.model_json_schema(by_alias=True)
-    pool = schema["$defs"]["PoolSpec"]
-    # Pass-through keys are Cozystack's; their shapes are the chart's business.
-    for key, owner in _pool_keys().items():
-        if owner == "user" and key not in pool["properties"]:
-            pool["properties"][key] = {"description": f"Cozystack kubernetes-nodes value {key}"}
-    pool["additionalProperties"] = False
-    pool["oneOf"] = [{"required": ["profile"]}, {"required": ["hardware"]}]
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "talos-schematic cluster file",
-        **{key: value for key, value in schema.items() if key != "title"},
-    }
+    from schematic.documents import cluster_json_schema as schema
+
+    return schema()
 
 
 # --- the plan ---------------------------------------------------------------------------------
@@ -520,7 +533,9 @@ class PoolPlan:
     name: str
     profile: HardwareProfile
     talos: TalosSettings
-    schematic: Schematic
+    # The schematic's official extensions (sorted) and extra kernel arguments.
+    extensions: tuple[str, ...]
+    kernel_args: tuple[str, ...]
     # The canonical YAML the factory stores and ``schematic_id`` hashes: the schematic's own,
     # unless the factory that registered it stamped it (see :func:`with_factory_schematics`).
     canonical: str
@@ -534,12 +549,12 @@ class PoolPlan:
     passthrough: Mapping[str, Any] = field(default_factory=dict)
 
     @property
-    def extensions(self) -> tuple[str, ...]:
-        return self.schematic.extensions
+    def schematic(self) -> Schematic:
+        """The schematic the cluster file asks for (built on demand: generating needs only the
+        canonical text, and the model costs start-up time)."""
+        from schematic.model import Schematic
 
-    @property
-    def kernel_args(self) -> tuple[str, ...]:
-        return self.schematic.customization.extra_kernel_args
+        return Schematic.from_extensions(self.extensions, self.kernel_args)
 
     @property
     def registry_mirrors(self) -> dict[str, Any] | None:
@@ -570,9 +585,7 @@ class _Resolver:
         self.profile_dirs = tuple(profile_dirs)
         self.profiles: dict[str, HardwareProfile] = {}
         self.decisions: dict[tuple[Any, ...], NvidiaDecision | None] = {}
-        self.schematics: dict[
-            tuple[tuple[str, ...], tuple[str, ...]], tuple[Schematic, str, str]
-        ] = {}
+        self.schematics: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, str]] = {}
         self.checked: set[tuple[str, ...]] = set()
         self.resources: dict[tuple[GpuRequest, ...], tuple[str, ...]] = {}
 
@@ -620,15 +633,19 @@ class _Resolver:
 
     def schematic(
         self, extensions: tuple[str, ...], kernel_args: tuple[str, ...], talos: str, where: str
-    ) -> tuple[Schematic, str, str]:
+    ) -> tuple[str, str]:
+        """The canonical YAML and ID of the schematic of these extensions and kernel args."""
         if extensions not in self.checked:
             check_extensions(extensions, talos, where=where)
             self.checked.add(extensions)
         key = (extensions, kernel_args)
         if key not in self.schematics:
-            schematic = Schematic.from_extensions(extensions, kernel_args)
-            canonical = schematic.canonical()
-            self.schematics[key] = (schematic, canonical, sha256_hex(canonical))
+            custom = {
+                "extraKernelArgs": kernel_args,
+                "systemExtensions": {"officialExtensions": extensions},
+            }
+            canonical = emit_document(canonical_tree({"customization": custom}))
+            self.schematics[key] = (canonical, sha256_hex(canonical))
         return self.schematics[key]
 
 
@@ -755,7 +772,7 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
             (*profile.kernel_args, *pool.kernel_args, *(decision.kernel_args if decision else ()))
         )
     )
-    schematic, canonical, schematic_id = resolver.schematic(
+    canonical, schematic_id = resolver.schematic(
         extensions, kernel_args, talos, f"{where}: extensions"
     )
 
@@ -773,7 +790,8 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
         name=pool.name,
         profile=profile,
         talos=cluster.talos,
-        schematic=schematic,
+        extensions=extensions,
+        kernel_args=kernel_args,
         canonical=canonical,
         schematic_id=schematic_id,
         nvidia=decision,

@@ -3,6 +3,13 @@
 A profile says what the node is (platform, CPU architecture and vendor, GPUs, NVSwitches) and
 what it needs beyond what that implies (extra extensions and kernel args). Unknown keys are
 errors, as in the schematics the profiles become.
+
+What a profile file may say is defined by the pydantic model in :mod:`schematic.documents`,
+which also gives the error messages and the JSON Schema. Profiles of the usual shape (strings,
+lists of strings, whole numbers, no unknown keys) are read here without it, because defining a
+pydantic model costs more start-up time than the rest of `generate`; anything else goes through
+the model. The value both produce is the same :class:`HardwareProfile` (a test checks that on
+generated inputs).
 """
 
 from __future__ import annotations
@@ -11,11 +18,11 @@ import difflib
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from schematic.errors import NvidiaError, ProfileError
 
@@ -51,118 +58,41 @@ Platform = Literal[
     "cloudstack",
     "opennebula",
 ]
+Architecture = Literal["amd64", "arm64"]
+CpuVendor = Literal["intel", "amd", "arm"]
 # Hypervisors that hand whole GPUs to the guest through VFIO; NVLink does not work there.
 VM_PLATFORMS = frozenset({"kubevirt", "proxmox"})
 _PCI_ID_RE = re.compile(r"(?:(?:0x)?([0-9a-f]{4}):)?(?:0x)?([0-9a-f]{4})", re.IGNORECASE)
+_PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
-class GpuSpec(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class GpuSpec:
     """GPUs of one kind in the machine: PCI ID, how many, and the architecture if unlisted."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    id: str = Field(description="PCI vendor:device ID, e.g. 10de:2bb5 (vendor 10de if omitted)")
-    count: int = Field(default=1, ge=1, description="how many of these GPUs the machine holds")
-    architecture: str | None = Field(
-        default=None,
-        description="GPU architecture (e.g. Blackwell), needed only for IDs the device table lacks",
-    )
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_is_text(cls, value: object) -> object:
-        if isinstance(value, int) and not isinstance(value, bool):
-            raise ValueError("write the PCI ID as a quoted string, e.g. '10de:2330'")
-        return value
-
-    @field_validator("id")
-    @classmethod
-    def _normal_id(cls, value: str) -> str:
-        match = _PCI_ID_RE.fullmatch(value.strip())
-        if match is None:
-            raise ValueError(f"{value!r} is not a PCI ID like 10de:2bb5")
-        vendor = (match[1] or "10de").lower()
-        return f"{vendor}:{match[2].lower()}"
-
-    @field_validator("architecture")
-    @classmethod
-    def _known_architecture(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        from schematic.nvidia import normalise_architecture
-
-        try:
-            return normalise_architecture(value)
-        except NvidiaError as err:
-            raise ValueError(str(err)) from None
-
-    @model_validator(mode="after")
-    def _known_gpu(self) -> GpuSpec:
-        if not self.is_nvidia:
-            return self
-        from schematic.nvidia import Gpu, NvidiaFunction, describe_pci_function
-
-        found = describe_pci_function(self.id)
-        if isinstance(found, NvidiaFunction):
-            hint = "set nvswitch: true instead" if found.kind == "nvswitch" else "leave it out"
-            raise ValueError(f"{self.id} is an NVIDIA {found.kind} function, not a GPU; {hint}")
-        if not isinstance(found, Gpu) and self.architecture is None:
-            raise ValueError(
-                f"{self.id} is not in the NVIDIA device table; add its architecture "
-                "(e.g. architecture: Blackwell)"
-            )
-        return self
+    id: str
+    count: int = 1
+    architecture: str | None = None
 
     @property
     def is_nvidia(self) -> bool:
         return self.id.startswith("10de:")
 
 
-class HardwareProfile(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class HardwareProfile:
     """One kind of machine, as a Talos node sees it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
-
-    name: str = Field(description="profile name; shipped profiles are named after their file")
-    aliases: tuple[str, ...] = Field(
-        default=(), description="other names the profile answers to (e.g. without 'kubevirt-')"
-    )
+    name: str
+    aliases: tuple[str, ...] = ()
     description: str = ""
-    platform: Platform = Field(description="Talos platform the node boots as (kubevirt: a VM)")
-    architecture: Literal["amd64", "arm64"] = "amd64"
-    cpu_vendor: Literal["intel", "amd", "arm"] | None = Field(default=None, alias="cpuVendor")
+    platform: Platform
+    architecture: Architecture = "amd64"
+    cpu_vendor: CpuVendor | None = None
     gpus: tuple[GpuSpec, ...] = ()
-    nvswitch: bool = Field(
-        default=False, description="bare metal with NVSwitches (HGX / DGX): needs fabric manager"
-    )
-    extensions: tuple[str, ...] = Field(
-        default=(), description="official extensions to add, e.g. siderolabs/drbd"
-    )
-    kernel_args: tuple[str, ...] = Field(default=(), alias="kernelArgs")
-
-    @field_validator("name")
-    @classmethod
-    def _plain_name(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", value):
-            raise ValueError("use lowercase letters, digits, '.', '_' and '-'")
-        return value
-
-    @field_validator("extensions", "kernel_args")
-    @classmethod
-    def _no_blank_items(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not item.strip() for item in value):
-            raise ValueError("items must not be empty")
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> HardwareProfile:
-        if self.architecture == "arm64" and self.cpu_vendor in ("intel", "amd"):
-            raise ValueError(f"cpuVendor {self.cpu_vendor} does not make arm64 CPUs")
-        if self.architecture == "amd64" and self.cpu_vendor == "arm":
-            raise ValueError("cpuVendor arm with architecture amd64; set architecture: arm64")
-        if self.nvswitch and not any(gpu.is_nvidia for gpu in self.gpus):
-            raise ValueError("nvswitch: true needs NVIDIA GPUs in gpus")
-        return self
+    nvswitch: bool = False
+    extensions: tuple[str, ...] = ()
+    kernel_args: tuple[str, ...] = ()
 
     @property
     def passthrough(self) -> bool:
@@ -172,6 +102,202 @@ class HardwareProfile(BaseModel):
     @property
     def nvidia_gpus(self) -> tuple[GpuSpec, ...]:
         return tuple(gpu for gpu in self.gpus if gpu.is_nvidia)
+
+    def as_document(self) -> dict[str, Any]:
+        """The profile as a file would say it (JSON-compatible; an unset cpuVendor left out)."""
+        document: dict[str, Any] = {
+            "name": self.name,
+            "aliases": list(self.aliases),
+            "description": self.description,
+            "platform": self.platform,
+            "architecture": self.architecture,
+        }
+        if self.cpu_vendor is not None:
+            document["cpuVendor"] = self.cpu_vendor
+        document["gpus"] = [
+            {"id": gpu.id, "count": gpu.count}
+            | ({} if gpu.architecture is None else {"architecture": gpu.architecture})
+            for gpu in self.gpus
+        ]
+        document["nvswitch"] = self.nvswitch
+        document["extensions"] = list(self.extensions)
+        document["kernelArgs"] = list(self.kernel_args)
+        return document
+
+
+# --- the checks beyond types: shared by the model and the fast reader ---------------------------
+# Each raises ValueError with the message a user sees (the model prefixes the key).
+
+
+def normal_pci_id(value: str) -> str:
+    """``10de:2BB5``, ``0x2bb5`` or ``2bb5`` as ``10de:2bb5`` (vendor 10de when omitted)."""
+    match = _PCI_ID_RE.fullmatch(value.strip())
+    if match is None:
+        raise ValueError(f"{value!r} is not a PCI ID like 10de:2bb5")
+    vendor = (match[1] or "10de").lower()
+    return f"{vendor}:{match[2].lower()}"
+
+
+def known_architecture(value: str) -> str:
+    from schematic.nvidia import normalise_architecture
+
+    try:
+        return normalise_architecture(value)
+    except NvidiaError as err:
+        raise ValueError(str(err)) from None
+
+
+def check_gpu(gpu: GpuSpec) -> None:
+    """An NVIDIA ID must be a GPU, and one the device table lacks needs its architecture."""
+    if not gpu.is_nvidia:
+        return
+    from schematic.nvidia import Gpu, NvidiaFunction, describe_pci_function
+
+    found = describe_pci_function(gpu.id)
+    if isinstance(found, NvidiaFunction):
+        hint = "set nvswitch: true instead" if found.kind == "nvswitch" else "leave it out"
+        raise ValueError(f"{gpu.id} is an NVIDIA {found.kind} function, not a GPU; {hint}")
+    if not isinstance(found, Gpu) and gpu.architecture is None:
+        raise ValueError(
+            f"{gpu.id} is not in the NVIDIA device table; add its architecture "
+            "(e.g. architecture: Blackwell)"
+        )
+
+
+def check_profile_name(value: str) -> str:
+    if not _PROFILE_NAME.fullmatch(value):
+        raise ValueError("use lowercase letters, digits, '.', '_' and '-'")
+    return value
+
+
+def check_no_blank_items(value: tuple[str, ...]) -> tuple[str, ...]:
+    if any(not item.strip() for item in value):
+        raise ValueError("items must not be empty")
+    return value
+
+
+def check_profile(profile: HardwareProfile) -> None:
+    """What the keys say must fit together."""
+    if profile.architecture == "arm64" and profile.cpu_vendor in ("intel", "amd"):
+        raise ValueError(f"cpuVendor {profile.cpu_vendor} does not make arm64 CPUs")
+    if profile.architecture == "amd64" and profile.cpu_vendor == "arm":
+        raise ValueError("cpuVendor arm with architecture amd64; set architecture: arm64")
+    if profile.nvswitch and not any(gpu.is_nvidia for gpu in profile.gpus):
+        raise ValueError("nvswitch: true needs NVIDIA GPUs in gpus")
+
+
+# --- the fast reader ------------------------------------------------------------------------------
+
+
+class UnusualShapeError(Exception):
+    """The fast reader's "ask the model": an input outside the shapes it reads itself."""
+
+
+def plain_text(value: object) -> str:
+    if type(value) is not str:
+        raise UnusualShapeError
+    return value
+
+
+def plain_texts(value: object) -> tuple[str, ...]:
+    if type(value) is not list or any(type(item) is not str for item in value):
+        raise UnusualShapeError
+    return tuple(value)
+
+
+def plain_choice(value: object, choices: tuple[str, ...]) -> Any:
+    if type(value) is not str or value not in choices:
+        raise UnusualShapeError
+    return value
+
+
+def plain_keys(data: object, allowed: frozenset[str]) -> dict[str, Any]:
+    if type(data) is not dict or not allowed.issuperset(data):
+        raise UnusualShapeError
+    return data
+
+
+_PROFILE_KEYS = frozenset(
+    {
+        "name",
+        "aliases",
+        "description",
+        "platform",
+        "architecture",
+        "cpuVendor",
+        "gpus",
+        "nvswitch",
+        "extensions",
+        "kernelArgs",
+    }
+)
+_GPU_KEYS = frozenset({"id", "count", "architecture"})
+_COUNT_TEXT = re.compile(r"[1-9][0-9]{0,5}")
+_PLATFORMS: tuple[str, ...] = get_args(Platform)
+_ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
+_CPU_VENDORS: tuple[str, ...] = get_args(CpuVendor)
+
+
+def _plain_gpu(data: object) -> GpuSpec:
+    gpu = plain_keys(data, _GPU_KEYS)
+    count = gpu.get("count", 1)
+    if type(count) is str and _COUNT_TEXT.fullmatch(count):
+        count = int(count)  # profile files type only null and booleans: `count: 2` is text
+    if type(count) is not int or count < 1:
+        raise UnusualShapeError
+    architecture = gpu.get("architecture")
+    if "id" not in gpu:
+        raise UnusualShapeError
+    spec = GpuSpec(
+        id=normal_pci_id(plain_text(gpu["id"])),
+        count=count,
+        architecture=None if architecture is None else known_architecture(plain_text(architecture)),
+    )
+    check_gpu(spec)
+    return spec
+
+
+def _plain_profile(data: object) -> HardwareProfile:
+    """The profile, if ``data`` has the usual shape and is valid.
+
+    Otherwise raises UnusualShapeError or ValueError, and the model is asked.
+    """
+    doc = plain_keys(data, _PROFILE_KEYS)
+    if "name" not in doc or "platform" not in doc:
+        raise UnusualShapeError
+    vendor = doc.get("cpuVendor")
+    nvswitch = doc.get("nvswitch", False)
+    gpus = doc.get("gpus", [])
+    if type(nvswitch) is not bool or type(gpus) is not list:
+        raise UnusualShapeError
+    profile = HardwareProfile(
+        name=check_profile_name(plain_text(doc["name"])),
+        aliases=plain_texts(doc.get("aliases", [])),
+        description=plain_text(doc.get("description", "")),
+        platform=plain_choice(doc["platform"], _PLATFORMS),
+        architecture=plain_choice(doc.get("architecture", "amd64"), _ARCHITECTURES),
+        cpu_vendor=None if vendor is None else plain_choice(vendor, _CPU_VENDORS),
+        gpus=tuple(_plain_gpu(gpu) for gpu in gpus),
+        nvswitch=nvswitch,
+        extensions=check_no_blank_items(plain_texts(doc.get("extensions", []))),
+        kernel_args=check_no_blank_items(plain_texts(doc.get("kernelArgs", []))),
+    )
+    check_profile(profile)
+    return profile
+
+
+def profile_from_mapping(data: Mapping[str, Any], source: str) -> HardwareProfile:
+    """Validate a profile given as a mapping (e.g. a `hardware:` block); errors name ``source``."""
+    if not isinstance(data, Mapping):
+        raise ProfileError(f"{source}: a hardware profile must be a mapping")
+    try:
+        return _plain_profile(data)
+    except (UnusualShapeError, ValueError):
+        pass
+    # The model either accepts what the fast reader would not, or says what is wrong.
+    from schematic.documents import validate_profile
+
+    return validate_profile(dict(data), source)
 
 
 # --- loading ----------------------------------------------------------------------------------
@@ -188,36 +314,6 @@ _ProfileLoader.add_implicit_resolver(
 _ProfileLoader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
-
-
-def _location(loc: Sequence[int | str]) -> str:
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text or "(top level)"
-
-
-def _describe(err: ValidationError) -> str:
-    problems = []
-    for issue in err.errors():
-        where = _location(issue["loc"])
-        message = "unknown key" if issue["type"] == "extra_forbidden" else issue["msg"]
-        message = message.removeprefix("Value error, ")
-        problems.append(f"{where}: {message}")
-    return "; ".join(problems)
-
-
-def profile_from_mapping(data: Mapping[str, Any], source: str) -> HardwareProfile:
-    """Validate a profile given as a mapping (e.g. a `hardware:` block); errors name ``source``."""
-    if not isinstance(data, Mapping):
-        raise ProfileError(f"{source}: a hardware profile must be a mapping")
-    try:
-        return HardwareProfile.model_validate(dict(data))
-    except ValidationError as err:
-        raise ProfileError(f"{source}: {_describe(err)}") from None
 
 
 def _parse(text: str, source: str, default_name: str) -> HardwareProfile:
@@ -322,11 +418,6 @@ def list_profiles(extra_dirs: Sequence[Path] = ()) -> list[HardwareProfile]:
 
 def profile_json_schema() -> dict[str, Any]:
     """JSON Schema of a hardware profile file, for editors."""
-    schema = HardwareProfile.model_json_schema(by_alias=True)
-    # In a file the name defaults to the file's stem.
-    schema["required"] = [key for key in schema.get("required", []) if key != "name"]
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "talos-schematic hardware profile",
-        **{key: value for key, value in schema.items() if key != "title"},
-    }
+    from schematic.documents import profile_json_schema as schema
+
+    return schema()

@@ -372,12 +372,11 @@ def test_detect_works_without_the_device_table(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_detected_profiles_validate_as_hardware_profiles() -> None:
-    from schematic.profiles import HardwareProfile
+    from schematic.profiles import profile_from_mapping
 
     for text in (LSPCI_NN_A10, LSPCI_NNMM_DOMAIN, TALOSCTL_YAML, json.dumps(VM_DEVICES)):
         for profile in detect(text):
-            model = HardwareProfile.model_validate(profile)
-            dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+            dumped = profile_from_mapping(profile, "detected").as_document()
             assert dumped.pop("aliases") == []  # detected machines have no other names
             assert dumped == profile
 

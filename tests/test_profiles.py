@@ -153,7 +153,7 @@ kernelArgs: [console=ttyS0, "net.ifnames=0"]
     assert profile.gpus[0].id == "10de:27b8" and profile.gpus[0].count == 2
     assert profile.extensions == ("siderolabs/drbd", "siderolabs/amd-ucode")
     assert profile.kernel_args == ("console=ttyS0", "net.ifnames=0")
-    assert profile.model_dump(by_alias=True)["cpuVendor"] == "amd"
+    assert profile.cpu_vendor == "amd" and profile.as_document()["cpuVendor"] == "amd"
 
 
 def test_unquoted_numeric_ids_stay_text(tmp_path: Path) -> None:

@@ -192,13 +192,13 @@ def test_values_validate_against_the_chart_schema(example: ClusterPlan, layout: 
     not COZYSTACK.is_dir(), reason=f"Cozystack chart schemas not available at {COZYSTACK}"
 )
 def test_pass_through_key_list_matches_the_chart_schemas() -> None:
-    from schematic.cluster import _pool_keys
+    from schematic.cluster import pool_keys
 
     chart_keys = set()
     for name in CHART_SCHEMAS.values():
         chart_keys |= set(json.loads((COZYSTACK / name).read_text())["properties"])
     # osImage (PR #4171) is known from DOMAIN.md, not from a stored schema.
-    assert set(_pool_keys()) - {"osImage"} == chart_keys
+    assert set(pool_keys()) - {"osImage"} == chart_keys
 
 
 def test_namespace_is_optional() -> None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,13 +23,9 @@ def _read(path: str) -> tuple[str, str]:
 
 def _declared(profile: str) -> dict[str, Any]:
     """The profile's fields under their YAML (camelCase) keys."""
-    # Looked up by name so this module type-checks whatever shape the profiles module takes.
-    profiles = importlib.import_module("schematic.profiles")
-    loaded: Any = profiles.load_profile(profile)
-    if isinstance(loaded, Mapping):
-        return dict(loaded)
-    dumped: dict[str, Any] = loaded.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dumped
+    from schematic.profiles import load_profile
+
+    return load_profile(profile).as_document()
 
 
 @app.command()

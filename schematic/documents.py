@@ -1,0 +1,407 @@
+"""The input files as pydantic models: what a hardware profile or a cluster file may say.
+
+These models are the authority on the input files: they give the error messages users see and
+the JSON Schemas (`talos-schematic schema`). Files of the usual shape are read without them
+(:func:`schematic.profiles.profile_from_mapping`, :func:`schematic.cluster.cluster_from_mapping`),
+because defining pydantic models costs `generate` more start-up time than all its other work;
+these models are imported when a file is not of that shape, to accept it or to say what is
+wrong. Both ways give the same frozen values (:class:`~schematic.profiles.HardwareProfile`,
+:class:`~schematic.cluster.ClusterFile`); a property test checks that on generated inputs.
+The checks beyond types live beside those values and are shared by both readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from schematic import cluster as cl
+from schematic import profiles as pr
+from schematic.errors import ClusterFileError, ProfileError
+
+__all__ = [
+    "ClusterDocument",
+    "GpuDocument",
+    "KernelModuleDocument",
+    "NvidiaDocument",
+    "PoolDocument",
+    "ProfileDocument",
+    "TalosDocument",
+    "cluster_json_schema",
+    "profile_json_schema",
+    "validate_cluster",
+    "validate_profile",
+]
+
+
+class _Document(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
+
+
+# --- hardware profiles ----------------------------------------------------------------------------
+
+
+class GpuDocument(_Document):
+    """GPUs of one kind in the machine: PCI ID, how many, and the architecture if unlisted."""
+
+    id: str = Field(description="PCI vendor:device ID, e.g. 10de:2bb5 (vendor 10de if omitted)")
+    count: int = Field(default=1, ge=1, description="how many of these GPUs the machine holds")
+    architecture: str | None = Field(
+        default=None,
+        description="GPU architecture (e.g. Blackwell), needed only for IDs the device table lacks",
+    )
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_is_text(cls, value: object) -> object:
+        if isinstance(value, int) and not isinstance(value, bool):
+            raise ValueError("write the PCI ID as a quoted string, e.g. '10de:2330'")
+        return value
+
+    @field_validator("id")
+    @classmethod
+    def _normal_id(cls, value: str) -> str:
+        return pr.normal_pci_id(value)
+
+    @field_validator("architecture")
+    @classmethod
+    def _known_architecture(cls, value: str | None) -> str | None:
+        return None if value is None else pr.known_architecture(value)
+
+    @model_validator(mode="after")
+    def _known_gpu(self) -> GpuDocument:
+        pr.check_gpu(self.value())
+        return self
+
+    def value(self) -> pr.GpuSpec:
+        return pr.GpuSpec(id=self.id, count=self.count, architecture=self.architecture)
+
+
+class ProfileDocument(_Document):
+    """One kind of machine, as a Talos node sees it."""
+
+    name: str = Field(description="profile name; shipped profiles are named after their file")
+    aliases: tuple[str, ...] = Field(
+        default=(), description="other names the profile answers to (e.g. without 'kubevirt-')"
+    )
+    description: str = ""
+    platform: pr.Platform = Field(description="Talos platform the node boots as (kubevirt: a VM)")
+    architecture: pr.Architecture = "amd64"
+    cpu_vendor: pr.CpuVendor | None = Field(default=None, alias="cpuVendor")
+    gpus: tuple[GpuDocument, ...] = ()
+    nvswitch: bool = Field(
+        default=False, description="bare metal with NVSwitches (HGX / DGX): needs fabric manager"
+    )
+    extensions: tuple[str, ...] = Field(
+        default=(), description="official extensions to add, e.g. siderolabs/drbd"
+    )
+    kernel_args: tuple[str, ...] = Field(default=(), alias="kernelArgs")
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        return pr.check_profile_name(value)
+
+    @field_validator("extensions", "kernel_args")
+    @classmethod
+    def _no_blank_items(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return pr.check_no_blank_items(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProfileDocument:
+        pr.check_profile(self.value())
+        return self
+
+    def value(self) -> pr.HardwareProfile:
+        return pr.HardwareProfile(
+            name=self.name,
+            aliases=self.aliases,
+            description=self.description,
+            platform=self.platform,
+            architecture=self.architecture,
+            cpu_vendor=self.cpu_vendor,
+            gpus=tuple(gpu.value() for gpu in self.gpus),
+            nvswitch=self.nvswitch,
+            extensions=self.extensions,
+            kernel_args=self.kernel_args,
+        )
+
+
+def validate_profile(data: Mapping[str, Any], source: str) -> pr.HardwareProfile:
+    """The profile ``data`` describes; a ProfileError naming ``source`` and each bad key if none."""
+    try:
+        return ProfileDocument.model_validate(dict(data)).value()
+    except ValidationError as err:
+        raise ProfileError(f"{source}: {_describe_profile(err)}") from None
+
+
+def _describe_profile(err: ValidationError) -> str:
+    problems = []
+    for issue in err.errors():
+        where = _location(issue["loc"]) or "(top level)"
+        message = "unknown key" if issue["type"] == "extra_forbidden" else issue["msg"]
+        message = message.removeprefix("Value error, ")
+        problems.append(f"{where}: {message}")
+    return "; ".join(problems)
+
+
+def profile_json_schema() -> dict[str, Any]:
+    """JSON Schema of a hardware profile file, for editors."""
+    schema = ProfileDocument.model_json_schema(by_alias=True)
+    # In a file the name defaults to the file's stem.
+    schema["required"] = [key for key in schema.get("required", []) if key != "name"]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "talos-schematic hardware profile",
+        **{key: value for key, value in schema.items() if key != "title"},
+    }
+
+
+# --- cluster files --------------------------------------------------------------------------------
+
+
+class TalosDocument(_Document):
+    """The Talos release of every pool and where its images come from."""
+
+    version: str = Field(description="Talos release, e.g. v1.13.9")
+    image_factory_url: str = Field(
+        default=cl.DEFAULT_IMAGE_FACTORY_URL,
+        alias="imageFactoryURL",
+        description="Image Factory serving boot images (no trailing slash)",
+    )
+    installer_repository: str = Field(
+        default=cl.DEFAULT_INSTALLER_REPOSITORY,
+        alias="installerRepository",
+        description="OCI repository of the installer: <repository>/<schematicID>:<version>",
+    )
+    registry_mirrors: dict[str, Any] | None = Field(
+        default=None,
+        alias="registryMirrors",
+        description="Talos machine.registries.mirrors for the workers (Cozystack talos key)",
+    )
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _release(cls, value: object) -> object:
+        return cl.check_release(value)
+
+    @field_validator("image_factory_url", "installer_repository")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return cl.normal_endpoint(value)
+
+    @field_validator("image_factory_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return cl.check_http_url(value)
+
+    def value(self) -> cl.TalosSettings:
+        return cl.TalosSettings(
+            version=self.version,
+            image_factory_url=self.image_factory_url,
+            installer_repository=self.installer_repository,
+            registry_mirrors=self.registry_mirrors,
+        )
+
+
+class NvidiaDocument(_Document):
+    """How to choose the NVIDIA extensions; a pool's settings override the cluster's."""
+
+    flavour: cl.Flavour | None = Field(
+        default=None, description="kernel-module flavour (default auto: by GPU generation)"
+    )
+    tier: cl.Tier | None = Field(
+        default=None, description="driver tier (default auto: newest driver knowing every GPU)"
+    )
+    gdrdrv: bool | None = Field(
+        default=None, description="add GPUDirect RDMA (nvidia-gdrdrv-device, open modules only)"
+    )
+
+    def value(self) -> cl.NvidiaSettings:
+        return cl.NvidiaSettings(flavour=self.flavour, tier=self.tier, gdrdrv=self.gdrdrv)
+
+
+class KernelModuleDocument(_Document):
+    """A kernel module to load, as Cozystack's ``kernelModules`` items."""
+
+    name: str = Field(min_length=1)
+    parameters: tuple[str, ...] = ()
+
+
+class PoolDocument(_Document):
+    """One worker pool: its hardware and extras, plus Cozystack values passed through."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(description="pool name; the KubernetesNodes object is <cluster>-<name>")
+    profile: str | None = Field(
+        default=None, description="a shipped hardware profile name, a --profiles name, or a path"
+    )
+    hardware: dict[str, Any] | None = Field(
+        default=None, description="an inline hardware profile instead of `profile`"
+    )
+    extensions: tuple[str, ...] = Field(
+        default=(), description="official extensions to add, checked against the Talos release"
+    )
+    kernel_args: tuple[str, ...] = Field(default=(), alias="kernelArgs")
+    kernel_modules: tuple[KernelModuleDocument, ...] | None = Field(
+        default=None,
+        alias="kernelModules",
+        description="absent: computed; a list: replaces it; []: load nothing (opt out)",
+    )
+    nvidia: NvidiaDocument = Field(default_factory=NvidiaDocument)
+
+    @field_validator("name")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        return cl.check_pool_name(value)
+
+    @field_validator("extensions", "kernel_args")
+    @classmethod
+    def _no_blank(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return cl.stripped_items(value)
+
+    @field_validator("kernel_modules", mode="before")
+    @classmethod
+    def _never_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("write [] to load no modules, or leave kernelModules out")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_pass_through(cls, data: object) -> object:
+        if isinstance(data, Mapping):
+            cl.check_pool_keys(data)
+        return data
+
+    @model_validator(mode="after")
+    def _one_hardware_source(self) -> PoolDocument:
+        cl.check_one_hardware_source(self.value())
+        return self
+
+    def value(self) -> cl.PoolSpec:
+        modules = self.kernel_modules
+        return cl.PoolSpec(
+            name=self.name,
+            profile=self.profile,
+            hardware=self.hardware,
+            extensions=self.extensions,
+            kernel_args=self.kernel_args,
+            kernel_modules=None
+            if modules is None
+            else tuple(cl.KernelModuleSpec(name=m.name, parameters=m.parameters) for m in modules),
+            nvidia=self.nvidia.value(),
+            passthrough=dict(self.model_extra or {}),
+        )
+
+
+class ClusterDocument(_Document):
+    """A Cozystack tenant cluster's worker pools."""
+
+    cluster: str = Field(description="name of the Cozystack Kubernetes application")
+    namespace: str | None = Field(
+        default=None, description="tenant namespace written into each KubernetesNodes object"
+    )
+    talos: TalosDocument
+    nvidia: NvidiaDocument = Field(default_factory=NvidiaDocument)
+    pools: tuple[PoolDocument, ...] = Field(min_length=1)
+
+    @field_validator("cluster", "namespace")
+    @classmethod
+    def _dns_label(cls, value: str | None) -> str | None:
+        return None if value is None else cl.check_object_name(value)
+
+    @model_validator(mode="after")
+    def _unique_pools(self) -> ClusterDocument:
+        cl.check_unique_pools([pool.value() for pool in self.pools])
+        return self
+
+    def value(self) -> cl.ClusterFile:
+        return cl.ClusterFile(
+            cluster=self.cluster,
+            namespace=self.namespace,
+            talos=self.talos.value(),
+            nvidia=self.nvidia.value(),
+            pools=tuple(pool.value() for pool in self.pools),
+        )
+
+
+def validate_cluster(data: Mapping[str, Any], source: str) -> cl.ClusterFile:
+    """The cluster file ``data`` describes; a ClusterFileError naming ``source``, the pool and
+    each bad key if none."""
+    try:
+        return ClusterDocument.model_validate(dict(data)).value()
+    except ValidationError as err:
+        raise ClusterFileError(_describe_cluster(err, data, source)) from None
+
+
+def _model_keys(model: type[BaseModel]) -> list[str]:
+    return [info.alias or name for name, info in model.model_fields.items()]
+
+
+_KEYS_AT = {
+    (): _model_keys(ClusterDocument),
+    ("talos",): _model_keys(TalosDocument),
+    ("nvidia",): _model_keys(NvidiaDocument),
+}
+
+
+def _describe_cluster(err: ValidationError, data: Mapping[str, Any], source: str) -> str:
+    problems: list[str] = []
+    issues = err.errors()
+    for issue in issues:
+        loc = list(issue["loc"])
+        if issue["type"] == "too_short" and loc == ["pools"] and len(issues) > 1:
+            continue  # pydantic adds this when a pool fails; the pool's own error says more
+        prefix = source
+        if len(loc) >= 2 and loc[0] == "pools" and isinstance(loc[1], int):
+            prefix += f": {_pool_label(data, loc[1])}"
+            loc = loc[2:]
+        message = issue["msg"].removeprefix("Value error, ")
+        if issue["type"] == "extra_forbidden":
+            parent = tuple(str(part) for part in loc[:-1])
+            parent = ("nvidia",) if parent and parent[-1] == "nvidia" else parent
+            close = cl.closest(str(loc[-1]), _KEYS_AT.get(parent, []))
+            message = "unknown key" + (f"; did you mean {close[0]}?" if close else "")
+        where = _location(loc)
+        problems.append(f"{prefix}: {where}: {message}" if where else f"{prefix}: {message}")
+    return "\n".join(dict.fromkeys(problems))
+
+
+def _pool_label(data: Mapping[str, Any], index: int) -> str:
+    pools = data.get("pools")
+    if isinstance(pools, list) and index < len(pools) and isinstance(pools[index], Mapping):
+        name = pools[index].get("name")
+        if isinstance(name, str):
+            return f'pool "{name}"'
+    return f"pools[{index}]"
+
+
+def _location(loc: Sequence[int | str]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def cluster_json_schema() -> dict[str, Any]:
+    """JSON Schema of a cluster file, for editors (`talos-schematic schema cluster`)."""
+    schema = ClusterDocument.model_json_schema(by_alias=True)
+    pool = schema["$defs"]["PoolDocument"]
+    # Pass-through keys are Cozystack's; their shapes are the chart's business.
+    for key, owner in cl.pool_keys().items():
+        if owner == "user" and key not in pool["properties"]:
+            pool["properties"][key] = {"description": f"Cozystack kubernetes-nodes value {key}"}
+    pool["additionalProperties"] = False
+    pool["oneOf"] = [{"required": ["profile"]}, {"required": ["hardware"]}]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "talos-schematic cluster file",
+        **{key: value for key, value in schema.items() if key != "title"},
+    }
