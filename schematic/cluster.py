@@ -62,6 +62,7 @@ __all__ = [
     "load_cluster",
     "parse_cluster",
     "plan_cluster",
+    "unloaded_module_notes",
     "with_factory_schematics",
 ]
 
@@ -717,6 +718,29 @@ def with_factory_schematics(
         for pool in plan.pools
     )
     return replace(plan, pools=pools)
+
+
+def unloaded_module_notes(plan: ClusterPlan) -> list[str]:
+    """A note per NVIDIA pool whose own kernelModules leave NVIDIA modules unloaded.
+
+    The user asked for it, so it is not an error; but the extensions install the modules
+    without loading them, and nothing else says the GPUs will then stay unused.
+    """
+    notes = []
+    for pool in plan.pools:
+        if pool.nvidia is None or pool.kernel_modules_state not in ("override", "opt-out"):
+            continue
+        loaded = {module.name for module in pool.kernel_modules}
+        missing = [m.name for m in pool.nvidia.kernel_modules if m.name not in loaded]
+        if missing:
+            setting = "[]" if pool.kernel_modules_state == "opt-out" else "as listed"
+            notes.append(
+                f'{plan.source}: pool "{pool.name}": kernelModules {setting} does not load '
+                f"{', '.join(missing)}; the NVIDIA extensions install them but do not load "
+                "them, so the GPUs stay unused unless the node loads them another way "
+                "(talos-schematic explain TS121)"
+            )
+    return notes
 
 
 def _in_pool(source: str, pool: str, message: str) -> str:

@@ -222,3 +222,25 @@ def test_cluster_schema_accepts_the_example() -> None:
     jsonschema.validate(document, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**document, "pools": [{"name": "x", "minReplica": 1}]}, schema)
+
+
+def test_nvidia_pool_without_its_modules_gets_a_note(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: demo\ntalos: {version: v1.13.9}\npools:\n"
+        "  - {name: gpu, profile: kubevirt-l40s, kernelModules: []}\n"
+        "  - {name: part, profile: kubevirt-l40s, kernelModules: [{name: nvidia}]}\n"
+        "  - {name: cpu, profile: kubevirt-cpu, kernelModules: []}\n"
+    )
+    result = run("generate", str(cluster), "--format", "values")
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 2
+    assert notes[0].startswith(
+        f'talos-schematic: note: {cluster}: pool "gpu": kernelModules [] does not load '
+        "nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset; "
+    )
+    assert (
+        'pool "part": kernelModules as listed does not load nvidia_uvm, nvidia_drm, ' in (notes[1])
+    )
+    assert "note:" not in result.stdout

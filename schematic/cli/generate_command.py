@@ -290,6 +290,7 @@ def generate(
 
                 kind = _kind((output_format or OutputFormat.cozystack).value)
                 sys.stdout.write(render_stream(plan, kind, layout.value))
+                _print_notes(plan)
                 return
             from schematic.output import write_outputs
             from schematic.render.files import INDEX, render_files
@@ -300,9 +301,17 @@ def generate(
             written = write_outputs(out, files, marker=INDEX)
     except TalosSchematicError as err:
         raise fail(err) from None
+    _print_notes(plan)
     pools = len(plan.pools)
     state = "written to" if written else "already up to date in"
     print(f"{pools} pool{'s' * (pools != 1)}, {len(files)} files {state} {out}", file=sys.stderr)
+
+
+def _print_notes(plan: ClusterPlan) -> None:
+    from schematic.cluster import unloaded_module_notes
+
+    for note in unloaded_module_notes(plan):
+        print(f"talos-schematic: note: {note}", file=sys.stderr)
 
 
 def _kind(name: str) -> Kind:
