@@ -548,6 +548,9 @@ class PoolPlan:
     kernel_modules_state: KernelModulesState
     sysctls: Mapping[str, str]
     passthrough: Mapping[str, Any] = field(default_factory=dict)
+    # The offline ID, when the factory that registered the schematic stamped it and so
+    # answered ``schematic_id`` instead (see :func:`with_factory_schematics`).
+    offline_schematic_id: str | None = None
 
     @property
     def schematic(self) -> Schematic:
@@ -711,9 +714,12 @@ def with_factory_schematics(
     """
     pools = tuple(
         replace(
-            pool, schematic_id=stored[pool.schematic_id][0], canonical=stored[pool.schematic_id][1]
+            pool,
+            schematic_id=stored[pool.schematic_id][0],
+            canonical=stored[pool.schematic_id][1],
+            offline_schematic_id=pool.schematic_id,
         )
-        if pool.schematic_id in stored
+        if pool.schematic_id in stored and stored[pool.schematic_id][0] != pool.schematic_id
         else pool
         for pool in plan.pools
     )

@@ -273,12 +273,34 @@ def test_owner_stamped_answer_puts_the_factory_id_everywhere(
     assert offline_ids(tmp_path / "full") == {
         pool["name"]: pool["schematicID"] for pool in summary["pools"]
     }
+    # Only the index keeps the offline IDs (for `check`); nothing a node boots carries them.
+    index = yaml.safe_load(files.pop("index.yaml"))
+    assert {pool["name"]: pool["offlineSchematicID"] for pool in index["pools"]} == offline
     everything = b"".join(files.values()) + (out / "summary.json").read_bytes()
     assert not any(schematic_id.encode() in everything for schematic_id in offline.values())
     notices = [line for line in full.stderr.splitlines() if "is used instead of" in line]
     assert len(notices) == DISTINCT
     assert all("added 'owner: team@example.com'" in line for line in notices)
     assert f'{URL}: {cluster}: pools "cpu-a", "cpu-b": the factory stores' in full.stderr
+
+
+def test_check_accepts_owner_stamped_output_without_the_factory(
+    router: respx.MockRouter, env: dict[str, str], cluster: Path, tmp_path: Path
+) -> None:
+    route = router.post("/schematics").mock(side_effect=stamping_factory)
+    out = tmp_path / "out"
+    assert run(env, "generate", str(cluster), "--out", str(out), "--register").exit_code == 0
+    posted = route.call_count
+    checked = run(env, "check", str(cluster), "--out", str(out))
+    assert checked.exit_code == 0, checked.stderr
+    assert route.call_count == posted  # check asks no factory
+
+    # A stamped body edited by hand no longer vouches for its pool.
+    body = out / "storage" / "schematic.yaml"
+    body.write_text(body.read_text().replace("team@", "other@"))
+    edited = run(env, "check", str(cluster), "--out", str(out))
+    assert edited.exit_code == 3
+    assert "storage/schematic.yaml" in edited.stderr and "cpu-a" not in edited.stderr
 
 
 def test_owner_stamped_answer_on_stdout(

@@ -139,8 +139,8 @@ def test_verify_out_without_schematic_files_checks_presence(
         router.get(f"/schematics/{schematic_id}").mock(
             return_value=httpx.Response(200, text="anything: stored\n")
         )
-    # Without urls.yaml the output does not say which factory it boots from.
-    result = run(env, "verify", "--out", str(out), "--factory", URL)
+    # Without urls.yaml the index still says which factory the output boots from.
+    result = run(env, "verify", "--out", str(out))
     assert result.exit_code == 0, result.stderr
     assert f'present    {ids["gpu"]}  {out / "index.yaml"}: pool "gpu"\n' in result.stdout
 

@@ -173,7 +173,8 @@ def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], s
     if not isinstance(pools, list) or not isinstance(files, list):
         raise OutputError(f"{index}: not an index written by `talos-schematic generate --out`")
     checks: list[_Check] = []
-    recorded: str | None = None
+    url = data.get("imageFactoryURL")
+    recorded: str | None = url if isinstance(url, str) else None
     for entry in pools:
         name = entry.get("name") if isinstance(entry, dict) else None
         schematic_id = entry.get("schematicID") if isinstance(entry, dict) else None

@@ -307,6 +307,51 @@ def generate(
     print(f"{pools} pool{'s' * (pools != 1)}, {len(files)} files {state} {out}", file=sys.stderr)
 
 
+def _recorded_registrations(out: Path) -> dict[str, tuple[str, str]]:
+    """Offline ID → (factory ID, stored body) for the schematics an earlier `generate --register`
+    recorded as stamped by the factory (an Enterprise factory adds ``owner``).
+
+    `check` never asks the factory, so it takes them from DIR: a body counts only if it still
+    hashes to its recorded ID and, without ``owner``, is the offline schematic itself.
+    """
+    import yaml
+
+    from schematic.canonical import emit_document, sha256_hex
+    from schematic.decode import canonical_tree, decode_fields
+    from schematic.render.files import INDEX, POOL_FILES
+
+    try:
+        index = yaml.safe_load((out / INDEX).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    entries = index.get("pools") if isinstance(index, dict) else None
+    recorded: dict[str, tuple[str, str]] = {}
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        name, stamped, offline = (entry.get(key) for key in _REGISTRATION_KEYS)
+        if not (isinstance(name, str) and _POOL_DIR.fullmatch(name)):
+            continue
+        if not (isinstance(stamped, str) and isinstance(offline, str)):
+            continue
+        path = out / name / POOL_FILES["schematic"]
+        try:
+            body = path.read_text("utf-8")
+            fields = decode_fields(body, str(path))
+        except (OSError, UnicodeDecodeError, TalosSchematicError):
+            continue
+        fields.pop("owner", None)
+        if sha256_hex(body) == stamped and (
+            sha256_hex(emit_document(canonical_tree(fields))) == offline
+        ):
+            recorded[offline] = (stamped, body)
+    return recorded
+
+
+_REGISTRATION_KEYS = ("name", "schematicID", "offlineSchematicID")
+_POOL_DIR = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
 def _print_notes(plan: ClusterPlan) -> None:
     from schematic.cluster import unloaded_module_notes
 
@@ -349,9 +394,11 @@ def check(
             plan, lock = _consult_factory(
                 plan, factory, register=False, live_catalogue=live_catalogue
             )
+            from schematic.cluster import with_factory_schematics
             from schematic.output import compare_outputs
             from schematic.render.files import render_files
 
+            plan = with_factory_schematics(plan, _recorded_registrations(out))
             files = render_files(plan, _kinds(output_format), layout.value)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
