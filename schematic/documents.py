@@ -12,10 +12,12 @@ The checks beyond types live beside those values and are shared by both readers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from schematic import cluster as cl
 from schematic import profiles as pr
@@ -141,8 +143,7 @@ def _describe_profile(err: ValidationError) -> str:
     problems = []
     for issue in err.errors():
         where = _location(issue["loc"]) or "(top level)"
-        message = "unknown key" if issue["type"] == "extra_forbidden" else issue["msg"]
-        message = message.removeprefix("Value error, ")
+        message = "unknown key" if issue["type"] == "extra_forbidden" else _message(issue)
         problems.append(f"{where}: {message}")
     return "; ".join(problems)
 
@@ -360,7 +361,7 @@ def _describe_cluster(err: ValidationError, data: Mapping[str, Any], source: str
         if len(loc) >= 2 and loc[0] == "pools" and isinstance(loc[1], int):
             prefix += f": {_pool_label(data, loc[1])}"
             loc = loc[2:]
-        message = issue["msg"].removeprefix("Value error, ")
+        message = _message(issue)
         if issue["type"] == "extra_forbidden":
             parent = tuple(str(part) for part in loc[:-1])
             parent = ("nvidia",) if parent and parent[-1] == "nvidia" else parent
@@ -369,6 +370,22 @@ def _describe_cluster(err: ValidationError, data: Mapping[str, Any], source: str
         where = _location(loc)
         problems.append(f"{prefix}: {where}: {message}" if where else f"{prefix}: {message}")
     return "\n".join(dict.fromkeys(problems))
+
+
+def _message(issue: ErrorDetails) -> str:
+    """pydantic's message, in the file's terms: lists (not tuples), and a hint for a misspelt
+    choice."""
+    kind = issue["type"]
+    if kind == "too_short" and issue["loc"] == ("pools",):
+        return "list at least one pool"
+    if kind == "literal_error":
+        choices = re.findall(r"'([^']*)'", str(issue.get("ctx", {}).get("expected", "")))
+        given = str(issue["input"])
+        close = [c for c in choices if c.lower() == given.lower()] or cl.closest(given, choices)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        return f"{issue['input']!r} is not one of {', '.join(choices)}{hint}"
+    message = issue["msg"].removeprefix("Value error, ")
+    return message.replace("Tuple should", "List should").replace("valid tuple", "list")
 
 
 def _pool_label(data: Mapping[str, Any], index: int) -> str:

@@ -103,6 +103,17 @@ def test_pool_names_are_unique_and_dns_labels() -> None:
     assert "not a valid pool name" in error_of("- {name: GPU_1, profile: kubevirt-cpu}\n")
 
 
+def test_an_empty_pool_list_and_a_misspelt_choice_are_worded_for_the_file() -> None:
+    with pytest.raises(ClusterFileError) as caught:
+        parse_cluster("cluster: demo\ntalos: {version: v1.13.9}\npools: []\n", "c.yaml")
+    assert str(caught.value) == "c.yaml: pools: list at least one pool"
+    message = error_of("- name: p\n  profile: kubevirt-l40s\n  nvidia: {tier: LTS}\n")
+    assert message == (
+        "cluster.yaml: pool \"p\": nvidia.tier: 'LTS' is not one of auto, lts, production; "
+        "did you mean lts?"
+    )
+
+
 def test_kernel_modules_null_is_refused() -> None:
     message = error_of("- name: p\n  profile: kubevirt-cpu\n  kernelModules:\n")
     assert "write [] to load no modules" in message

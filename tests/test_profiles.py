@@ -168,10 +168,11 @@ def test_unquoted_numeric_ids_stay_text(tmp_path: Path) -> None:
     [
         ("platform: metal\ngpu: []\n", r"bad\.yaml: gpu: unknown key"),
         ("platform: metal\ngpus:\n  - id: 10de:2330\n    cnt: 2\n", r"gpus\[0\]\.cnt: unknown key"),
-        ("platform: mainframe\n", r"platform: Input should be"),
+        ("platform: mainframe\n", r"platform: 'mainframe' is not one of metal, kubevirt, "),
+        ("platform: KubeVirt\n", r"platform: 'KubeVirt' is not one of .*; did you mean kubevirt\?"),
         (
             "platform: metal\narchitecture: riscv64\n",
-            r"architecture: Input should be 'amd64' or 'arm64'",
+            r"architecture: 'riscv64' is not one of amd64, arm64$",
         ),
         (
             "platform: metal\ngpus:\n  - id: 10de:2330\n    count: 0\n",
