@@ -384,6 +384,85 @@ def test_ts123_gpu_machine_config_without_nvidia_modules(tmp_path: Path) -> None
     assert codes(found) == {"TS123"}
 
 
+# --- standalone machine configs: TS123 / TS124 / TS125 ---------------------------------------
+
+
+def machine_config(
+    schematic: str,
+    talos: str = "v1.13.6",
+    *,
+    modules: str = "",
+    sysctls: str = "",
+    extra: str = "",
+) -> str:
+    """A worker machine config as `talosctl gen config` writes it, trimmed to what matters."""
+    names = [m.strip() for m in modules.split(",") if m.strip()]
+    listed = "".join(f"\n      - name: {name}" for name in names)
+    kernel = f"\n  kernel:\n    modules:{listed}" if listed else ""
+    sysctl = f"\n  sysctls:\n    {sysctls}" if sysctls else ""
+    return (
+        "version: v1alpha1\nmachine:\n  type: worker\n  install:\n    disk: /dev/sda\n"
+        f"    image: factory.talos.dev/installer/{schematic}:{talos}{extra}{kernel}{sysctl}\n"
+        "cluster:\n  controlPlane:\n    endpoint: https://10.0.0.1:6443\n"
+    )
+
+
+NVIDIA_MODULES = "nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset"
+
+
+def test_ts123_standalone_machine_config_without_nvidia_modules(tmp_path: Path) -> None:
+    found = run(tmp_path, {"worker.yaml": machine_config(OPEN_PROD)})
+    # The config does not say which GPUs the node has: no TS101 for a missing GPU.
+    assert codes(found) == {"TS123"}
+    assert finding(found, "TS123").object == str(tmp_path / "worker.yaml")
+
+
+def test_ts123_passes_with_modules_or_kernel_module_documents(tmp_path: Path) -> None:
+    loaded = machine_config(OPEN_PROD, modules=NVIDIA_MODULES)
+    documents = machine_config(OPEN_PROD, "v1.14.0") + "".join(
+        f"---\napiVersion: v1alpha1\nkind: KernelModuleConfig\nname: {name}\n"
+        for name in NVIDIA_MODULES.split(", ")
+    )
+    assert run(tmp_path, {"a.yaml": loaded, "b.yaml": documents}) == []
+
+
+def test_standalone_machine_config_of_a_cpu_node_is_fine(tmp_path: Path) -> None:
+    assert run(tmp_path, {"worker.yaml": machine_config(COZY)}) == []
+
+
+def test_standalone_machine_config_with_mixed_nvidia_tiers(tmp_path: Path) -> None:
+    mixed = ext_id("nvidia-open-gpu-kernel-modules-lts", "nvidia-container-toolkit-production")
+    found = run(tmp_path, {"w.yaml": machine_config(mixed, modules=NVIDIA_MODULES)})
+    assert codes(found) == {"TS112"}
+
+
+def test_ts124_talos_1_12_nvidia_config_without_the_bpf_sysctl(tmp_path: Path) -> None:
+    found = run(tmp_path, {"w.yaml": machine_config(OPEN_PROD, "v1.12.4", modules=NVIDIA_MODULES)})
+    assert codes(found) == {"TS124"}
+    assert finding(found, "TS124").line == 8  # machine.kernel.modules
+
+
+def test_ts124_passes_with_the_sysctl_or_on_talos_1_13(tmp_path: Path) -> None:
+    with_sysctl = machine_config(
+        OPEN_PROD, "v1.12.4", modules=NVIDIA_MODULES, sysctls="net.core.bpf_jit_harden: '1'"
+    )
+    newer = machine_config(OPEN_PROD, "v1.13.6", modules=NVIDIA_MODULES)
+    cpu = machine_config(COZY, "v1.12.4")
+    assert run(tmp_path, {"a.yaml": with_sysctl, "b.yaml": newer, "c.yaml": cpu}) == []
+
+
+def test_ts125_install_extensions(tmp_path: Path) -> None:
+    extra = "\n    extensions:\n      - image: ghcr.io/siderolabs/iscsi-tools:v0.1.6"
+    found = run(tmp_path, {"w.yaml": machine_config(COZY, extra=extra)})
+    assert codes(found) == {"TS125"}
+    assert finding(found, "TS125").line == 7  # machine.install.extensions
+
+
+def test_ts125_passes_on_talos_before_1_10(tmp_path: Path) -> None:
+    extra = "\n    extensions:\n      - image: ghcr.io/siderolabs/iscsi-tools:v0.1.4"
+    assert run(tmp_path, {"w.yaml": machine_config(COZY, "v1.9.5", extra=extra)}) == []
+
+
 def test_ts101_on_a_rendered_cpu_pool(tmp_path: Path) -> None:
     cpu = kmt(OPEN_PROD).split("          template:")[0]
     found = run(tmp_path, {"kmt.yaml": cpu})

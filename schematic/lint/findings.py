@@ -349,6 +349,33 @@ def _rules() -> tuple[Rule, ...]:
             "order (unset `kernelModules` does it on Cozystack).",
         ),
         Rule(
+            code="TS124",
+            title="NVIDIA machine config on Talos 1.12 or older without the BPF sysctl",
+            severity="warning",
+            fix="set machine.sysctls net.core.bpf_jit_harden: 1",
+            seen="On Talos 1.12 and older, GPU containers can fail to start although the "
+            "driver is loaded on the host.",
+            why="Talos's NVIDIA support before 1.13 asks for `net.core.bpf_jit_harden` set to 1 "
+            "on GPU nodes; Talos 1.13 uses CDI by default and dropped the need.",
+            confirm="`talosctl read /proc/sys/net/core/bpf_jit_harden` prints something other "
+            "than 1.",
+            remedy='Add `machine.sysctls: {net.core.bpf_jit_harden: "1"}` to the machine '
+            "config (the generated machine-config patch does), or upgrade to Talos 1.13.",
+        ),
+        Rule(
+            code="TS125",
+            title="machine.install.extensions in a machine config",
+            severity="warning",
+            fix="remove machine.install.extensions; put the extensions in the schematic",
+            seen="The extensions listed in the machine config are not on the node; "
+            "`talosctl get extensions` does not show them.",
+            why="Since Talos 1.10 `machine.install.extensions` has no effect: system extensions "
+            "come only from the boot image and installer, i.e. from the schematic.",
+            confirm="`talosctl get extensions` lists only what the schematic holds.",
+            remedy="Add the extensions to the pool's schematic (the generator's pool "
+            "`extensions`), boot or upgrade to its image, and delete the key.",
+        ),
+        Rule(
             code="TS130",
             title="boot-disk schematic differs from the installer schematic",
             severity="error",

@@ -10,7 +10,11 @@ Recognised (by ``kind`` where there is one, else by keys):
 - rendered ``KubevirtMachineTemplate``, ``TalosConfigTemplate``, ``MachineDeployment``, the
   reconcile ``Job`` whose command carries a TalosConfigTemplate heredoc, ``Service`` and
   ``KamajiControlPlane``;
-- schematic files (top-level keys among ``owner``, ``overlay``, ``customization``).
+- schematic files (top-level keys among ``owner``, ``overlay``, ``customization``);
+- Talos machine configs and patches (a top-level ``machine`` mapping, with the
+  ``KernelModuleConfig`` documents of the same file), e.g. the generator's
+  ``machine-config-patch.yaml`` or what `talosctl gen config` wrote: one pool per file, whose
+  GPUs are unknown.
 
 Rendered objects are grouped into pools by name: a MachineDeployment's ``configRef`` and
 ``infrastructureRef`` when one is present; otherwise a KubevirtMachineTemplate belongs to the
@@ -107,6 +111,12 @@ class Pool:
     talos_place: Place | None = None
     modules: KernelModules = field(default_factory=lambda: KernelModules("unset"))
     machine_config_modules: KernelModules | None = None
+    # False for a standalone machine config: it does not say which GPUs the node has.
+    gpus_known: bool = True
+    # From a machine config read here: its machine.sysctls, and where it sets
+    # machine.install.extensions.
+    sysctls: dict[str, str] | None = None
+    install_extensions: Place | None = None
 
     @property
     def nvidia_gpus(self) -> list[GpuUse]:
@@ -312,9 +322,14 @@ def _tct_pool(doc: Document, pool: Pool) -> None:
         talos_path = ("spec", "talosVersion")
     if _str(doc.get(talos_path)) and pool.talos is None:
         pool.talos, pool.talos_place = doc.get(talos_path), Place(doc, talos_path)
+    _machine_config_pool(_machine_config(doc, _tct_data_path(doc)), pool, Place(doc))
+
+
+def _machine_config_pool(configs: list[Document], pool: Pool, fallback: Place) -> None:
+    """What a machine config's documents say of the pool: installer, modules, sysctls."""
     modules: list[str] = []
     modules_place: Place | None = None
-    for config in _machine_config(doc, _tct_data_path(doc)):
+    for config in configs:
         data = _dict(config.data)
         if _kind(data) == "KernelModuleConfig" and _str(data.get("name")):
             modules.append(data["name"])
@@ -331,12 +346,43 @@ def _tct_pool(doc: Document, pool: Pool) -> None:
         if isinstance(listed, list):
             modules += [_str(_dict(item).get("name")) for item in listed]
             modules_place = modules_place or Place(config, ("machine", "kernel", "modules"))
+        sysctls = config.get(("machine", "sysctls"))
+        if isinstance(data.get("machine"), dict):
+            pool.sysctls = dict(pool.sysctls or {})
+            if isinstance(sysctls, dict):
+                pool.sysctls.update({str(key): str(value) for key, value in sysctls.items()})
+        extensions_path: Path_ = ("machine", "install", "extensions")
+        if config.get(extensions_path):
+            pool.install_extensions = Place(config, extensions_path)
     if config_found := [m for m in modules if m]:
         pool.machine_config_modules = KernelModules(
             "list", tuple(config_found), modules_place, "machine config"
         )
     elif pool.machine_config_modules is None:
-        pool.machine_config_modules = KernelModules("list", (), Place(doc), "machine config")
+        pool.machine_config_modules = KernelModules("list", (), fallback, "machine config")
+
+
+def _is_machine_config(data: dict[str, Any]) -> bool:
+    """A Talos v1alpha1 machine config or a patch of one (no ``kind``, a ``machine`` mapping)."""
+    return not _kind(data) and isinstance(data.get("machine"), dict)
+
+
+def _standalone_machine_configs(documents: list[Document], inventory: Inventory) -> None:
+    """One pool per file holding a machine config (with that file's KernelModuleConfigs)."""
+    by_file: dict[str, list[Document]] = {}
+    for doc in documents:
+        data = doc.data
+        if isinstance(data, dict) and (
+            _is_machine_config(data)
+            or (_kind(data) == "KernelModuleConfig" and data.get("apiVersion") == "v1alpha1")
+        ):
+            by_file.setdefault(doc.file, []).append(doc)
+    for file, configs in by_file.items():
+        if not any(_is_machine_config(_dict(config.data)) for config in configs):
+            continue  # KernelModuleConfig documents alone say too little to judge
+        pool = Pool(name=file, place=Place(configs[0]), gpus_known=False)
+        _machine_config_pool(configs, pool, Place(configs[0]))
+        inventory.pools.append(pool)
 
 
 def _kmt_pool(doc: Document, pool: Pool) -> None:
@@ -503,6 +549,7 @@ def build_inventory(documents: list[Document]) -> Inventory:
         elif not kind and _is_nodes_values(data):
             inventory.pools.append(_nodes_pool(doc, ()))
     _rendered_pools(rendered, inventory)
+    _standalone_machine_configs(documents, inventory)
     for cluster in inventory.clusters:
         for pool in inventory.pools:
             if pool.cluster == cluster.name and pool not in cluster.pools:

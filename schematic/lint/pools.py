@@ -25,6 +25,7 @@ __all__ = ["LintContext", "check_clusters", "check_pools", "gpu_candidates"]
 
 _NVIDIA_MODULES = frozenset({"nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset"})
 _PRE_TURING_LAST_BRANCH = 580
+_BPF_SYSCTL = "net.core.bpf_jit_harden"
 
 
 @dataclass
@@ -157,13 +158,14 @@ class _PoolCheck:
                 continue
             self.schematic(use, resolution.schematic)
         self.boot_versus_installer()
+        self.install_extensions()
 
     def schematic(self, use: SchematicUse, schematic: Schematic) -> None:
         pool = self.pool
         where = f"pool {pool.name!r}: {use.role} {short_id(use.id)}"
         nvidia = [d for e in schematic.extensions if (d := describe_nvidia_extension(e))]
         kmods = [e for e in nvidia if e.family == "kernel-modules"]
-        if not pool.nvidia_gpus and nvidia:
+        if not pool.nvidia_gpus and nvidia and pool.gpus_known:
             names = ", ".join(e.name for e in nvidia)
             if use.inherited:
                 message = (
@@ -176,7 +178,10 @@ class _PoolCheck:
                 self.add("TS101", message, use.place)
         if pool.nvidia_gpus:
             self.gpu_pool(use, where, nvidia)
+        elif not pool.gpus_known and nvidia:
+            self.nvidia_set(use, where, nvidia)
         self.kernel_modules(use, where, bool(kmods))
+        self.nvidia_sysctl(where, bool(kmods))
         if schematic.extensions:
             talos = self.need_version("extension names")
             if talos is not None:
@@ -193,6 +198,13 @@ class _PoolCheck:
             self.add("TS110", f"{where} has no NVIDIA kernel modules for {gpu_names}", use.place)
         if not toolkit:
             self.add("TS111", f"{where} has no NVIDIA container toolkit for {gpu_names}", use.place)
+        self.nvidia_set(use, where, nvidia)
+        for gpu in self.pool.nvidia_gpus:
+            self.gpu(use, where, gpu.name, gpu.place, kmods)
+
+    def nvidia_set(self, use: SchematicUse, where: str, nvidia: list[NvidiaExtension]) -> None:
+        """The NVIDIA extensions agree with each other, whatever the GPUs."""
+        kmods = [e for e in nvidia if e.family == "kernel-modules"]
         tiers = {e.tier for e in nvidia if e.family != "gdrdrv"}
         if len(tiers) > 1:
             listed = ", ".join(e.name for e in nvidia if e.family != "gdrdrv")
@@ -201,25 +213,33 @@ class _PoolCheck:
         if len(flavours) > 1:
             listed = ", ".join(e.name for e in kmods)
             self.add("TS113", f"{where} carries both kernel-module flavours: {listed}", use.place)
-        for gpu in self.pool.nvidia_gpus:
-            candidates, exact = gpu_candidates(gpu.name)
-            if not candidates:
-                self.add(
-                    "TS114",
-                    f"pool {self.pool.name!r}: GPU {gpu.name} matches no device in the table; "
-                    "GPU-generation checks skipped",
-                    gpu.place,
-                )
-                continue
-            if not exact:
-                self.add(
-                    "TS114",
-                    f"pool {self.pool.name!r}: GPU {gpu.name} is not a name the device plugin "
-                    f"advertises; checked as {_describe(candidates)}",
-                    gpu.place,
-                )
-            for kmod in kmods:
-                self.flavour_and_driver(use, where, gpu.name, candidates, kmod)
+
+    def gpu(
+        self,
+        use: SchematicUse,
+        where: str,
+        name: str,
+        place: object,
+        kmods: list[NvidiaExtension],
+    ) -> None:
+        candidates, exact = gpu_candidates(name)
+        if not candidates:
+            self.add(
+                "TS114",
+                f"pool {self.pool.name!r}: GPU {name} matches no device in the table; "
+                "GPU-generation checks skipped",
+                place,
+            )
+            return
+        if not exact:
+            self.add(
+                "TS114",
+                f"pool {self.pool.name!r}: GPU {name} is not a name the device plugin "
+                f"advertises; checked as {_describe(candidates)}",
+                place,
+            )
+        for kmod in kmods:
+            self.flavour_and_driver(use, where, name, candidates, kmod)
 
     def flavour_and_driver(
         self,
@@ -308,7 +328,8 @@ class _PoolCheck:
     def machine_config_loads(
         self, where: str, has_kmods: bool, modules: KernelModules | None
     ) -> None:
-        if modules is None or not self.pool.nvidia_gpus or not has_kmods:
+        gpu_pool = bool(self.pool.nvidia_gpus) or not self.pool.gpus_known
+        if modules is None or not gpu_pool or not has_kmods:
             return
         if "nvidia" not in modules.names:
             self.add(
@@ -317,6 +338,35 @@ class _PoolCheck:
                 "load it themselves",
                 modules.place,
             )
+
+    def nvidia_sysctl(self, where: str, has_kmods: bool) -> None:
+        """Talos 1.12 and older need a sysctl on NVIDIA nodes; checked in machine configs read
+        here (a Cozystack values file does not show the chart's)."""
+        pool = self.pool
+        if pool.sysctls is None or not has_kmods:
+            return
+        talos = self.need_version("the NVIDIA sysctl")
+        if talos is None or _driver_key(talos)[:2] >= (1, 13):
+            return
+        if pool.sysctls.get(_BPF_SYSCTL) != "1":
+            modules = pool.machine_config_modules
+            self.add(
+                "TS124",
+                f"{where}: NVIDIA nodes on Talos {talos} need sysctl {_BPF_SYSCTL}: 1, and the "
+                "machine config does not set it",
+                modules.place if modules else None,
+            )
+
+    def install_extensions(self) -> None:
+        place = self.pool.install_extensions
+        if place is None or (self.talos is not None and _driver_key(self.talos)[:2] < (1, 10)):
+            return
+        self.add(
+            "TS125",
+            f"pool {self.pool.name!r}: machine.install.extensions has no effect since Talos "
+            "1.10; extensions come only from the image's schematic",
+            place,
+        )
 
     def boot_versus_installer(self) -> None:
         boot = [u for u in self.pool.schematics if u.role == "boot disk"]
