@@ -298,3 +298,20 @@ def test_a_cluster_level_registry_mirror_is_rendered(tmp_path: Path) -> None:
     values = [body for name, body in files.items() if name.endswith("values.yaml")]
     assert len(values) == 2
     assert all(b"- https://mirror.example\n" in body for body in values)
+
+
+def test_the_fast_readers_know_exactly_the_models_keys() -> None:
+    from pydantic import BaseModel
+
+    from schematic import documents
+
+    def keys(model: type[BaseModel]) -> set[str]:
+        return set(documents._model_keys(model))
+
+    assert profiles._PROFILE_KEYS == keys(documents.ProfileDocument)
+    assert profiles._GPU_KEYS == keys(documents.GpuDocument)
+    assert cluster._CLUSTER_KEYS == keys(documents.ClusterDocument)
+    assert cluster._TALOS_KEYS == keys(documents.TalosDocument)
+    assert cluster._NVIDIA_KEYS == keys(documents.NvidiaDocument)
+    assert cluster._MODULE_KEYS == keys(documents.KernelModuleDocument)
+    assert set(cluster.TOOL_KEYS) == keys(documents.PoolDocument)
