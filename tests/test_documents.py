@@ -308,10 +308,10 @@ def test_the_fast_readers_know_exactly_the_models_keys() -> None:
     def keys(model: type[BaseModel]) -> set[str]:
         return set(documents._model_keys(model))
 
-    assert profiles._PROFILE_KEYS == keys(documents.ProfileDocument)
-    assert profiles._GPU_KEYS == keys(documents.GpuDocument)
-    assert cluster._CLUSTER_KEYS == keys(documents.ClusterDocument)
-    assert cluster._TALOS_KEYS == keys(documents.TalosDocument)
-    assert cluster._NVIDIA_KEYS == keys(documents.NvidiaDocument)
-    assert cluster._MODULE_KEYS == keys(documents.KernelModuleDocument)
+    assert keys(documents.ProfileDocument) == profiles._PROFILE_KEYS
+    assert keys(documents.GpuDocument) == profiles._GPU_KEYS
+    assert keys(documents.ClusterDocument) == cluster._CLUSTER_KEYS
+    assert keys(documents.TalosDocument) == cluster._TALOS_KEYS
+    assert keys(documents.NvidiaDocument) == cluster._NVIDIA_KEYS
+    assert keys(documents.KernelModuleDocument) == cluster._MODULE_KEYS
     assert set(cluster.TOOL_KEYS) == keys(documents.PoolDocument)
