@@ -234,6 +234,45 @@ def stripped_items(value: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(item.strip() for item in value)
 
 
+_MIRROR_KEYS = ("endpoints", "overridePath", "skipFallback")
+
+
+def check_registry_mirrors(value: object) -> dict[str, Any] | None:
+    """Talos registry mirrors as Cozystack's ``talos.registryMirrors`` takes them: registry host
+    → ``{endpoints: [URL, ...], overridePath: bool, skipFallback: bool}``.
+
+    Checked here because the machine-config patch rewrites them for Talos 1.12 and later
+    (``RegistryMirrorConfig`` documents), which only works for the shape Talos defines.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError("give a mapping of registry host to {endpoints: [mirror URL, ...]}")
+    for host, mirror in value.items():
+        if not isinstance(host, str) or not host.strip():
+            raise ValueError(f"{host!r} is not a registry host name, e.g. docker.io")
+        if not isinstance(mirror, Mapping):
+            raise ValueError(f"{host}: give {{endpoints: [mirror URL, ...]}}")
+        for key, setting in mirror.items():
+            if key not in _MIRROR_KEYS:
+                close = closest(str(key), _MIRROR_KEYS)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise ValueError(f"{host}.{key}: unknown key{hint}")
+            if key != "endpoints" and not isinstance(setting, bool):
+                raise ValueError(f"{host}.{key}: write true or false")
+        endpoints = mirror.get("endpoints")
+        if (
+            not isinstance(endpoints, list)
+            or not endpoints
+            or not all(
+                isinstance(url, str) and url.startswith(("https://", "http://"))
+                for url in endpoints
+            )
+        ):
+            raise ValueError(f"{host}.endpoints: give a list of http(s) mirror URLs")
+    return dict(value)
+
+
 def check_pool_keys(data: Mapping[Any, Any]) -> None:
     """Every key is the tool's or a Cozystack value the user may set."""
     keys = pool_keys()
@@ -287,6 +326,10 @@ def _check_pool_talos(value: object) -> None:
             )
         if key not in _POOL_TALOS_KEYS:
             raise ValueError(f"talos.{key}: unknown key; a pool may set talos.registryMirrors")
+    try:
+        check_registry_mirrors(value.get("registryMirrors"))
+    except ValueError as err:
+        raise ValueError(f"talos.registryMirrors: {err}") from None
 
 
 # --- the fast reader ------------------------------------------------------------------------------
@@ -329,7 +372,7 @@ def _plain_talos(data: object) -> TalosSettings:
         version=check_release(plain_text(talos["version"])),
         image_factory_url=check_http_url(normal_endpoint(url)),
         installer_repository=normal_endpoint(repository),
-        registry_mirrors=_text_keyed(talos.get("registryMirrors")),
+        registry_mirrors=check_registry_mirrors(_text_keyed(talos.get("registryMirrors"))),
     )
 
 

@@ -198,6 +198,11 @@ class TalosDocument(_Document):
     def _url(cls, value: str) -> str:
         return cl.check_http_url(value)
 
+    @field_validator("registry_mirrors")
+    @classmethod
+    def _mirrors(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return cl.check_registry_mirrors(value)
+
     def value(self) -> cl.TalosSettings:
         return cl.TalosSettings(
             version=self.version,

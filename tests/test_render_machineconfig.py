@@ -103,3 +103,94 @@ def test_talos_1_14_module_documents_validate_against_the_1_14_schema() -> None:
     # The 1.14 schema leaves out the deprecated v1alpha1 fields Talos still accepts
     # (machine.install, machine.kernel); the v1alpha1 part validates against the 1.13 schema.
     assert [error.message for error in _validator("v1.13.9").iter_errors(first)] == []
+
+
+MIRRORS = (
+    ", talos: {registryMirrors: {docker.io: {endpoints: [https://m.example], "
+    "overridePath: true}, ghcr.io: {endpoints: [https://g.example], skipFallback: true}}}"
+)
+
+
+def test_mirrors_before_talos_1_12_go_under_machine_registries() -> None:
+    (document,) = machine_config_patch(pool("kubevirt-cpu", "v1.11.5", MIRRORS))
+    assert document["machine"]["registries"] == {
+        "mirrors": {
+            "docker.io": {"endpoints": ["https://m.example"], "overridePath": True},
+            "ghcr.io": {"endpoints": ["https://g.example"], "skipFallback": True},
+        }
+    }
+
+
+def test_mirrors_from_talos_1_12_are_registry_mirror_documents() -> None:
+    first, *documents = machine_config_patch(pool("kubevirt-cpu", "v1.12.4", MIRRORS))
+    assert "registries" not in first["machine"]
+    assert documents == [
+        {
+            "apiVersion": "v1alpha1",
+            "kind": "RegistryMirrorConfig",
+            "name": "docker.io",
+            "endpoints": [{"url": "https://m.example", "overridePath": True}],
+        },
+        {
+            "apiVersion": "v1alpha1",
+            "kind": "RegistryMirrorConfig",
+            "name": "ghcr.io",
+            "endpoints": [{"url": "https://g.example"}],
+            "skipFallback": True,
+        },
+    ]
+
+
+def test_pools_differing_only_in_mirrors_get_their_own_patches() -> None:
+    from schematic.render.files import render_files
+
+    text = (
+        "cluster: c\ntalos: {version: v1.13.9}\npools:\n"
+        "  - {name: a, profile: kubevirt-cpu}\n"
+        f"  - {{name: b, profile: kubevirt-cpu{MIRRORS}}}\n"
+    )
+    files = render_files(plan_cluster(parse_cluster(text, "c.yaml")), ["machine-config"])
+    assert b"RegistryMirrorConfig" not in files["a/machine-config-patch.yaml"]
+    assert b"RegistryMirrorConfig" in files["b/machine-config-patch.yaml"]
+
+
+@pytest.mark.skipif(not TALOS.is_dir(), reason=f"Talos config schemas not available at {TALOS}")
+@pytest.mark.parametrize("talos", ["v1.13.9", "v1.14.0"])
+def test_mirror_documents_validate_against_the_talos_schemas(talos: str) -> None:
+    _first, *documents = machine_config_patch(pool("kubevirt-cpu", talos, MIRRORS))
+    for schema in ("v1.13.9", "v1.14.0-rc.1"):
+        validator = _validator(schema)
+        for document in documents:
+            assert [error.message for error in validator.iter_errors(document)] == []
+
+
+@pytest.mark.parametrize(
+    ("mirrors", "message"),
+    [
+        ("{docker.io: [https://m.example]}", "docker.io: give {endpoints: [mirror URL, ...]}"),
+        ("{docker.io: {endpoint: [https://m]}}", "docker.io.endpoint: unknown key; did you mean"),
+        ("{docker.io: {endpoints: [m.example]}}", "docker.io.endpoints: give a list of http(s)"),
+        ("{docker.io: {endpoints: []}}", "docker.io.endpoints: give a list of http(s)"),
+        (
+            "{docker.io: {endpoints: [https://m], skipFallback: yes}}",
+            "docker.io.skipFallback: write true or false",
+        ),
+    ],
+)
+def test_malformed_mirrors_are_refused_with_the_registry(mirrors: str, message: str) -> None:
+    from schematic.errors import ClusterFileError
+
+    for where in ("cluster", "pool"):
+        talos = (
+            f"{{version: v1.13.9, registryMirrors: {mirrors}}}"
+            if where == "cluster"
+            else ("{version: v1.13.9}")
+        )
+        extra = f", talos: {{registryMirrors: {mirrors}}}" if where == "pool" else ""
+        text = (
+            f"cluster: c\ntalos: {talos}\npools:\n  - {{name: p, profile: kubevirt-cpu{extra}}}\n"
+        )
+        with pytest.raises(ClusterFileError) as caught:
+            parse_cluster(text, "c.yaml")
+        assert message in str(caught.value)
+        assert "registryMirrors" in str(caught.value)

@@ -99,7 +99,13 @@ class _Renderer:
 
     def patch(self, pool: PoolPlan) -> str:
         # The patch depends only on these, which thousands of pools share.
-        key = (pool.schematic_id, pool.talos, pool.kernel_modules, tuple(pool.sysctls.items()))
+        key = (
+            pool.schematic_id,
+            pool.talos,
+            pool.kernel_modules,
+            tuple(pool.sysctls.items()),
+            json.dumps(pool.registry_mirrors, sort_keys=True),
+        )
         if key not in self.patches:
             self.patches[key] = yamltext.dump_all(machine_config_patch(pool))
         return self.patches[key]
