@@ -315,3 +315,25 @@ def test_the_fast_readers_know_exactly_the_models_keys() -> None:
     assert keys(documents.NvidiaDocument) == cluster._NVIDIA_KEYS
     assert keys(documents.KernelModuleDocument) == cluster._MODULE_KEYS
     assert set(cluster.TOOL_KEYS) == keys(documents.PoolDocument)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(CLUSTER))
+def test_generated_cluster_files_render_or_fail_with_a_user_error(
+    document: dict[str, Any],
+) -> None:
+    # Whatever the file says, planning and every output kind and layout either work or raise
+    # the error the CLI prints; never another exception (a traceback for the user).
+    from schematic.cluster import plan_cluster
+    from schematic.render.files import KINDS, render_files, render_stream
+
+    text = yaml.safe_dump(document)
+    try:
+        plan = plan_cluster(parse_cluster(text, "c.yaml"), source="c.yaml", base_dir=REPO)
+    except TalosSchematicError:
+        return
+    for layout in ("osimage", "schematicid", "talos"):
+        files = render_files(plan, KINDS, layout)
+        assert len(files) == 2 + len(plan.pools) * (len(KINDS) - 1)
+        for kind in KINDS:
+            assert render_stream(plan, kind, layout)
