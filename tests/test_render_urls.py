@@ -9,8 +9,8 @@ from schematic.cluster import PoolPlan, parse_cluster, plan_cluster
 from schematic.render.urls import boot_image_url, installer_image, iso_url, pool_urls
 
 
-def pool(spec: str, top: str = "") -> PoolPlan:
-    text = f"cluster: c\ntalos: {{version: v1.13.9{top}}}\npools:\n  - {{name: p, {spec}}}\n"
+def pool(spec: str, top: str = "", talos: str = "v1.13.9") -> PoolPlan:
+    text = f"cluster: c\ntalos: {{version: {talos}{top}}}\npools:\n  - {{name: p, {spec}}}\n"
     return plan_cluster(parse_cluster(text, "c.yaml")).pools[0]
 
 
@@ -30,6 +30,14 @@ def test_metal_has_a_raw_zst_disk_and_an_iso() -> None:
     base = f"https://factory.talos.dev/image/{plan.schematic_id}/v1.13.9"
     assert boot_image_url(plan) == f"{base}/metal-arm64.raw.zst"
     assert iso_url(plan) == f"{base}/metal-arm64.iso"
+
+
+def test_metal_before_talos_1_8_is_a_raw_xz_disk() -> None:
+    # Talos 1.8 moved disk images from xz to zstd; older imagers have no zstd output.
+    plan = pool("profile: metal-intel", talos="v1.7.7")
+    base = f"https://factory.talos.dev/image/{plan.schematic_id}/v1.7.7"
+    assert boot_image_url(plan) == f"{base}/metal-amd64.raw.xz"
+    assert boot_image_url(pool("profile: metal-intel", talos="v1.8.0")).endswith(".raw.zst")
 
 
 def test_self_hosted_factory_and_installer_repository() -> None:

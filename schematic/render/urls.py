@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from schematic.cluster import PoolPlan
+from schematic.talos import TalosVersion
 
 __all__ = ["boot_image_url", "installer_image", "iso_url", "pool_urls"]
 
@@ -26,6 +27,9 @@ _DISK_ASSETS = {
     "oracle": "oracle-{arch}.qcow2.xz",
     "vmware": "vmware-{arch}.ova",
 }
+# The factory reads the format from the file name; zstd exists from Talos 1.8 (when the metal
+# images moved to it from xz), so older releases get the metal image as .raw.xz.
+ZSTD_FROM = TalosVersion(1, 8, 0)
 # Platforms installed from an ISO as well as from a disk image.
 _ISO_PLATFORMS = frozenset({"metal", "proxmox"})
 
@@ -39,6 +43,8 @@ def boot_image_url(pool: PoolPlan) -> str:
     """The disk image the pool's nodes boot."""
     platform = pool.profile.platform
     asset = _DISK_ASSETS.get(platform, f"{platform}-{{arch}}.raw.xz")
+    if asset.endswith(".zst") and TalosVersion.parse(pool.talos.version) < ZSTD_FROM:
+        asset = asset.removesuffix(".zst") + ".xz"
     return f"{_image_base(pool)}/{asset.format(arch=pool.profile.architecture)}"
 
 
