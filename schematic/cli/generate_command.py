@@ -307,7 +307,7 @@ def generate(
     print(f"{pools} pool{'s' * (pools != 1)}, {len(files)} files {state} {out}", file=sys.stderr)
 
 
-def _recorded_registrations(out: Path) -> dict[str, tuple[str, str]]:
+def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str, str]]:
     """Offline ID → (factory ID, stored body) for the schematics an earlier `generate --register`
     recorded as stamped by the factory (an Enterprise factory adds ``owner``).
 
@@ -325,12 +325,14 @@ def _recorded_registrations(out: Path) -> dict[str, tuple[str, str]]:
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}
     entries = index.get("pools") if isinstance(index, dict) else None
+    # Only the plan's own pool directories are read (an index entry names any path).
+    pools = {pool.name for pool in plan.pools}
     recorded: dict[str, tuple[str, str]] = {}
     for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, dict):
             continue
         name, stamped, offline = (entry.get(key) for key in _REGISTRATION_KEYS)
-        if not (isinstance(name, str) and _POOL_DIR.fullmatch(name)):
+        if name not in pools:
             continue
         if not (isinstance(stamped, str) and isinstance(offline, str)):
             continue
@@ -349,7 +351,6 @@ def _recorded_registrations(out: Path) -> dict[str, tuple[str, str]]:
 
 
 _REGISTRATION_KEYS = ("name", "schematicID", "offlineSchematicID")
-_POOL_DIR = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 def _print_notes(plan: ClusterPlan) -> None:
@@ -398,7 +399,7 @@ def check(
             from schematic.output import compare_outputs
             from schematic.render.files import render_files
 
-            plan = with_factory_schematics(plan, _recorded_registrations(out))
+            plan = with_factory_schematics(plan, _recorded_registrations(out, plan))
             files = render_files(plan, _kinds(output_format), layout.value)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()

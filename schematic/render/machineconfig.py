@@ -53,9 +53,10 @@ def machine_config_patch(pool: PoolPlan) -> list[dict[str, Any]]:
     # replacing UnattendedInstallConfig document refuses machine.install: in a patch for an
     # existing config, machine.install.image is the form every release accepts.
     machine: dict[str, Any] = {"install": {"image": installer_image(pool)}}
+    talos = TalosVersion.parse(pool.talos.version)
     documents: list[dict[str, Any]] = []
     if pool.kernel_modules:
-        if TalosVersion.parse(pool.talos.version) >= KERNEL_MODULE_DOCUMENTS_FROM:
+        if talos >= KERNEL_MODULE_DOCUMENTS_FROM:
             documents = [
                 {"apiVersion": "v1alpha1", "kind": "KernelModuleConfig"}
                 | _module(module.name, module.parameters)
@@ -69,7 +70,7 @@ def machine_config_patch(pool: PoolPlan) -> list[dict[str, Any]]:
         machine["sysctls"] = dict(pool.sysctls)
     mirrors = pool.registry_mirrors
     if mirrors:
-        if TalosVersion.parse(pool.talos.version) >= MIRROR_DOCUMENTS_FROM:
+        if talos >= MIRROR_DOCUMENTS_FROM:
             documents += [_mirror_document(host, mirror) for host, mirror in mirrors.items()]
         else:
             machine["registries"] = {"mirrors": mirrors}
