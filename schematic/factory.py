@@ -1,8 +1,11 @@
 """Image Factory HTTP client: the only module of talos-schematic that touches the network.
 
 Which factory: ``--factory URL``, else ``$TALOS_SCHEMATIC_FACTORY``, else the cluster file's
-``talos.imageFactoryURL``, else ``https://factory.talos.dev`` (see :func:`resolve_factory_url`).
-Any self-hosted factory works, also under a path prefix (``https://host/factory``).
+``talos.imageFactoryURL``, else ``https://factory.talos.dev`` (see :mod:`schematic.factory_url`).
+Any self-hosted factory works, also under a path prefix (``https://host/factory``). The on-disk
+cache of extension lists, the name check and the lock file built from them live in
+:mod:`schematic.extension_cache`, :mod:`schematic.extension_names` and
+:mod:`schematic.extension_lock`; this module only talks to the factory.
 
 Credentials are optional and come only from the environment; they are sent as an
 ``Authorization`` header and never printed, logged or written to a cache:
@@ -24,7 +27,6 @@ the retries at once); other 4xx are final. At most
 from __future__ import annotations
 
 import base64
-import contextlib
 import difflib
 import email.utils
 import hashlib
@@ -33,24 +35,27 @@ import math
 import os
 import random
 import re
-import tempfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Literal, Protocol
 
 import httpx
 import pydantic
-import yaml
 
 from schematic import __version__
 from schematic.errors import CatalogError, FactoryError, SchematicError
+from schematic.factory_url import (
+    DEFAULT_FACTORY_URL,
+    FACTORY_ENV,
+    resolve_factory_url,
+    split_factory_url,
+)
 
 __all__ = [
     "AUTH_ENV",
@@ -64,24 +69,17 @@ __all__ = [
     "RetryPolicy",
     "SchematicBody",
     "VerifyResult",
-    "build_lock",
-    "check_extension_names",
-    "default_cache_dir",
-    "live_extensions",
     "register_schematics",
     "resolve_factory_url",
     "verify_ids",
 ]
 
-DEFAULT_FACTORY_URL = "https://factory.talos.dev"
-FACTORY_ENV = "TALOS_SCHEMATIC_FACTORY"
 TOKEN_ENV = "TALOS_SCHEMATIC_FACTORY_TOKEN"
 AUTH_ENV = "TALOS_SCHEMATIC_FACTORY_AUTH"
 
 # Factory API answers are small and quick; a stalled proxy should fail a CI job in about a minute.
 DEFAULT_TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 DEFAULT_MAX_IN_FLIGHT = 8
-DEFAULT_CACHE_TTL = 24 * 3600.0
 
 # 500 too: POST /schematics is content-addressed, so repeating it is always safe.
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -158,45 +156,6 @@ class VerifyResult(pydantic.BaseModel):
 
 
 _EXTENSION_LIST = pydantic.TypeAdapter(list[ExtensionInfo])
-
-
-def resolve_factory_url(
-    flag: str | None = None,
-    cluster_url: str | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> str:
-    """The factory base URL: ``--factory``, else ``$TALOS_SCHEMATIC_FACTORY``, else the cluster
-    file's ``talos.imageFactoryURL``, else the public factory."""
-    env = os.environ if environ is None else environ
-    for candidate in (flag, env.get(FACTORY_ENV), cluster_url):
-        if candidate:
-            return candidate
-    return DEFAULT_FACTORY_URL
-
-
-def _split_url(url: str) -> tuple[str, tuple[str, str] | None]:
-    """The base URL without userinfo or trailing slash, and the userinfo as basic credentials."""
-    parts = urllib.parse.urlsplit(url.strip())
-    hostport = parts.netloc.rpartition("@")[2]
-    shown = urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, "", "")).rstrip("/")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        # Whatever this is, a `user:password@` part must not be echoed back.
-        given = re.sub(r"^([^/@]*//)?[^/@]*@", r"\1***@", url.strip())
-        hint = f" (did you mean https://{given}?)" if "://" not in given and given else ""
-        raise FactoryError(f"{given or '(empty)'}: not an http(s) Image Factory URL{hint}")
-    if parts.query or parts.fragment:
-        raise FactoryError(f"{shown}: the factory URL must not carry a query or fragment")
-    try:
-        parts.port  # noqa: B018 - validates the port
-    except ValueError:
-        raise FactoryError(f"{shown}: the factory URL has an invalid port") from None
-    userinfo = None
-    if parts.username is not None:
-        userinfo = (
-            urllib.parse.unquote(parts.username),
-            urllib.parse.unquote(parts.password or ""),
-        )
-    return shown, userinfo
 
 
 def _one_line(text: str, limit: int = _SNIPPET) -> str:
@@ -314,7 +273,7 @@ class FactoryClient:
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
-        self.url, userinfo = _split_url(base_url)
+        self.url, userinfo = split_factory_url(base_url)
         self.max_in_flight = max_in_flight
         self.retry = retry or DEFAULT_RETRY
         self._sleep = sleep
@@ -689,128 +648,3 @@ def verify_ids(
                 )
             )
     return results
-
-
-def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CACHE_HOME/talos-schematic``, or ``~/.cache/talos-schematic``."""
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "talos-schematic"
-
-
-def _cache_file(cache_dir: Path, url: str, version: str) -> Path:
-    host = urllib.parse.urlsplit(url).hostname or "factory"
-    digest = hashlib.sha256(url.encode()).hexdigest()[:12]
-    return cache_dir / f"extensions-{host}-{digest}-{version}.json"
-
-
-def _read_cache(path: Path, url: str, version: str, ttl: float, now: float) -> list[ExtensionInfo]:
-    try:
-        raw = json.loads(path.read_text("utf-8"))
-        fetched = float(raw["fetchedAt"])
-        if raw["factory"] != url or raw["talos"] != version or not 0 <= now - fetched < ttl:
-            return []
-        return _EXTENSION_LIST.validate_python(raw["extensions"])
-    except (OSError, ValueError, KeyError, TypeError):
-        # A missing, stale or damaged cache only means fetching again.
-        return []
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def live_extensions(
-    client_or_url: FactoryClient | str,
-    version: str,
-    *,
-    cache_dir: Path | None = None,
-    ttl: float = DEFAULT_CACHE_TTL,
-    now: Callable[[], float] = time.time,
-) -> list[ExtensionInfo]:
-    """The factory's official extensions for ``version``, cached on disk for ``ttl`` seconds.
-
-    ``ttl=0`` always asks the factory (and refreshes the cache).
-    """
-    talos = version if version.startswith("v") else f"v{version}"
-    url = client_or_url.url if isinstance(client_or_url, FactoryClient) else client_or_url
-    url = _split_url(url)[0]
-    path = _cache_file(cache_dir or default_cache_dir(), url, talos)
-    if ttl > 0:
-        cached = _read_cache(path, url, talos, ttl, now())
-        if cached:
-            return cached
-    if isinstance(client_or_url, FactoryClient):
-        extensions = client_or_url.official_extensions(talos)
-    else:
-        with FactoryClient(client_or_url) as client:
-            extensions = client.official_extensions(talos)
-    record = {
-        "factory": url,
-        "talos": talos,
-        "fetchedAt": now(),
-        "extensions": [info.model_dump() for info in extensions],
-    }
-    # The cache is an optimisation; an unwritable cache directory must not fail the run.
-    with contextlib.suppress(OSError):
-        _write_atomically(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-    return extensions
-
-
-def check_extension_names(
-    extensions_info: Sequence[ExtensionInfo],
-    names: Iterable[str],
-    *,
-    talos: str,
-    factory: str,
-) -> None:
-    """Raise CatalogError naming every extension the factory does not offer for ``talos``."""
-    offered = {info.name for info in extensions_info}
-    unknown = sorted({name for name in names if name not in offered})
-    if not unknown:
-        return
-    lines = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, sorted(offered), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        lines.append(f"{factory}: Talos {talos} offers no extension {name}{hint}")
-    raise CatalogError("\n".join(lines))
-
-
-def build_lock(
-    extensions_info: Sequence[ExtensionInfo],
-    used_names: Iterable[str],
-    *,
-    factory: str | None = None,
-    talos: str | None = None,
-) -> str:
-    """Lock-file YAML pinning the ref and digest of every extension the output uses.
-
-    Deterministic (names sorted, no timestamps), so a GitOps diff shows exactly a driver or
-    extension image change. Raises CatalogError for a name the catalogue lacks.
-    """
-    by_name = {info.name: info for info in extensions_info}
-    names = sorted(set(used_names))
-    check_extension_names(
-        extensions_info, names, talos=talos or "(unknown version)", factory=factory or "catalogue"
-    )
-    document: dict[str, object] = {}
-    if factory:
-        document["imageFactoryURL"] = _split_url(factory)[0]
-    if talos:
-        document["talosVersion"] = talos
-    document["extensions"] = [
-        {"name": name, "ref": by_name[name].ref, "digest": by_name[name].digest} for name in names
-    ]
-    header = "# Extension images the generated schematics resolve to; written by talos-schematic.\n"
-    return header + yaml.safe_dump(
-        document, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16
-    )

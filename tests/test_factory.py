@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from pathlib import Path
 
 import httpx
 import pytest
@@ -22,9 +20,6 @@ from schematic.factory import (
     ExtensionInfo,
     FactoryClient,
     RetryPolicy,
-    build_lock,
-    check_extension_names,
-    live_extensions,
     register_schematics,
     resolve_factory_url,
     verify_ids,
@@ -102,10 +97,6 @@ def test_public_api_is_pinned() -> None:
             "RetryPolicy",
             "SchematicBody",
             "VerifyResult",
-            "build_lock",
-            "check_extension_names",
-            "default_cache_dir",
-            "live_extensions",
             "register_schematics",
             "resolve_factory_url",
             "verify_ids",
@@ -769,108 +760,3 @@ def test_malformed_extension_list(client: FactoryClient, router: respx.MockRoute
 def test_version_is_checked_before_it_goes_into_a_path(client: FactoryClient) -> None:
     with respx.mock(assert_all_mocked=True), pytest.raises(CatalogError, match="not a Talos"):
         client.official_extensions("v1.13/../../x")
-
-
-def test_live_extensions_are_cached_per_factory_and_version(
-    client: FactoryClient, router: respx.MockRouter, tmp_path: Path
-) -> None:
-    route = router.get("/version/v1.13.9/extensions/official").mock(
-        return_value=httpx.Response(200, json=[NVIDIA_OPEN])
-    )
-    clock = [1_000_000.0]
-    first = live_extensions(client, "v1.13.9", cache_dir=tmp_path, ttl=60, now=lambda: clock[0])
-    clock[0] += 59
-    second = live_extensions(client, "v1.13.9", cache_dir=tmp_path, ttl=60, now=lambda: clock[0])
-    assert first == second == [ExtensionInfo(**NVIDIA_OPEN)]
-    assert route.call_count == 1
-    clock[0] += 2
-    live_extensions(client, "v1.13.9", cache_dir=tmp_path, ttl=60, now=lambda: clock[0])
-    assert route.call_count == 2
-    files = sorted(p.name for p in tmp_path.iterdir())
-    assert len(files) == 1
-    assert files[0].startswith("extensions-factory.example.test-") and files[0].endswith(
-        "-v1.13.9.json"
-    )
-    record = json.loads((tmp_path / files[0]).read_text())
-    assert record["factory"] == URL
-    assert record["extensions"][0]["ref"] == NVIDIA_OPEN["ref"]
-
-
-def test_damaged_cache_is_fetched_again_and_never_holds_credentials(
-    router: respx.MockRouter, tmp_path: Path
-) -> None:
-    route = router.get("/version/v1.13.9/extensions/official").mock(
-        return_value=httpx.Response(200, json=[QEMU_EXT])
-    )
-    env = {"TALOS_SCHEMATIC_FACTORY_TOKEN": TOKEN}
-    with FactoryClient(URL.replace("https://", "https://u:pw12345@"), environ=env) as c:
-        live_extensions(c, "v1.13.9", cache_dir=tmp_path)
-        (cache,) = tmp_path.iterdir()
-        assert TOKEN not in cache.read_text() and "pw12345" not in cache.read_text()
-        cache.write_text('{"factory": "' + URL + '", "ext')
-        live_extensions(c, "v1.13.9", cache_dir=tmp_path)
-    assert route.call_count == 2
-    assert json.loads(cache.read_text())["talos"] == "v1.13.9"
-
-
-def test_live_extensions_ttl_zero_refreshes(
-    client: FactoryClient, router: respx.MockRouter, tmp_path: Path
-) -> None:
-    route = router.get("/version/v1.13.9/extensions/official").mock(
-        return_value=httpx.Response(200, json=[QEMU_EXT])
-    )
-    live_extensions(client, "v1.13.9", cache_dir=tmp_path)
-    live_extensions(client, "v1.13.9", cache_dir=tmp_path, ttl=0)
-    assert route.call_count == 2
-
-
-def test_unwritable_cache_does_not_fail(
-    client: FactoryClient, router: respx.MockRouter, tmp_path: Path
-) -> None:
-    router.get("/version/v1.13.9/extensions/official").mock(
-        return_value=httpx.Response(200, json=[QEMU_EXT])
-    )
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    assert live_extensions(client, "v1.13.9", cache_dir=blocker / "sub") == [
-        ExtensionInfo(**QEMU_EXT)
-    ]
-
-
-def test_build_lock_is_deterministic_and_pins_refs() -> None:
-    infos = [ExtensionInfo(**QEMU_EXT), ExtensionInfo(**NVIDIA_OPEN)]
-    used = ["siderolabs/qemu-guest-agent", NVIDIA_OPEN["name"], "siderolabs/qemu-guest-agent"]
-    lock = build_lock(infos, used, factory="https://u:p@factory.talos.dev/", talos="v1.13.9")
-    assert lock == (
-        "# Extension images the generated schematics resolve to; written by talos-schematic.\n"
-        "imageFactoryURL: https://factory.talos.dev\n"
-        "talosVersion: v1.13.9\n"
-        "extensions:\n"
-        "- name: siderolabs/nvidia-open-gpu-kernel-modules-production\n"
-        "  ref: ghcr.io/siderolabs/nvidia-open-gpu-kernel-modules-production:595.91.07-v1.13.9\n"
-        f"  digest: sha256:{'a' * 64}\n"
-        "- name: siderolabs/qemu-guest-agent\n"
-        "  ref: ghcr.io/siderolabs/qemu-guest-agent:10.0.2\n"
-        f"  digest: sha256:{'b' * 64}\n"
-    )
-    assert (
-        build_lock(
-            list(reversed(infos)),
-            reversed(used),
-            factory="https://factory.talos.dev",
-            talos="v1.13.9",
-        )
-        == lock
-    )
-
-
-def test_unknown_extension_names_are_catalog_errors() -> None:
-    infos = [ExtensionInfo(**QEMU_EXT), ExtensionInfo(**NVIDIA_OPEN)]
-    with pytest.raises(CatalogError) as caught:
-        check_extension_names(infos, ["siderolabs/qemu-guest-agnet"], talos="v1.13.9", factory=URL)
-    assert str(caught.value) == (
-        f"{URL}: Talos v1.13.9 offers no extension siderolabs/qemu-guest-agnet "
-        "(did you mean siderolabs/qemu-guest-agent?)"
-    )
-    with pytest.raises(CatalogError, match=r"offers no extension siderolabs/zfs$"):
-        build_lock(infos, ["siderolabs/zfs"], factory=URL, talos="v1.13.9")

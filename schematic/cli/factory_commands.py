@@ -316,7 +316,7 @@ def extensions(
     """Official extensions for one Talos version."""
     try:
         if live:
-            from schematic.factory import live_extensions
+            from schematic.extension_cache import live_extensions
 
             with _client(factory) as client:
                 infos = live_extensions(client, talos, ttl=0)

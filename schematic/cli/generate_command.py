@@ -166,7 +166,9 @@ def _check_live_catalogue(client: FactoryClient, plan: ClusterPlan) -> str:
     """Raise CatalogError naming each pool whose extensions the factory does not offer for the
     cluster's Talos version; otherwise return the lock file text."""
     from schematic.errors import CatalogError
-    from schematic.factory import build_lock, check_extension_names, live_extensions
+    from schematic.extension_cache import live_extensions
+    from schematic.extension_lock import build_lock
+    from schematic.extension_names import check_extension_names
 
     talos = plan.talos.version
     offered = live_extensions(client, talos)

@@ -1,0 +1,103 @@
+"""The factory's official extension lists, cached on disk per factory and Talos release.
+
+One JSON file per (factory URL, release) under ``$XDG_CACHE_HOME/talos-schematic``; it holds
+the URL without credentials and the answer, never a token. A missing, stale or damaged file only
+means asking the factory again, and an unwritable cache directory never fails a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pydantic
+
+from schematic.factory import ExtensionInfo, FactoryClient
+from schematic.factory_url import split_factory_url
+
+__all__ = ["DEFAULT_CACHE_TTL", "default_cache_dir", "live_extensions"]
+
+DEFAULT_CACHE_TTL = 24 * 3600.0
+
+_EXTENSION_LIST = pydantic.TypeAdapter(list[ExtensionInfo])
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/talos-schematic``, or ``~/.cache/talos-schematic``."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "talos-schematic"
+
+
+def _cache_file(cache_dir: Path, url: str, version: str) -> Path:
+    host = urllib.parse.urlsplit(url).hostname or "factory"
+    digest = hashlib.sha256(url.encode()).hexdigest()[:12]
+    return cache_dir / f"extensions-{host}-{digest}-{version}.json"
+
+
+def _read_cache(path: Path, url: str, version: str, ttl: float, now: float) -> list[ExtensionInfo]:
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+        fetched = float(raw["fetchedAt"])
+        if raw["factory"] != url or raw["talos"] != version or not 0 <= now - fetched < ttl:
+            return []
+        return _EXTENSION_LIST.validate_python(raw["extensions"])
+    except (OSError, ValueError, KeyError, TypeError):
+        # A missing, stale or damaged cache only means fetching again.
+        return []
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def live_extensions(
+    client_or_url: FactoryClient | str,
+    version: str,
+    *,
+    cache_dir: Path | None = None,
+    ttl: float = DEFAULT_CACHE_TTL,
+    now: Callable[[], float] = time.time,
+) -> list[ExtensionInfo]:
+    """The factory's official extensions for ``version``, cached on disk for ``ttl`` seconds.
+
+    ``ttl=0`` always asks the factory (and refreshes the cache).
+    """
+    talos = version if version.startswith("v") else f"v{version}"
+    url = client_or_url.url if isinstance(client_or_url, FactoryClient) else client_or_url
+    url = split_factory_url(url)[0]
+    path = _cache_file(cache_dir or default_cache_dir(), url, talos)
+    if ttl > 0:
+        cached = _read_cache(path, url, talos, ttl, now())
+        if cached:
+            return cached
+    if isinstance(client_or_url, FactoryClient):
+        extensions = client_or_url.official_extensions(talos)
+    else:
+        with FactoryClient(client_or_url) as client:
+            extensions = client.official_extensions(talos)
+    record = {
+        "factory": url,
+        "talos": talos,
+        "fetchedAt": now(),
+        "extensions": [info.model_dump() for info in extensions],
+    }
+    # The cache is an optimisation; an unwritable cache directory must not fail the run.
+    with contextlib.suppress(OSError):
+        _write_atomically(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return extensions

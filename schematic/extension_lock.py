@@ -1,0 +1,47 @@
+"""The lock file: the image ref and digest of every extension the generated output uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import yaml
+
+from schematic.extension_names import check_extension_names
+from schematic.factory_url import split_factory_url
+
+if TYPE_CHECKING:
+    from schematic.factory import ExtensionInfo
+
+__all__ = ["build_lock"]
+
+
+def build_lock(
+    extensions_info: Sequence[ExtensionInfo],
+    used_names: Iterable[str],
+    *,
+    factory: str | None = None,
+    talos: str | None = None,
+) -> str:
+    """Lock-file YAML pinning the ref and digest of every extension the output uses.
+
+    Deterministic (names sorted, no timestamps), so a GitOps diff shows exactly a driver or
+    extension image change. Raises CatalogError for a name the catalogue lacks.
+    """
+    by_name = {info.name: info for info in extensions_info}
+    names = sorted(set(used_names))
+    check_extension_names(
+        extensions_info, names, talos=talos or "(unknown version)", factory=factory or "catalogue"
+    )
+    document: dict[str, object] = {}
+    if factory:
+        document["imageFactoryURL"] = split_factory_url(factory)[0]
+    if talos:
+        document["talosVersion"] = talos
+    document["extensions"] = [
+        {"name": name, "ref": by_name[name].ref, "digest": by_name[name].digest} for name in names
+    ]
+    header = "# Extension images the generated schematics resolve to; written by talos-schematic.\n"
+    return header + yaml.safe_dump(
+        document, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16
+    )
