@@ -2,7 +2,7 @@
 
 Exit codes: 0 ok, 1 error (bad input, refused combination, factory failure), 2 usage,
 3 `check` found drift / `lint` found errors / `verify` found a missing schematic /
-`detect --against` found a difference.
+`detect --against` found a difference / `upgrade` found a pool that would break.
 
 Each command lives in its own module below and registers itself on ``app``; command modules
 import the library lazily, inside the command, so `--help` and offline commands start fast.
@@ -45,6 +45,7 @@ _COMMAND_MODULES = {
     "gpu": "gpu_command",
     "generate": "generate_command",
     "check": "generate_command",
+    "upgrade": "upgrade_command",
     "register": "factory_commands",
     "verify": "factory_commands",
     "extensions": "factory_commands",

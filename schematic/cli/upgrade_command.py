@@ -1,0 +1,166 @@
+"""`talos-schematic upgrade`: what a Talos release bump does to each pool, before nodes see it.
+
+The library plans the cluster file at both releases and compares them
+(:mod:`schematic.upgrade`) and renders the report (:mod:`schematic.render.upgrade`); this module
+parses the options, fetches the factory's catalogue for ``--live-catalogue`` (the only network
+I/O, and the only reason httpx is imported) and maps a breaking pool to exit 3.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from schematic.cli import app, fail
+from schematic.errors import TalosSchematicError
+
+if TYPE_CHECKING:
+    from schematic.upgrade import TargetPlan
+
+
+class ReportFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def _live_names(target: TargetPlan, factory: str | None, image_factory_url: str) -> TargetPlan:
+    from schematic.factory import FactoryClient, live_extensions, resolve_factory_url
+    from schematic.upgrade import check_live_names
+
+    with FactoryClient(resolve_factory_url(factory, image_factory_url)) as client:
+        offered = live_extensions(client, target.talos)
+        return check_live_names(target, (info.name for info in offered), factory=client.url)
+
+
+@app.command()
+def upgrade(
+    cluster_file: Annotated[
+        Path,
+        typer.Argument(
+            help="cluster file (YAML): cluster, talos, nvidia, pools", metavar="CLUSTER"
+        ),
+    ],
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            metavar="vX.Y.Z",
+            help="the Talos release to upgrade to (default: the file's talos.version, with --from)",
+            show_default=False,
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="vX.Y.Z",
+            help=(
+                "the release the nodes run now (default: the file's talos.version); for a pull "
+                "request that already bumped talos.version, give the base branch's version"
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    report_format: Annotated[
+        ReportFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text, json, or markdown (a table for a pull-request comment)",
+        ),
+    ] = ReportFormat.text,
+    as_json: Annotated[bool, typer.Option("--json", help="the same as --format json")] = False,
+    profiles: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--profiles",
+            help="directory of hardware profiles, searched before the shipped ones (repeatable)",
+        ),
+    ] = None,
+    live_catalogue: Annotated[
+        bool,
+        typer.Option(
+            "--live-catalogue",
+            help=(
+                "check every pool's extensions at the target release against the factory's "
+                "list (cached on disk for a day); a name it lacks breaks the pool"
+            ),
+        ),
+    ] = False,
+    factory: Annotated[
+        str | None,
+        typer.Option(
+            "--factory",
+            metavar="URL",
+            help=(
+                "Image Factory for --live-catalogue (default: $TALOS_SCHEMATIC_FACTORY, else "
+                "the cluster file's talos.imageFactoryURL)"
+            ),
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Per pool: schematic ID, extensions, NVIDIA driver, kernel modules and machine config
+    before → after a Talos upgrade, and what the running nodes need (talosctl upgrade, or
+    recreating Cozystack machines). Exit 3 when a pool would break (e.g. its GPU is dropped by
+    the new driver), with the ways out; 0 otherwise. Offline unless --live-catalogue."""
+    if to is None and since is None:
+        raise typer.BadParameter("give the release to upgrade to", param_hint="--to")
+    if as_json:
+        if report_format not in (ReportFormat.text, ReportFormat.json):
+            raise typer.BadParameter("--json is --format json", param_hint="--format")
+        report_format = ReportFormat.json
+    from schematic.cluster import load_cluster
+    from schematic.render.upgrade import upgrade_json, upgrade_markdown, upgrade_text
+    from schematic.upgrade import compare_plans, plan_at, plan_target, target_release
+
+    for option, value in (("--to", to), ("--from", since)):
+        try:
+            if value is not None:
+                target_release(value)
+        except TalosSchematicError as err:
+            raise typer.BadParameter(str(err), param_hint=option) from None
+
+    source = str(cluster_file)
+    try:
+        cluster = load_cluster(cluster_file)
+        before = since or cluster.talos.version
+        after = to or cluster.talos.version
+        base_dir, profile_dirs = cluster_file.parent, tuple(profiles or ())
+        old, old_note = plan_at(
+            cluster, before, source=source, base_dir=base_dir, profile_dirs=profile_dirs
+        )
+        target = plan_target(
+            cluster,
+            after,
+            source=source,
+            base_dir=base_dir,
+            profile_dirs=profile_dirs,
+            stay_on=old.talos.version,
+        )
+        if live_catalogue:
+            target = _live_names(target, factory, cluster.talos.image_factory_url)
+        report = compare_plans(old, target)
+    except TalosSchematicError as err:
+        raise fail(err) from None
+    if old_note:
+        print(f"talos-schematic: note: {old_note}", file=sys.stderr)
+    render = {
+        ReportFormat.text: upgrade_text,
+        ReportFormat.json: upgrade_json,
+        ReportFormat.markdown: upgrade_markdown,
+    }[report_format]
+    sys.stdout.write(render(report))
+    if report.breaking:
+        broken = [pool.name for pool in report.pools if pool.status == "breaking"]
+        print(
+            f"talos-schematic: {len(broken)} pool{'s' * (len(broken) != 1)} would break on "
+            f"Talos {report.talos_after}: {', '.join(broken)}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(3)

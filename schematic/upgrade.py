@@ -1,0 +1,557 @@
+"""What a Talos upgrade does to each pool: two plans compared, before any node is touched.
+
+A Talos release pins its NVIDIA drivers, so bumping ``talos.version`` can move a GPU pool to
+another driver branch, rename its extensions, drop its GPU (the 595 branch no longer drives
+Volta), change what its machine config loads (Talos 1.14 writes ``KernelModuleConfig``
+documents) and, through all of these, its schematic ID. :func:`plan_target` plans the cluster
+file at the target release pool by pool, keeping a pool that cannot be planned there as a
+:class:`PoolRefusal` with the ways out; :func:`compare_plans` compares the two plans and says,
+per pool, what changes and what the running nodes need. Both are pure; rendering the report
+is :mod:`schematic.render.upgrade`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from schematic.catalog import resolve_version, talos_versions
+from schematic.cluster import (
+    ClusterFile,
+    ClusterPlan,
+    NvidiaSettings,
+    PoolPlan,
+    PoolSpec,
+    plan_cluster,
+)
+from schematic.errors import CatalogError, ClusterFileError, TalosSchematicError
+from schematic.nvidia import KernelModule, describe_nvidia_extension
+from schematic.render.machineconfig import (
+    KERNEL_MODULE_DOCUMENTS_FROM,
+    MIRROR_DOCUMENTS_FROM,
+    machine_config_patch,
+)
+from schematic.render.urls import installer_image
+from schematic.talos import TalosVersion
+
+__all__ = [
+    "COZYSTACK_IMMUTABLE_CONFIG_ISSUE",
+    "DriverState",
+    "NodeAction",
+    "PoolChange",
+    "PoolRefusal",
+    "TargetPlan",
+    "UpgradeReport",
+    "check_live_names",
+    "compare_plans",
+    "plan_at",
+    "plan_target",
+    "target_release",
+]
+
+# Cozystack renders each pool's machine config into a TalosConfigTemplate whose name is fixed:
+# a changed template never reaches machines that already exist.
+COZYSTACK_IMMUTABLE_CONFIG_ISSUE = "cozystack/cozystack#3523"
+
+Status = Literal["unchanged", "changed", "breaking"]
+_PINNABLE_TIERS: tuple[Literal["lts", "production"], ...] = ("lts", "production")
+
+
+@dataclass(frozen=True)
+class PoolRefusal:
+    """A pool that cannot be planned at the target release: why, and the ways out."""
+
+    name: str
+    reason: str
+    fixes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    """The cluster file planned at the target release, one entry per pool in file order."""
+
+    cluster: str
+    talos: str
+    pools: tuple[PoolPlan | PoolRefusal, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DriverState:
+    """The NVIDIA driver a pool runs."""
+
+    flavour: str
+    tier: str | None
+    driver: str
+    container_toolkit: str
+
+    def __str__(self) -> str:
+        tier = f" {self.tier}" if self.tier else ""
+        return f"{self.flavour}{tier} {self.driver}"
+
+
+@dataclass(frozen=True)
+class NodeAction:
+    """What the pool's running nodes need: ``kind`` is image, recreate or patch."""
+
+    kind: Literal["image", "recreate", "patch"]
+    text: str
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class PoolChange:
+    """One pool before and after the upgrade."""
+
+    name: str
+    status: Status
+    schematic_before: str
+    schematic_after: str | None
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    kernel_args_added: tuple[str, ...] = ()
+    kernel_args_removed: tuple[str, ...] = ()
+    driver_before: DriverState | None = None
+    driver_after: DriverState | None = None
+    driver_notes: tuple[str, ...] = ()
+    modules_before: tuple[KernelModule, ...] = ()
+    modules_after: tuple[KernelModule, ...] = ()
+    machine_config: tuple[str, ...] = ()
+    installer_before: str = ""
+    installer_after: str | None = None
+    refusal: PoolRefusal | None = None
+    actions: tuple[NodeAction, ...] = ()
+
+    @property
+    def extensions_changed(self) -> bool:
+        return bool(self.added or self.removed or self.renamed)
+
+    @property
+    def modules_changed(self) -> bool:
+        return self.modules_before != self.modules_after
+
+
+@dataclass(frozen=True)
+class UpgradeReport:
+    """Every pool's change for one upgrade; ``breaking`` when any pool cannot follow."""
+
+    cluster: str
+    source: str
+    talos_before: str
+    talos_after: str
+    pools: tuple[PoolChange, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def breaking(self) -> bool:
+        return any(pool.status == "breaking" for pool in self.pools)
+
+
+# --- the target release ------------------------------------------------------------------------
+
+
+def target_release(wanted: str) -> tuple[str, str, str]:
+    """``(release, planned_as, note)`` for a ``--to``/``--from`` release.
+
+    ``planned_as`` is the release whose packaged tables the plan uses: the release itself when
+    the catalogue knows it or a newer patch of a known minor (the tables say which patch they
+    use), and the newest known release for anything beyond the tables, with a note saying so.
+    Raises CatalogError for text that is not a release.
+    """
+    version = TalosVersion.parse(wanted)
+    if version.prerelease:
+        raise CatalogError(
+            f"{wanted!r} is a pre-release; upgrade plans are for releases such as v1.13.9"
+        )
+    known = talos_versions()
+    newest = TalosVersion.parse(known[-1])
+    if version.minor_line > newest.minor_line:
+        note = (
+            f"Talos {version} is newer than the packaged tables (newest {newest}); planned with "
+            f"{newest}'s extensions and NVIDIA drivers, which may differ from {version}'s: check "
+            "with --live-catalogue and the release notes"
+        )
+        return str(version), str(newest), note
+    resolve_version(str(version))  # raises, naming the closest known releases
+    if str(version) not in known:
+        same_line = [v for v in known if TalosVersion.parse(v).minor_line == version.minor_line]
+        if same_line and TalosVersion.parse(same_line[-1]) < version:
+            note = (
+                f"Talos {version} is newer than the packaged tables' last "
+                f"{version.major}.{version.minor} release ({same_line[-1]}); planned with its "
+                "extensions and NVIDIA drivers"
+            )
+            return str(version), str(version), note
+    return str(version), str(version), ""
+
+
+# --- planning at the target ------------------------------------------------------------------
+
+
+def _at(cluster: ClusterFile, version: str) -> ClusterFile:
+    return replace(cluster, talos=replace(cluster.talos, version=version))
+
+
+def _retarget(plan: PoolPlan, version: str) -> PoolPlan:
+    """A pool planned with another release's tables, carrying the release actually asked for
+    (the installer and the machine-config form follow the real version)."""
+    if plan.talos.version == version:
+        return plan
+    return replace(plan, talos=replace(plan.talos, version=version))
+
+
+def _reason(source: str, pool: str, err: TalosSchematicError) -> str:
+    prefix = f'{source}: pool "{pool}": '
+    text = str(err)
+    return text.removeprefix(prefix)
+
+
+def plan_at(
+    cluster: ClusterFile,
+    version: str,
+    *,
+    source: str = "cluster.yaml",
+    base_dir: Path | None = None,
+    profile_dirs: Sequence[Path] = (),
+) -> tuple[ClusterPlan, str]:
+    """The whole cluster planned at ``version`` (a failing pool raises, as in planning), and
+    the note of :func:`target_release`."""
+    release, planned_as, note = target_release(version)
+    plan = plan_cluster(
+        _at(cluster, planned_as), source=source, base_dir=base_dir, profile_dirs=profile_dirs
+    )
+    if planned_as != release:
+        talos = replace(plan.talos, version=release)
+        plan = replace(
+            plan, talos=talos, pools=tuple(_retarget(pool, release) for pool in plan.pools)
+        )
+    return plan, note
+
+
+def plan_target(
+    cluster: ClusterFile,
+    to: str,
+    *,
+    source: str = "cluster.yaml",
+    base_dir: Path | None = None,
+    profile_dirs: Sequence[Path] = (),
+    stay_on: str | None = None,
+) -> TargetPlan:
+    """Plan every pool at release ``to``; a pool that cannot be planned there is refused with
+    its fixes (pin another NVIDIA tier or flavour, stay on ``stay_on``, replace the card).
+
+    Errors that are not the pool's (an unreadable profile) are raised as in planning.
+    """
+    release, planned_as, note = target_release(to)
+    target = _at(cluster, planned_as)
+    options: dict[str, Any] = {
+        "source": source,
+        "base_dir": base_dir,
+        "profile_dirs": profile_dirs,
+    }
+    try:
+        whole = plan_cluster(target, **options)
+        pools: tuple[PoolPlan | PoolRefusal, ...] = tuple(
+            _retarget(pool, release) for pool in whole.pools
+        )
+    except ClusterFileError:
+        # Some pool cannot follow: plan them one by one to tell which, and why.
+        pools = tuple(
+            _plan_one(target, pool, release, options, stay_on=stay_on) for pool in cluster.pools
+        )
+    return TargetPlan(
+        cluster=cluster.cluster,
+        talos=release,
+        pools=pools,
+        notes=(note,) if note else (),
+    )
+
+
+def _plan_pool(cluster: ClusterFile, pool: PoolSpec, options: Mapping[str, Any]) -> PoolPlan:
+    return plan_cluster(replace(cluster, pools=(pool,)), **options).pools[0]
+
+
+def _plan_one(
+    cluster: ClusterFile,
+    pool: PoolSpec,
+    release: str,
+    options: Mapping[str, Any],
+    *,
+    stay_on: str | None,
+) -> PoolPlan | PoolRefusal:
+    try:
+        return _retarget(_plan_pool(cluster, pool, options), release)
+    except ClusterFileError as err:
+        reason = _reason(options["source"], pool.name, err)
+    fixes = [*_setting_fixes(cluster, pool, release, options)]
+    if stay_on is not None:
+        fixes.append(f"stay on Talos {stay_on} for now")
+    if _is_gpu_refusal(reason):
+        fixes.append(
+            "replace the card with one the target release's NVIDIA drivers drive "
+            "(`talos-schematic gpu ID --talos " + release + "` tells)"
+        )
+    return PoolRefusal(name=pool.name, reason=reason, fixes=tuple(fixes))
+
+
+def _is_gpu_refusal(reason: str) -> bool:
+    # NvidiaError messages arrive inside ClusterFileError text; their wording is the signal.
+    return any(
+        phrase in reason
+        for phrase in ("does not drive", "does not know", "cannot drive", "no NVIDIA")
+    )
+
+
+def _setting_fixes(
+    cluster: ClusterFile, pool: PoolSpec, release: str, options: Mapping[str, Any]
+) -> Iterable[str]:
+    """Each NVIDIA setting that would let the pool plan at the target, as a fix."""
+    effective = pool.nvidia.over(cluster.nvidia)
+    tried: list[tuple[str, NvidiaSettings]] = [
+        ("tier", replace(pool.nvidia, tier=tier))
+        for tier in _PINNABLE_TIERS
+        if (effective.tier or "auto") != tier
+    ]
+    if (effective.flavour or "auto") != "auto":
+        tried.append(("flavour", replace(pool.nvidia, flavour="auto")))
+    for key, settings in tried:
+        try:
+            plan = _plan_pool(cluster, replace(pool, nvidia=settings), options)
+        except ClusterFileError:
+            continue
+        if plan.nvidia is None:
+            continue
+        value = settings.tier if key == "tier" else settings.flavour
+        yield (
+            f'pin nvidia.{key}: {value} on pool "{pool.name}" (Talos {release} then runs '
+            f"{DriverState(plan.nvidia.flavour, plan.nvidia.tier, plan.nvidia.driver, '')})"
+        )
+
+
+def check_live_names(target: TargetPlan, offered: Iterable[str], *, factory: str) -> TargetPlan:
+    """The target plan with every pool whose extensions ``factory`` does not offer for the
+    target release refused (the factory builds no image for such a schematic)."""
+    names = frozenset(offered)
+    pools: list[PoolPlan | PoolRefusal] = []
+    for pool in target.pools:
+        missing = (
+            sorted(name for name in pool.extensions if name not in names)
+            if isinstance(pool, PoolPlan)
+            else []
+        )
+        if isinstance(pool, PoolPlan) and missing:
+            pools.append(
+                PoolRefusal(
+                    name=pool.name,
+                    reason=(
+                        f"{factory} offers no {', '.join(missing)} for Talos {target.talos}: "
+                        "it would build no image for this schematic"
+                    ),
+                    fixes=(
+                        "remove the extension from the pool or its profile, or use the name "
+                        "the factory lists for that release (talos-schematic extensions "
+                        f"--talos {target.talos} --live)",
+                    ),
+                )
+            )
+        else:
+            pools.append(pool)
+    return replace(target, pools=tuple(pools))
+
+
+# --- the comparison ----------------------------------------------------------------------------
+
+
+def _driver(pool: PoolPlan) -> DriverState | None:
+    decision = pool.nvidia
+    if decision is None:
+        return None
+    return DriverState(decision.flavour, decision.tier, decision.driver, decision.container_toolkit)
+
+
+def _renames(
+    removed: list[str], added: list[str]
+) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """Removed and added NVIDIA extensions of one family pair up as a rename (a tier or flavour
+    change, or the ``-lts``/``-production`` suffixes of Talos 1.8)."""
+    renamed: list[tuple[str, str]] = []
+    for old in list(removed):
+        old_kind = describe_nvidia_extension(old)
+        if old_kind is None:
+            continue
+        for new in added:
+            new_kind = describe_nvidia_extension(new)
+            if new_kind is not None and new_kind.family == old_kind.family:
+                renamed.append((old, new))
+                removed.remove(old)
+                added.remove(new)
+                break
+    return removed, added, renamed
+
+
+def _module_text(modules: Sequence[KernelModule]) -> str:
+    if not modules:
+        return "none"
+    return ", ".join(
+        f"{module.name} ({' '.join(module.parameters)})" if module.parameters else module.name
+        for module in modules
+    )
+
+
+def _config_changes(old: PoolPlan, new: PoolPlan) -> list[str]:
+    """What changes in the pool's machine-config patch, besides the installer image."""
+    changes: list[str] = []
+    if old.kernel_modules != new.kernel_modules:
+        changes.append(
+            f"kernel modules: {_module_text(old.kernel_modules)} → "
+            f"{_module_text(new.kernel_modules)}"
+        )
+    before, after = TalosVersion.parse(old.talos.version), TalosVersion.parse(new.talos.version)
+    form = KERNEL_MODULE_DOCUMENTS_FROM
+    if new.kernel_modules and (before >= form) != (after >= form):
+        changes.append(
+            "kernel modules written as KernelModuleConfig documents (Talos 1.14 and later; "
+            "machine.kernel.modules is deprecated there, still merged)"
+            if after >= form
+            else "kernel modules written as machine.kernel.modules (before Talos 1.14)"
+        )
+    for key in sorted({*old.sysctls, *new.sysctls}):
+        was, now = old.sysctls.get(key), new.sysctls.get(key)
+        if was == now:
+            continue
+        if now is None:
+            changes.append(f"sysctl {key}={was} removed (not needed on Talos {new.talos.version})")
+        elif was is None:
+            changes.append(f"sysctl {key}={now} added")
+        else:
+            changes.append(f"sysctl {key}: {was} → {now}")
+    mirrors = new.registry_mirrors
+    if mirrors and (before >= MIRROR_DOCUMENTS_FROM) != (after >= MIRROR_DOCUMENTS_FROM):
+        changes.append(
+            "registry mirrors written as RegistryMirrorConfig documents (Talos 1.12 and later)"
+            if after >= MIRROR_DOCUMENTS_FROM
+            else "registry mirrors written as machine.registries.mirrors (before Talos 1.12)"
+        )
+    if not changes and _patch_without_image(old) != _patch_without_image(new):
+        changes.append("the machine-config patch changes (compare machine-config-patch.yaml)")
+    return changes
+
+
+def _patch_without_image(pool: PoolPlan) -> list[dict[str, Any]]:
+    documents = machine_config_patch(pool)
+    machine = dict(documents[0]["machine"])
+    machine.pop("install", None)
+    return [{"machine": machine}, *documents[1:]]
+
+
+def _actions(old: PoolPlan, new: PoolPlan, config: Sequence[str]) -> list[NodeAction]:
+    actions: list[NodeAction] = []
+    image = installer_image(new)
+    if image != installer_image(old):
+        actions.append(
+            NodeAction(
+                "image",
+                "new image: upgrade each node to the new installer",
+                f"talosctl upgrade --nodes <node> --image {image}",
+            )
+        )
+    if old.kernel_modules != new.kernel_modules:
+        actions.append(
+            NodeAction(
+                "recreate",
+                "kernelModules change: on Cozystack the pool's TalosConfigTemplate is immutable "
+                f"({COZYSTACK_IMMUTABLE_CONFIG_ISSUE}), so the pool's machines must be "
+                "recreated to load the new set (roll them one by one, or scale the pool down "
+                "and up)",
+            )
+        )
+    if config:
+        actions.append(
+            NodeAction(
+                "patch",
+                "machine config changes: on plain Talos apply the new patch to each node",
+                f"talosctl patch machineconfig --nodes <node> --patch @{new.name}/"
+                "machine-config-patch.yaml",
+            )
+        )
+    return actions
+
+
+def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal) -> PoolChange:
+    driver_before = _driver(old)
+    if isinstance(new, PoolRefusal):
+        return PoolChange(
+            name=old.name,
+            status="breaking",
+            schematic_before=old.schematic_id,
+            schematic_after=None,
+            driver_before=driver_before,
+            modules_before=old.kernel_modules,
+            installer_before=installer_image(old),
+            refusal=new,
+        )
+    before, after = set(old.extensions), set(new.extensions)
+    removed, added, renamed = _renames(sorted(before - after), sorted(after - before))
+    driver_after = _driver(new)
+    notes: list[str] = []
+    if new.nvidia is not None and driver_before != driver_after:
+        # The decision's own reasons say why the driver moved ("not production: 595 …").
+        notes = [
+            reason
+            for reason in new.nvidia.reasons
+            if reason.startswith(("not ", "tier ", "flavour ")) and reason not in _reasons(old)
+        ]
+    config = _config_changes(old, new)
+    same = (
+        old.schematic_id == new.schematic_id
+        and driver_before == driver_after
+        and not config
+        and old.kernel_args == new.kernel_args
+    )
+    return PoolChange(
+        name=old.name,
+        status="unchanged" if same else "changed",
+        schematic_before=old.schematic_id,
+        schematic_after=new.schematic_id,
+        added=tuple(added),
+        removed=tuple(removed),
+        renamed=tuple(renamed),
+        kernel_args_added=tuple(arg for arg in new.kernel_args if arg not in old.kernel_args),
+        kernel_args_removed=tuple(arg for arg in old.kernel_args if arg not in new.kernel_args),
+        driver_before=driver_before,
+        driver_after=driver_after,
+        driver_notes=tuple(notes),
+        modules_before=old.kernel_modules,
+        modules_after=new.kernel_modules,
+        machine_config=tuple(config),
+        installer_before=installer_image(old),
+        installer_after=installer_image(new),
+        actions=tuple(_actions(old, new, config)),
+    )
+
+
+def _reasons(pool: PoolPlan) -> tuple[str, ...]:
+    return pool.nvidia.reasons if pool.nvidia is not None else ()
+
+
+def compare_plans(old: ClusterPlan, new: TargetPlan) -> UpgradeReport:
+    """Compare a cluster's plan with its plan at another release, pool by pool (matched by
+    name, in the old plan's order). A pool the target plan refuses is breaking."""
+    by_name = {pool.name: pool for pool in new.pools}
+    changes = []
+    for pool in old.pools:
+        target = by_name.get(pool.name)
+        if target is None:
+            raise ClusterFileError(f'{old.source}: pool "{pool.name}" is not in the target plan')
+        changes.append(_compare_pool(pool, target))
+    return UpgradeReport(
+        cluster=old.cluster,
+        source=old.source,
+        talos_before=old.talos.version,
+        talos_after=new.talos,
+        pools=tuple(changes),
+        notes=new.notes,
+    )

@@ -1,0 +1,245 @@
+"""`talos-schematic upgrade`: text, JSON and Markdown reports, exit codes, --live-catalogue."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import respx
+from typer.testing import CliRunner, Result
+
+from schematic.catalog import talos_versions
+from schematic.cli import _register_commands, app
+
+_register_commands()
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "cluster.yaml"
+NEWEST_1_14 = max(
+    (version for version in talos_versions() if version.startswith("v1.14.")),
+    key=lambda version: int(version.rsplit(".", 1)[1]),
+)
+URL = "https://factory.example.test"
+CLUSTER = f"""\
+cluster: ml
+talos:
+  version: v1.12.6
+  imageFactoryURL: {URL}
+pools:
+  - name: v100
+    profile: kubevirt-v100-pcie-16gb
+    nvidia: {{tier: production}}
+  - name: cpu
+    profile: kubevirt-cpu
+    maxReplicas: 3
+"""
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+def table_rows(markdown: str) -> list[list[str]]:
+    """The cells of the Markdown table's rows (header first), split on unescaped pipes."""
+    rows = []
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            assert line.endswith(" |"), line
+            cells = re.split(r"(?<!\\)\|", line[1:-1])
+            rows.append([cell.strip() for cell in cells])
+    return rows
+
+
+# --- the shipped example -------------------------------------------------------------------------
+
+
+def test_example_to_the_newest_1_14_prints_every_pools_driver_and_extensions() -> None:
+    result = run("upgrade", str(EXAMPLE), "--to", NEWEST_1_14)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert out.startswith(f"mycluster: Talos v1.13.9 → {NEWEST_1_14}: 4 pools:")
+    blocks = re.split(r"^(?=pool )", out, flags=re.MULTILINE)[1:]
+    assert [block.split(":", 1)[0] for block in blocks] == [
+        "pool rtx6000",
+        "pool l40s",
+        "pool v100",
+        "pool cpu",
+    ]
+    for block in blocks:
+        assert "\n  driver: " in block
+        assert "\n  extensions: " in block or "\n  extensions:\n" in block
+    rtx = blocks[0]
+    assert "driver: open production 595.91.07" in rtx
+    assert "KernelModuleConfig documents" in rtx
+    # The installer follows the release's installer form; it carries the target release.
+    assert re.search(rf"talosctl upgrade --nodes <node> --image \S+:{NEWEST_1_14}\n", rtx)
+    v100 = blocks[2]
+    assert "driver: proprietary lts 580.178.04" in v100
+
+
+def test_example_cpu_pool_reports_no_change() -> None:
+    result = run("upgrade", str(EXAMPLE), "--to", NEWEST_1_14, "--json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    cpu = next(pool for pool in document["pools"] if pool["name"] == "cpu")
+    assert cpu["status"] == "unchanged"
+    assert cpu["schematicID"]["before"] == cpu["schematicID"]["after"]
+    assert cpu["extensions"] == {"added": [], "removed": [], "renamed": []}
+    assert cpu["driver"] == {"before": None, "after": None, "why": []}
+    assert cpu["machineConfig"] == []
+    assert [node["action"] for node in cpu["nodes"]] == ["image"]
+
+
+def test_output_is_deterministic() -> None:
+    first = run("upgrade", str(EXAMPLE), "--to", NEWEST_1_14, "-f", "markdown")
+    second = run("upgrade", str(EXAMPLE), "--to", NEWEST_1_14, "-f", "markdown")
+    assert first.stdout == second.stdout
+    assert first.stdout.endswith("\n")
+
+
+# --- a pool that breaks ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(CLUSTER)
+    return path
+
+
+def test_volta_on_production_from_1_12_to_1_13_breaks_with_exit_3_and_the_fix(
+    cluster: Path,
+) -> None:
+    result = run("upgrade", str(cluster), "--to", "v1.13.9")
+    assert result.exit_code == 3
+    assert "pool v100: BREAKS" in result.stdout
+    assert "does not drive 10de:1db4" in result.stdout
+    assert 'pin nvidia.tier: lts on pool "v100"' in result.stdout
+    assert "stay on Talos v1.12.6" in result.stdout
+    assert "pool cpu: no change" in result.stdout
+    assert result.stderr == "talos-schematic: 1 pool would break on Talos v1.13.9: v100\n"
+
+
+def test_from_compares_a_file_already_bumped_with_the_release_it_came_from(
+    cluster: Path,
+) -> None:
+    cluster.write_text(CLUSTER.replace("v1.12.6", "v1.13.9").replace("production", "lts"))
+    result = run("upgrade", str(cluster), "--from", "v1.12.6", "--json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["talos"] == {"before": "v1.12.6", "after": "v1.13.9"}
+    v100 = document["pools"][0]
+    assert v100["driver"]["before"]["driver"] == "580.126.20"
+    assert v100["driver"]["after"]["driver"] == "580.178.04"
+
+
+def test_json_carries_the_refusal_and_the_exit_code(cluster: Path) -> None:
+    result = run("upgrade", str(cluster), "--to", "v1.13.9", "--format", "json")
+    assert result.exit_code == 3
+    document = json.loads(result.stdout)
+    assert document["breaking"] is True
+    v100 = document["pools"][0]
+    assert v100["status"] == "breaking"
+    assert v100["schematicID"]["after"] is None
+    assert v100["refused"]["fixes"][0].startswith("pin nvidia.tier: lts")
+
+
+def test_markdown_is_one_table_with_a_row_per_pool(cluster: Path) -> None:
+    result = run("upgrade", str(cluster), "--to", "v1.13.9", "--format", "markdown")
+    assert result.exit_code == 3
+    rows = table_rows(result.stdout)
+    header, separator, *body = rows
+    assert header[:2] == ["pool", "status"]
+    assert set(separator) == {"---"}
+    assert all(len(row) == len(header) for row in rows)
+    assert [row[0] for row in body] == ["`v100`", "`cpu`"]
+    assert body[0][1] == "**BREAKS**"
+    assert body[1][1] == "no change"
+    # The table is contiguous (a blank line would end it) and the fix follows it.
+    lines = result.stdout.splitlines()
+    first = lines.index(next(line for line in lines if line.startswith("|")))
+    assert all(line.startswith("|") for line in lines[first : first + len(rows)])
+    assert "#### `v100` would break" in result.stdout
+    assert '- pin nvidia.tier: lts on pool "v100"' in result.stdout
+
+
+def test_markdown_cells_escape_pipes_and_keep_rows_on_one_line(cluster: Path) -> None:
+    text = CLUSTER.replace("    maxReplicas: 3\n", "    kernelArgs: ['a|b']\n")
+    cluster.write_text(text)
+    result = run("upgrade", str(cluster), "--from", "v1.12.6", "--to", "v1.12.6", "-f", "markdown")
+    assert result.exit_code == 0, result.stderr
+    rows = table_rows(result.stdout)
+    assert all(len(row) == len(rows[0]) for row in rows)
+
+
+# --- usage and the factory ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give the release to upgrade to"),
+        (("--to", "1.x"), "not a Talos version"),
+        (("--to", "v1.14.0-rc.1"), "pre-release"),
+        (("--to", NEWEST_1_14, "--json", "--format", "markdown"), "--json is --format json"),
+    ],
+)
+def test_usage_errors_exit_2(args: tuple[str, ...], message: str) -> None:
+    result = run("upgrade", str(EXAMPLE), *args)
+    assert result.exit_code == 2
+    assert message in " ".join(result.stderr.replace("│", " ").split())
+
+
+def test_a_missing_cluster_file_is_one_message(tmp_path: Path) -> None:
+    result = run("upgrade", str(tmp_path / "nope.yaml"), "--to", NEWEST_1_14)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"talos-schematic: {tmp_path / 'nope.yaml'}: cannot read")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_beyond_the_tables_notes_the_last_row() -> None:
+    result = run("upgrade", str(EXAMPLE), "--to", "v1.99.0")
+    assert result.exit_code == 0, result.stderr
+    assert f"newer than the packaged tables (newest {talos_versions()[-1]})" in result.stdout
+    assert ":v1.99.0\n" in result.stdout
+
+
+def test_live_catalogue_checks_names_against_the_factory(
+    cluster: Path, factory_env: dict[str, str]
+) -> None:
+    offered = [
+        {"name": name, "ref": f"ghcr.io/{name}:v1", "digest": "sha256:" + "0" * 64}
+        for name in ("siderolabs/qemu-guest-agent",)
+    ]
+    cluster.write_text(CLUSTER.replace("production", "lts"))
+    with respx.mock(base_url=URL, assert_all_mocked=True) as mock:
+        route = mock.get("/version/v1.13.9/extensions/official").mock(
+            return_value=httpx.Response(200, json=offered)
+        )
+        result = run(
+            "upgrade", str(cluster), "--to", "v1.13.9", "--live-catalogue", env=factory_env
+        )
+    assert route.call_count == 1
+    assert result.exit_code == 3
+    assert f"{URL} offers no siderolabs/nonfree-kmod-nvidia-lts" in result.stdout
+    assert "pool cpu: no change" in result.stdout
+
+
+def test_offline_upgrade_does_not_import_httpx(cluster: Path) -> None:
+    program = (
+        "import sys\n"
+        "from schematic.cli import main\n"
+        f"sys.argv = ['talos-schematic', 'upgrade', {str(cluster)!r}, '--to', 'v1.12.6']\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        "print('httpx' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "False\n"

@@ -1,0 +1,265 @@
+"""Comparing a cluster's plan with its plan at another Talos release (schematic.upgrade)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from schematic.catalog import talos_versions
+from schematic.cluster import ClusterFile, ClusterPlan, parse_cluster, plan_cluster
+from schematic.errors import CatalogError, ClusterFileError
+from schematic.nvidia import describe_nvidia_extension
+from schematic.upgrade import (
+    COZYSTACK_IMMUTABLE_CONFIG_ISSUE,
+    PoolChange,
+    PoolRefusal,
+    UpgradeReport,
+    check_live_names,
+    compare_plans,
+    plan_at,
+    plan_target,
+    target_release,
+)
+
+NEWEST = talos_versions()[-1]
+
+
+def cluster_of(text: str) -> ClusterFile:
+    return parse_cluster(text, "cluster.yaml")
+
+
+def report_for(text: str, to: str) -> UpgradeReport:
+    cluster = cluster_of(text)
+    old = plan_cluster(cluster, source="cluster.yaml")
+    target = plan_target(cluster, to, source="cluster.yaml", stay_on=cluster.talos.version)
+    return compare_plans(old, target)
+
+
+def pool_named(report: UpgradeReport, name: str) -> PoolChange:
+    return next(pool for pool in report.pools if pool.name == name)
+
+
+VOLTA_ON_PRODUCTION = """\
+cluster: c
+talos: {version: v1.12.6}
+pools:
+  - name: v100
+    profile: kubevirt-v100-pcie-16gb
+    nvidia: {tier: production}
+  - name: cpu
+    profile: kubevirt-cpu
+"""
+
+
+def test_volta_on_production_breaks_from_1_12_to_1_13_with_the_fixes() -> None:
+    report = report_for(VOLTA_ON_PRODUCTION, "v1.13.9")
+    v100 = pool_named(report, "v100")
+    assert report.breaking
+    assert v100.status == "breaking"
+    assert v100.schematic_after is None
+    assert v100.driver_before is not None
+    assert (v100.driver_before.tier, v100.driver_before.driver) == ("production", "570.211.01")
+    assert v100.refusal is not None
+    assert "595.91.07 does not drive 10de:1db4" in v100.refusal.reason
+    fixes = v100.refusal.fixes
+    assert fixes[0] == (
+        'pin nvidia.tier: lts on pool "v100" (Talos v1.13.9 then runs proprietary lts 580.178.04)'
+    )
+    assert "stay on Talos v1.12.6 for now" in fixes
+    assert any(fix.startswith("replace the card") for fix in fixes)
+    # The CPU pool of the same file follows without any change but the Talos image itself.
+    cpu = pool_named(report, "cpu")
+    assert cpu.status == "unchanged"
+    assert cpu.schematic_after == cpu.schematic_before
+    assert [action.kind for action in cpu.actions] == ["image"]
+    assert cpu.actions[0].command.endswith(f"/{cpu.schematic_before}:v1.13.9")
+
+
+def test_the_same_volta_pool_pinned_to_lts_follows() -> None:
+    pinned = VOLTA_ON_PRODUCTION.replace("tier: production", "tier: lts")
+    report = report_for(pinned, "v1.13.9")
+    assert not report.breaking
+    v100 = pool_named(report, "v100")
+    assert v100.driver_before is not None and v100.driver_after is not None
+    assert (v100.driver_before.driver, v100.driver_after.driver) == ("580.126.20", "580.178.04")
+    # Talos 1.13 no longer needs the BPF sysctl; the patch drops it.
+    assert any("net.core.bpf_jit_harden=1 removed" in line for line in v100.machine_config)
+
+
+def test_a_tier_move_is_a_rename_of_both_nvidia_extensions_and_says_why() -> None:
+    text = """\
+cluster: c
+talos: {version: v1.12.6}
+pools:
+  - name: l4
+    profile: kubevirt-l4
+"""
+    l4 = pool_named(report_for(text, "v1.13.9"), "l4")
+    assert l4.status == "changed"
+    assert l4.schematic_after != l4.schematic_before
+    assert (l4.added, l4.removed) == ((), ())
+    assert l4.renamed == (
+        (
+            "siderolabs/nvidia-container-toolkit-lts",
+            "siderolabs/nvidia-container-toolkit-production",
+        ),
+        (
+            "siderolabs/nvidia-open-gpu-kernel-modules-lts",
+            "siderolabs/nvidia-open-gpu-kernel-modules-production",
+        ),
+    )
+    for old, new in l4.renamed:
+        old_kind, new_kind = describe_nvidia_extension(old), describe_nvidia_extension(new)
+        assert old_kind is not None and new_kind is not None
+        assert old_kind.family == new_kind.family
+    assert l4.driver_after is not None and l4.driver_after.tier == "production"
+    assert any(note.startswith("tier production") for note in l4.driver_notes)
+    assert [action.kind for action in l4.actions] == ["image", "patch"]
+
+
+def test_talos_1_8_suffixes_show_as_renames() -> None:
+    text = """\
+cluster: c
+talos: {version: v1.7.7}
+pools:
+  - name: a10
+    profile: kubevirt-a10
+"""
+    a10 = pool_named(report_for(text, "v1.8.4"), "a10")
+    # Talos 1.8 offers production 550 beside LTS 535; the newer driver wins.
+    assert a10.driver_after is not None and a10.driver_after.tier == "production"
+    assert a10.driver_before is not None and a10.driver_before.tier is None
+    assert dict(a10.renamed) == {
+        "siderolabs/nvidia-container-toolkit": "siderolabs/nvidia-container-toolkit-production",
+        "siderolabs/nvidia-open-gpu-kernel-modules": (
+            "siderolabs/nvidia-open-gpu-kernel-modules-production"
+        ),
+    }
+
+
+def test_talos_1_14_moves_kernel_modules_to_documents_and_keeps_the_schematic() -> None:
+    text = """\
+cluster: c
+talos: {version: v1.13.9}
+pools:
+  - name: l40s
+    profile: kubevirt-l40s
+"""
+    l40s = pool_named(report_for(text, NEWEST), "l40s")
+    assert l40s.schematic_after == l40s.schematic_before
+    assert l40s.modules_after == l40s.modules_before
+    assert l40s.machine_config == (
+        "kernel modules written as KernelModuleConfig documents (Talos 1.14 and later; "
+        "machine.kernel.modules is deprecated there, still merged)",
+    )
+    # The module set is the same, so Cozystack need not recreate the machines.
+    assert "recreate" not in [action.kind for action in l40s.actions]
+
+
+def test_a_changed_module_set_needs_recreated_machines_on_cozystack() -> None:
+    text = """\
+cluster: c
+talos: {version: v1.13.9}
+pools:
+  - name: l40s
+    profile: kubevirt-l40s
+    nvidia: {gdrdrv: true}
+"""
+    cluster = cluster_of(text)
+    old = plan_cluster(cluster_of(text.replace("    nvidia: {gdrdrv: true}\n", "")))
+    target = plan_target(cluster, "v1.13.9")
+    l40s = compare_plans(old, target).pools[0]
+    assert l40s.added == ("siderolabs/nvidia-gdrdrv-device",)
+    assert l40s.modules_after[-1].name == "gdrdrv"
+    recreate = [action for action in l40s.actions if action.kind == "recreate"]
+    assert len(recreate) == 1
+    assert COZYSTACK_IMMUTABLE_CONFIG_ISSUE in recreate[0].text
+    # Same Talos release, new schematic: a new installer all the same.
+    assert "image" in [action.kind for action in l40s.actions]
+
+
+def test_the_same_release_changes_nothing_and_asks_nothing() -> None:
+    text = """\
+cluster: c
+talos: {version: v1.13.9}
+pools:
+  - name: cpu
+    profile: kubevirt-cpu
+"""
+    cpu = report_for(text, "v1.13.9").pools[0]
+    assert cpu.status == "unchanged"
+    assert cpu.actions == ()
+
+
+def test_a_release_beyond_the_tables_uses_the_last_row_and_says_so() -> None:
+    newest = talos_versions()[-1]
+    major, minor, _ = newest.lstrip("v").split(".")
+    beyond = f"v{major}.{int(minor) + 1}.2"
+    release, planned_as, note = target_release(beyond)
+    assert (release, planned_as) == (beyond, newest)
+    assert f"newer than the packaged tables (newest {newest})" in note
+    report = report_for(
+        "cluster: c\ntalos: {version: v1.13.9}\npools: [{name: cpu, profile: kubevirt-cpu}]\n",
+        beyond,
+    )
+    assert report.talos_after == beyond
+    assert report.notes == (note,)
+    # The installer carries the release asked for, not the table's.
+    assert report.pools[0].installer_after is not None
+    assert report.pools[0].installer_after.endswith(f":{beyond}")
+
+
+def test_a_newer_patch_of_a_known_minor_says_which_release_it_stands_for() -> None:
+    newest = talos_versions()[-1]
+    head, _, patch = newest.rpartition(".")
+    later = f"{head}.{int(patch) + 3}"
+    assert target_release(later)[1] == later
+    assert newest in target_release(later)[2]
+
+
+@pytest.mark.parametrize("text", ["1.x", "v1.14.0-rc.1", "v1.1.0"])
+def test_not_a_plannable_release(text: str) -> None:
+    with pytest.raises(CatalogError):
+        target_release(text)
+
+
+def test_plan_at_another_release_plans_the_whole_file() -> None:
+    cluster = cluster_of(VOLTA_ON_PRODUCTION.replace("v1.12.6", "v1.13.9"))
+    plan, note = plan_at(cluster, "v1.12.6")
+    assert isinstance(plan, ClusterPlan)
+    assert note == ""
+    assert plan.talos.version == "v1.12.6"
+    assert all(pool.talos.version == "v1.12.6" for pool in plan.pools)
+
+
+def test_an_extension_gone_from_the_live_catalogue_breaks_the_pool() -> None:
+    text = """\
+cluster: c
+talos: {version: v1.13.9}
+pools:
+  - name: storage
+    profile: kubevirt-cpu
+    extensions: [siderolabs/iscsi-tools]
+  - name: cpu
+    profile: kubevirt-cpu
+"""
+    cluster = cluster_of(text)
+    target = plan_target(cluster, NEWEST)
+    checked = check_live_names(
+        target, ["siderolabs/qemu-guest-agent"], factory="https://factory.example.test"
+    )
+    storage, cpu = checked.pools
+    assert isinstance(storage, PoolRefusal)
+    assert "offers no siderolabs/iscsi-tools" in storage.reason
+    assert not isinstance(cpu, PoolRefusal)
+    report = compare_plans(plan_cluster(cluster), checked)
+    assert [pool.status for pool in report.pools] == ["breaking", "unchanged"]
+
+
+def test_a_pool_missing_from_the_target_is_an_error() -> None:
+    cluster = cluster_of(VOLTA_ON_PRODUCTION)
+    old = plan_cluster(cluster)
+    target = plan_target(cluster, "v1.12.6")
+    with pytest.raises(ClusterFileError, match='pool "cpu" is not in the target plan'):
+        compare_plans(old, replace(target, pools=target.pools[:1]))
