@@ -29,7 +29,9 @@ class ReportFormat(StrEnum):
 
 
 def _live_names(target: TargetPlan, factory: str | None, image_factory_url: str) -> TargetPlan:
-    from schematic.factory import FactoryClient, live_extensions, resolve_factory_url
+    from schematic.extension_cache import live_extensions
+    from schematic.factory import FactoryClient
+    from schematic.factory_url import resolve_factory_url
     from schematic.upgrade import check_live_names
 
     with FactoryClient(resolve_factory_url(factory, image_factory_url)) as client:
