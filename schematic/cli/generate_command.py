@@ -385,6 +385,16 @@ def check(
     profiles: ProfilesOption = None,
     live_catalogue: LiveCatalogueOption = False,
     factory: FactoryOption = None,
+    show_diff: Annotated[
+        bool,
+        typer.Option(
+            "--diff",
+            help=(
+                "also print, on stdout, a unified diff of every drifted file from what DIR "
+                "holds to what generate would write (patch -p0 applies it)"
+            ),
+        ),
+    ] = False,
 ) -> None:
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
     missing or is extra (the GitOps drift gate).
@@ -409,6 +419,10 @@ def check(
             if lock is None:
                 kept = tuple(path for path in drift.extra if path != LOCK_FILE)
                 drift = dataclasses.replace(drift, extra=kept)
+            if show_diff and drift:
+                from schematic.drift import drift_diff
+
+                sys.stdout.write(drift_diff(out, files, drift))
     except TalosSchematicError as err:
         raise fail(err) from None
     if drift:

@@ -1,0 +1,101 @@
+"""`check --diff`: a unified diff of every drifted file, applicable with patch -p0."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from schematic.cli import _register_commands, app
+from schematic.drift import drift_diff
+from schematic.output import Drift
+
+_register_commands()
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "cluster.yaml"
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    directory = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(directory)).exit_code == 0
+    return directory
+
+
+def test_a_hand_edited_file_diffs_with_its_name(out: Path) -> None:
+    values = out / "rtx6000" / "values.yaml"
+    values.write_text(values.read_text().replace("maxReplicas: 4", "maxReplicas: 6"))
+    result = run("check", str(EXAMPLE), "--out", str(out), "--diff")
+    assert result.exit_code == 3
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"--- {values}\t(in the directory)"
+    assert lines[1] == f"+++ {values}\t(as generate writes it)"
+    assert lines[2].startswith("@@ ")
+    assert [line for line in lines if line[:1] in "+-" and line[:3] not in ("---", "+++")] == [
+        "-maxReplicas: 6",
+        "+maxReplicas: 4",
+    ]
+    # The summary stays on stderr, so the diff can be piped alone.
+    assert "changed: rtx6000/values.yaml" in result.stderr
+
+
+def test_missing_and_extra_files_diff_against_dev_null(out: Path) -> None:
+    (out / "cpu" / "urls.yaml").unlink()
+    (out / "notes.txt").write_text("kept by hand")
+    result = run("check", str(EXAMPLE), "--out", str(out), "--diff")
+    assert result.exit_code == 3
+    stdout = result.stdout
+    assert f"--- /dev/null\n+++ {out}/cpu/urls.yaml\t(as generate writes it)\n" in stdout
+    assert f"--- {out}/notes.txt\t(in the directory)\n+++ /dev/null\n" in stdout
+    assert "-kept by hand\n\\ No newline at end of file\n" in stdout
+
+
+def test_up_to_date_prints_no_diff(out: Path) -> None:
+    result = run("check", str(EXAMPLE), "--out", str(out), "--diff")
+    assert result.exit_code == 0
+    assert result.stdout == ""
+
+
+def test_without_diff_stdout_stays_empty(out: Path) -> None:
+    (out / "cpu" / "values.yaml").write_text("edited: true\n")
+    result = run("check", str(EXAMPLE), "--out", str(out))
+    assert result.exit_code == 3
+    assert result.stdout == ""
+
+
+@pytest.mark.skipif(shutil.which("patch") is None, reason="patch(1) is not installed")
+def test_patch_applies_the_diff_and_check_then_passes(out: Path) -> None:
+    (out / "l40s" / "machine-config-patch.yaml").write_text("machine: {}\n")
+    (out / "v100" / "schematic.yaml").unlink()
+    result = run("check", str(EXAMPLE), "--out", str(out), "--diff")
+    assert result.exit_code == 3
+    done = subprocess.run(
+        ["patch", "-p0", "--quiet"],
+        input=result.stdout,
+        text=True,
+        capture_output=True,
+        cwd="/",
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert run("check", str(EXAMPLE), "--out", str(out)).exit_code == 0
+
+
+def test_drift_diff_reads_a_file_that_is_not_utf8(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_bytes(b"key: \xff\n")
+    diff = drift_diff(tmp_path, {"a.yaml": b"key: value\n"}, Drift(changed=("a.yaml",)))
+    assert "-key: \ufffd\n+key: value\n" in diff
+
+
+def test_drift_diff_marks_a_generated_file_without_final_newline(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("a\n")
+    diff = drift_diff(tmp_path, {"a.yaml": b"a\nb"}, Drift(changed=("a.yaml",)))
+    assert diff.endswith("+b\n\\ No newline at end of file\n")
