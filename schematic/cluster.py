@@ -47,6 +47,7 @@ from schematic.profiles import (
 from schematic.talos import TalosVersion
 
 if TYPE_CHECKING:
+    from schematic.charts import ChartTarget
     from schematic.model import Schematic
 
 __all__ = [
@@ -110,6 +111,8 @@ class TalosSettings:
     installer_repository: str = DEFAULT_INSTALLER_REPOSITORY
     # Left out of the hash (a mapping has none); equal settings still hash alike.
     registry_mirrors: dict[str, Any] | None = field(default=None, hash=False)
+    # PEM CA bundle CDI trusts the factory with (Cozystack talos.imageFactoryCA, PR #3797).
+    image_factory_ca: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,6 +165,8 @@ class ClusterFile:
     talos: TalosSettings
     nvidia: NvidiaSettings = NvidiaSettings()
     pools: tuple[PoolSpec, ...]
+    # The chart target (`cozystack.version`), canonical; None: not given.
+    cozystack_version: str | None = None
 
 
 @functools.cache
@@ -181,7 +186,7 @@ _OWNED_HINTS = {
 }
 # Pool keys the tool reads itself; everything else must be a Cozystack value key.
 TOOL_KEYS = ("name", "profile", "hardware", "extensions", "kernelArgs", "kernelModules", "nvidia")
-_POOL_TALOS_KEYS = ("registryMirrors",)
+_POOL_TALOS_KEYS = ("registryMirrors", "imageFactoryCA")
 
 
 # --- the checks beyond types: shared by the models and the fast reader --------------------------
@@ -235,6 +240,28 @@ def stripped_items(value: tuple[str, ...]) -> tuple[str, ...]:
 
 
 _MIRROR_KEYS = ("endpoints", "overridePath", "skipFallback")
+
+
+def check_image_factory_ca(value: object) -> str | None:
+    """A PEM bundle of CA certificates, and no private key (the chart publishes it in a
+    ConfigMap anyone in the namespace can read, and refuses a key at render time)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("give the CA certificates as PEM text, or leave the key out")
+    if "PRIVATE KEY" in value:
+        raise ValueError("holds private key material; give only the CA certificate(s)")
+    begin = value.find("-----BEGIN CERTIFICATE-----")
+    if begin < 0 or value.find("-----END CERTIFICATE-----", begin) < 0:
+        raise ValueError("needs a complete PEM certificate block (BEGIN/END CERTIFICATE)")
+    return value
+
+
+def check_chart(value: object) -> str:
+    """A chart target name (cozystack.version), canonical."""
+    from schematic.charts import check_chart_name
+
+    return check_chart_name(value)
 
 
 def check_registry_mirrors(value: object) -> dict[str, Any] | None:
@@ -325,17 +352,27 @@ def _check_pool_talos(value: object) -> None:
                 "schematic, boot image and installer agree"
             )
         if key not in _POOL_TALOS_KEYS:
-            raise ValueError(f"talos.{key}: unknown key; a pool may set talos.registryMirrors")
+            raise ValueError(
+                f"talos.{key}: unknown key; a pool may set talos.registryMirrors and "
+                "talos.imageFactoryCA"
+            )
     try:
         check_registry_mirrors(value.get("registryMirrors"))
     except ValueError as err:
         raise ValueError(f"talos.registryMirrors: {err}") from None
+    try:
+        check_image_factory_ca(value.get("imageFactoryCA"))
+    except ValueError as err:
+        raise ValueError(f"talos.imageFactoryCA: {err}") from None
 
 
 # --- the fast reader ------------------------------------------------------------------------------
 
-_CLUSTER_KEYS = frozenset({"cluster", "namespace", "talos", "nvidia", "pools"})
-_TALOS_KEYS = frozenset({"version", "imageFactoryURL", "installerRepository", "registryMirrors"})
+_CLUSTER_KEYS = frozenset({"cluster", "namespace", "cozystack", "talos", "nvidia", "pools"})
+_TALOS_KEYS = frozenset(
+    {"version", "imageFactoryURL", "installerRepository", "registryMirrors", "imageFactoryCA"}
+)
+_COZYSTACK_KEYS = frozenset({"version"})
 _NVIDIA_KEYS = frozenset({"flavour", "tier", "gdrdrv"})
 _MODULE_KEYS = frozenset({"name", "parameters"})
 _FLAVOURS: tuple[str, ...] = get_args(Flavour)
@@ -373,6 +410,7 @@ def _plain_talos(data: object) -> TalosSettings:
         image_factory_url=check_http_url(normal_endpoint(url)),
         installer_repository=normal_endpoint(repository),
         registry_mirrors=check_registry_mirrors(_text_keyed(talos.get("registryMirrors"))),
+        image_factory_ca=check_image_factory_ca(talos.get("imageFactoryCA")),
     )
 
 
@@ -419,12 +457,14 @@ def _plain_cluster(data: object) -> ClusterFile:
     if "cluster" not in doc or "talos" not in doc or type(pools) is not list or not pools:
         raise UnusualShapeError
     namespace = doc.get("namespace")
+    chart = plain_keys(doc.get("cozystack", {}), _COZYSTACK_KEYS).get("version")
     cluster = ClusterFile(
         cluster=check_object_name(plain_text(doc["cluster"])),
         namespace=None if namespace is None else check_object_name(plain_text(namespace)),
         talos=_plain_talos(doc["talos"]),
         nvidia=_plain_nvidia(doc.get("nvidia", {})),
         pools=tuple(_plain_pool(pool) for pool in pools),
+        cozystack_version=None if chart is None else check_chart(plain_text(chart)),
     )
     check_unique_pools(cluster.pools)
     return cluster
@@ -621,6 +661,19 @@ class ClusterPlan:
     talos: TalosSettings
     source: str
     pools: tuple[PoolPlan, ...]
+    # The chart target the cluster file names (`cozystack.version`), canonical; None: none.
+    cozystack_version: str | None = None
+
+    @property
+    def cozystack_target(self) -> ChartTarget:
+        """The chart the values are for: the file's ``cozystack.version``, else the target
+        :func:`schematic.charts.assumed_target` names (``--chart`` overrides it through
+        :func:`schematic.charts.fit_plan`)."""
+        from schematic.charts import assumed_target, chart_target
+
+        if self.cozystack_version is None:
+            return assumed_target()
+        return chart_target(self.cozystack_version)
 
 
 class _Resolver:
@@ -743,6 +796,7 @@ def plan_cluster(
         talos=talos,
         source=source,
         pools=tuple(pools),
+        cozystack_version=cluster.cozystack_version,
     )
 
 

@@ -25,6 +25,7 @@ from schematic.errors import ClusterFileError, ProfileError
 
 __all__ = [
     "ClusterDocument",
+    "CozystackDocument",
     "GpuDocument",
     "KernelModuleDocument",
     "NvidiaDocument",
@@ -183,10 +184,21 @@ class TalosDocument(_Document):
         description="Talos machine.registries.mirrors for the workers (Cozystack talos key)",
     )
 
+    image_factory_ca: str | None = Field(
+        default=None,
+        alias="imageFactoryCA",
+        description="PEM CA bundle CDI trusts the factory with (Cozystack talos.imageFactoryCA)",
+    )
+
     @field_validator("version", mode="before")
     @classmethod
     def _release(cls, value: object) -> object:
         return cl.check_release(value)
+
+    @field_validator("image_factory_ca", mode="before")
+    @classmethod
+    def _ca(cls, value: object) -> object:
+        return cl.check_image_factory_ca(value)
 
     @field_validator("image_factory_url", "installer_repository")
     @classmethod
@@ -209,6 +221,7 @@ class TalosDocument(_Document):
             image_factory_url=self.image_factory_url,
             installer_repository=self.installer_repository,
             registry_mirrors=self.registry_mirrors,
+            image_factory_ca=self.image_factory_ca,
         )
 
 
@@ -304,6 +317,20 @@ class PoolDocument(_Document):
         )
 
 
+class CozystackDocument(_Document):
+    """The Cozystack chart the values are for."""
+
+    version: str | None = Field(
+        default=None,
+        description="chart target: v1.6 (released v1.6.x), main, pr3571, osimage (PR #4171)",
+    )
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _known(cls, value: object) -> object:
+        return None if value is None else cl.check_chart(value)
+
+
 class ClusterDocument(_Document):
     """A Cozystack tenant cluster's worker pools."""
 
@@ -311,6 +338,7 @@ class ClusterDocument(_Document):
     namespace: str | None = Field(
         default=None, description="tenant namespace written into each KubernetesNodes object"
     )
+    cozystack: CozystackDocument = Field(default_factory=CozystackDocument)
     talos: TalosDocument
     nvidia: NvidiaDocument = Field(default_factory=NvidiaDocument)
     pools: tuple[PoolDocument, ...] = Field(min_length=1)
@@ -332,6 +360,7 @@ class ClusterDocument(_Document):
             talos=self.talos.value(),
             nvidia=self.nvidia.value(),
             pools=tuple(pool.value() for pool in self.pools),
+            cozystack_version=self.cozystack.version,
         )
 
 
@@ -352,6 +381,7 @@ _KEYS_AT = {
     (): _model_keys(ClusterDocument),
     ("talos",): _model_keys(TalosDocument),
     ("nvidia",): _model_keys(NvidiaDocument),
+    ("cozystack",): _model_keys(CozystackDocument),
 }
 
 

@@ -80,7 +80,7 @@ def test_output_is_identical_across_runs(tmp_path: Path) -> None:
 
 def test_summary_shape() -> None:
     summary = json.loads(run("generate", str(EXAMPLE), "--format", "json").stdout)
-    assert list(summary) == ["cluster", "talos", "pools"]
+    assert list(summary) == ["cluster", "talos", "cozystack", "pools"]
     assert (summary["cluster"], summary["talos"]) == ("mycluster", "v1.13.9")
     for pool in summary["pools"]:
         assert list(pool) == [
@@ -227,14 +227,14 @@ def test_cluster_schema_accepts_the_example() -> None:
 def test_nvidia_pool_without_its_modules_gets_a_note(tmp_path: Path) -> None:
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(
-        "cluster: demo\ntalos: {version: v1.13.9}\npools:\n"
+        "cluster: demo\ncozystack: {version: osimage}\ntalos: {version: v1.13.9}\npools:\n"
         "  - {name: gpu, profile: kubevirt-l40s, kernelModules: []}\n"
         "  - {name: part, profile: kubevirt-l40s, kernelModules: [{name: nvidia}]}\n"
         "  - {name: cpu, profile: kubevirt-cpu, kernelModules: []}\n"
     )
     result = run("generate", str(cluster), "--format", "values")
     assert result.exit_code == 0, result.stderr
-    notes = [line for line in result.stderr.splitlines() if "note:" in line]
+    notes = [line for line in result.stderr.splitlines() if "does not load" in line]
     assert len(notes) == 2
     assert notes[0].startswith(
         f'talos-schematic: note: {cluster}: pool "gpu": kernelModules [] does not load '

@@ -30,6 +30,8 @@ OWNER = "owner: team@example.com\n"
 # Five pools, three distinct schematics: two CPU pools, two V100 pools, one CPU pool with iSCSI.
 CLUSTER = f"""\
 cluster: ml
+cozystack:
+  version: osimage
 talos:
   version: {TALOS}
   imageFactoryURL: {URL}

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -27,6 +27,7 @@ from schematic.cli import app, fail
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
+    from schematic.charts import ChartFit
     from schematic.cluster import ClusterPlan, PoolPlan
     from schematic.factory import FactoryClient
     from schematic.render.files import Kind
@@ -53,6 +54,9 @@ class LayoutChoice(StrEnum):
     talos = "talos"
 
 
+_Choice = TypeVar("_Choice", bound=StrEnum)
+
+
 ClusterArgument = Annotated[
     Path,
     typer.Argument(help="cluster file (YAML): cluster, talos, nvidia, pools", metavar="CLUSTER"),
@@ -69,12 +73,36 @@ FormatOption = Annotated[
     ),
 ]
 LayoutOption = Annotated[
-    LayoutChoice,
+    LayoutChoice | None,
     typer.Option(
         "--layout",
         help=(
             "where values carry the schematic: osimage (osImage.factory), schematicid "
-            "(root schematicID, cozystack PR #3571), talos (talos.schematicID, Cozystack v1.6.x)"
+            "(root schematicID, cozystack PR #3571), talos (talos.schematicID, Cozystack v1.6.x); "
+            "default: the chart target's"
+        ),
+        show_default=False,
+    ),
+]
+ChartOption = Annotated[
+    str | None,
+    typer.Option(
+        "--chart",
+        metavar="TARGET",
+        help=(
+            "the Cozystack kubernetes-nodes chart the values are for: v1.6 (released v1.6.x), "
+            "main, pr3571, osimage (PR #4171); overrides the cluster file's cozystack.version"
+        ),
+        show_default=False,
+    ),
+]
+AllowIgnoredOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-ignored-keys",
+        help=(
+            "write keys the chart target ignores instead of refusing them, with a warning "
+            "naming what will not happen"
         ),
     ),
 ]
@@ -125,6 +153,20 @@ def _no_collector_passes() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def _fit(
+    plan: ClusterPlan, chart: str | None, layout: LayoutChoice | None, *, insist: bool
+) -> ChartFit:
+    """The plan held against its chart; says on stderr which target was assumed."""
+    from schematic.charts import fit_plan
+
+    fit = fit_plan(
+        plan, chart=chart, layout=None if layout is None else layout.value, insist=insist
+    )
+    if fit.assumption:
+        print(f"talos-schematic: note: {fit.assumption}", file=sys.stderr)
+    return fit
 
 
 def _plan(cluster_file: Path, profiles: list[Path] | None) -> ClusterPlan:
@@ -254,7 +296,9 @@ def generate(
         ),
     ] = None,
     output_format: FormatOption = None,
-    layout: LayoutOption = LayoutChoice.osimage,
+    layout: LayoutOption = None,
+    chart: ChartOption = None,
+    allow_ignored_keys: AllowIgnoredOption = False,
     values_only: Annotated[
         bool, typer.Option("--values-only", help="print only each pool's spec (--format values)")
     ] = False,
@@ -284,6 +328,7 @@ def generate(
     try:
         with _no_collector_passes():
             plan = _plan(cluster_file, profiles)
+            fit = _fit(plan, chart, layout, insist=allow_ignored_keys)
             plan, lock = _consult_factory(
                 plan, factory, register=register, live_catalogue=live_catalogue
             )
@@ -291,19 +336,19 @@ def generate(
                 from schematic.render.files import render_stream
 
                 kind = _kind((output_format or OutputFormat.cozystack).value)
-                sys.stdout.write(render_stream(plan, kind, layout.value))
-                _print_notes(plan)
+                sys.stdout.write(render_stream(plan, kind, fit))
+                _print_notes(plan, fit)
                 return
             from schematic.output import write_outputs
             from schematic.render.files import INDEX, render_files
 
-            files = render_files(plan, _kinds(output_format), layout.value)
+            files = render_files(plan, _kinds(output_format), fit)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
             written = write_outputs(out, files, marker=INDEX)
     except TalosSchematicError as err:
         raise fail(err) from None
-    _print_notes(plan)
+    _print_notes(plan, fit)
     pools = len(plan.pools)
     state = "written to" if written else "already up to date in"
     print(f"{pools} pool{'s' * (pools != 1)}, {len(files)} files {state} {out}", file=sys.stderr)
@@ -355,10 +400,33 @@ def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str
 _REGISTRATION_KEYS = ("name", "schematicID", "offlineSchematicID")
 
 
-def _print_notes(plan: ClusterPlan) -> None:
+def _recorded_options(out: Path) -> dict[str, object]:
+    """The chart target, layout, format and --allow-ignored-keys DIR's index.yaml records."""
+    import yaml
+
+    from schematic.render.files import INDEX
+
+    try:
+        index = yaml.safe_load((out / INDEX).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    if not isinstance(index, dict):
+        return {}
+    keys = ("cozystack", "layout", "format", "allowIgnoredKeys")
+    return {key: index[key] for key in keys if key in index}
+
+
+def _choice(choices: type[_Choice], value: object) -> _Choice | None:
+    """``value`` as one of ``choices``; None when absent or not one of them."""
+    return next((choice for choice in choices if choice.value == value), None)
+
+
+def _print_notes(plan: ClusterPlan, fit: ChartFit) -> None:
     from schematic.cluster import unloaded_module_notes
 
-    for note in unloaded_module_notes(plan):
+    for warning in fit.warnings:
+        print(f"talos-schematic: warning: {warning}", file=sys.stderr)
+    for note in [*unloaded_module_notes(plan), *fit.notes]:
         print(f"talos-schematic: note: {note}", file=sys.stderr)
 
 
@@ -381,7 +449,9 @@ def check(
         ),
     ],
     output_format: FormatOption = None,
-    layout: LayoutOption = LayoutChoice.osimage,
+    layout: LayoutOption = None,
+    chart: ChartOption = None,
+    allow_ignored_keys: AllowIgnoredOption = False,
     profiles: ProfilesOption = None,
     live_catalogue: LiveCatalogueOption = False,
     factory: FactoryOption = None,
@@ -399,11 +469,20 @@ def check(
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
     missing or is extra (the GitOps drift gate).
 
+    The chart target, layout and format are read from DIR's index.yaml unless given.
     Offline, extensions.lock.yaml is left out of the comparison (it needs the factory's catalogue);
     with --live-catalogue the names are checked and the lock file is compared too."""
+    recorded = _recorded_options(out)
+    if chart is None and isinstance(recorded.get("cozystack"), str):
+        chart = str(recorded["cozystack"])
+    layout = layout if layout is not None else _choice(LayoutChoice, recorded.get("layout"))
+    if output_format is None:
+        output_format = _choice(OutputFormat, recorded.get("format"))
+    allow_ignored_keys = allow_ignored_keys or recorded.get("allowIgnoredKeys") is True
     try:
         with _no_collector_passes():
             plan = _plan(cluster_file, profiles)
+            fit = _fit(plan, chart, layout, insist=allow_ignored_keys)
             plan, lock = _consult_factory(
                 plan, factory, register=False, live_catalogue=live_catalogue
             )
@@ -412,7 +491,7 @@ def check(
             from schematic.render.files import render_files
 
             plan = with_factory_schematics(plan, _recorded_registrations(out, plan))
-            files = render_files(plan, _kinds(output_format), layout.value)
+            files = render_files(plan, _kinds(output_format), fit)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
             drift = compare_outputs(out, files)
@@ -429,11 +508,12 @@ def check(
         print(f"{out}: out of date with {cluster_file}:", file=sys.stderr)
         for line in drift.lines():
             print(f"  {line}", file=sys.stderr)
-        options = [f"--out {out}"]
+        # Every option that shapes the output, so the hint regenerates exactly this.
+        options = [f"--out {out}", f"--chart {fit.target.name}", f"--layout {fit.layout}"]
         if output_format is not None:
             options.append(f"--format {output_format.value}")
-        if layout != LayoutChoice.osimage:
-            options.append(f"--layout {layout.value}")
+        if allow_ignored_keys:
+            options.append("--allow-ignored-keys")
         options += [f"--profiles {directory}" for directory in profiles or ()]
         if live_catalogue:
             options.append("--live-catalogue")

@@ -9,8 +9,10 @@ schematic with its own default release.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
+from schematic.charts import LAYOUTS, ChartFit, Layout
 from schematic.cluster import DEFAULT_INSTALLER_REPOSITORY, ClusterPlan, PoolPlan
 
 __all__ = [
@@ -18,7 +20,10 @@ __all__ = [
     "KIND",
     "LAYOUTS",
     "Layout",
+    "LayoutOrFit",
+    "image_factory_ca",
     "kubernetes_nodes",
+    "layout_and_keys",
     "pool_values",
     "tool_values",
     "user_values",
@@ -26,8 +31,20 @@ __all__ = [
 
 API_VERSION = "apps.cozystack.io/v1alpha1"
 KIND = "KubernetesNodes"
-Layout = Literal["osimage", "schematicid", "talos"]
-LAYOUTS: tuple[Layout, ...] = ("osimage", "schematicid", "talos")
+# A bare layout writes every key it has; a ChartFit only those its chart reads (or that the
+# user insisted on).
+LayoutOrFit = Layout | ChartFit
+
+
+def _every_key(key: str) -> bool:
+    return True
+
+
+def layout_and_keys(layout: LayoutOrFit) -> tuple[Layout, Callable[[str], bool]]:
+    """The layout, and which value keys to write."""
+    if isinstance(layout, ChartFit):
+        return layout.layout, layout.writes
+    return layout, _every_key
 
 
 def _kernel_modules(pool: PoolPlan) -> list[dict[str, Any]] | None:
@@ -43,15 +60,28 @@ def _kernel_modules(pool: PoolPlan) -> list[dict[str, Any]] | None:
     return modules
 
 
-def _talos(pool: PoolPlan, *, with_schematic: bool, mirrors_required: bool) -> dict[str, Any]:
+def image_factory_ca(pool: PoolPlan) -> str | None:
+    pool_talos = pool.passthrough.get("talos")
+    if isinstance(pool_talos, dict) and "imageFactoryCA" in pool_talos:
+        ca: str = pool_talos["imageFactoryCA"]
+        return ca
+    return pool.talos.image_factory_ca
+
+
+def _talos(
+    pool: PoolPlan, writes: Callable[[str], bool], *, with_schematic: bool, mirrors_required: bool
+) -> dict[str, Any]:
     talos: dict[str, Any] = {"version": pool.talos.version}
     if with_schematic:
         talos["schematicID"] = pool.schematic_id
     talos["imageFactoryURL"] = pool.talos.image_factory_url
     talos["installerRepository"] = pool.talos.installer_repository
     mirrors = pool.registry_mirrors
-    if mirrors is not None or mirrors_required:
+    if (mirrors is not None or mirrors_required) and writes("talos.registryMirrors"):
         talos["registryMirrors"] = dict(mirrors or {})
+    ca = image_factory_ca(pool)
+    if ca is not None and writes("talos.imageFactoryCA"):
+        talos["imageFactoryCA"] = ca
     return talos
 
 
@@ -64,13 +94,15 @@ def user_values(cluster: str, pool: PoolPlan) -> dict[str, Any]:
     return values
 
 
-def tool_values(pool: PoolPlan, layout: Layout = "osimage") -> dict[str, Any]:
-    """The values this tool computes: GPUs, kernel modules and the schematic, per layout."""
+def tool_values(pool: PoolPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any]:
+    """The values this tool computes: GPUs, kernel modules and the schematic, per layout (and,
+    given a ChartFit, only the keys its chart reads)."""
+    layout, writes = layout_and_keys(layout)
     values: dict[str, Any] = {}
     if pool.gpu_resources:
         values["gpus"] = [{"name": name} for name in pool.gpu_resources]
     modules = _kernel_modules(pool)
-    if modules is not None:
+    if modules is not None and writes("kernelModules"):
         values["kernelModules"] = modules
     if layout == "osimage":
         values["osImage"] = {
@@ -84,21 +116,24 @@ def tool_values(pool: PoolPlan, layout: Layout = "osimage") -> dict[str, Any]:
         # every talos key once talos is given, so it is written whole, and only when a setting
         # differs from the chart's defaults.
         custom_installer = pool.talos.installer_repository != DEFAULT_INSTALLER_REPOSITORY
-        if custom_installer or pool.registry_mirrors is not None:
-            values["talos"] = _talos(pool, with_schematic=True, mirrors_required=True)
+        custom = pool.registry_mirrors is not None or image_factory_ca(pool) is not None
+        if custom_installer or custom:
+            values["talos"] = _talos(pool, writes, with_schematic=True, mirrors_required=True)
     elif layout == "schematicid":
         values["schematicID"] = pool.schematic_id
         # PR #3571's chart requires every talos key once talos is given; the root schematicID
         # overrides talos.schematicID, and both name the same schematic here.
-        values["talos"] = _talos(pool, with_schematic=True, mirrors_required=True)
+        values["talos"] = _talos(pool, writes, with_schematic=True, mirrors_required=True)
     elif layout == "talos":
-        values["talos"] = _talos(pool, with_schematic=True, mirrors_required=False)
+        # v1.6.x has no registryMirrors; the later charts require every talos key they have.
+        every_key = writes is not _every_key and writes("talos.registryMirrors")
+        values["talos"] = _talos(pool, writes, with_schematic=True, mirrors_required=every_key)
     else:
         raise ValueError(f"unknown layout {layout!r}; one of {', '.join(LAYOUTS)}")
     return values
 
 
-def pool_values(cluster: str, pool: PoolPlan, layout: Layout = "osimage") -> dict[str, Any]:
+def pool_values(cluster: str, pool: PoolPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any]:
     """The pool's ``KubernetesNodes`` spec: what ``--values-only`` prints."""
     return user_values(cluster, pool) | tool_values(pool, layout)
 
@@ -106,7 +141,7 @@ def pool_values(cluster: str, pool: PoolPlan, layout: Layout = "osimage") -> dic
 def kubernetes_nodes(
     plan: ClusterPlan,
     pool: PoolPlan,
-    layout: Layout = "osimage",
+    layout: LayoutOrFit = "osimage",
     *,
     spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:

@@ -1,0 +1,440 @@
+"""Chart targets: the keys each Cozystack chart reads, and generate / check held against them."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from schematic.charts import (
+    LAYOUT_KEYS,
+    assumed_target,
+    chart_target,
+    chart_targets,
+    check_chart_name,
+    fit_plan,
+)
+from schematic.cli import _register_commands, app
+from schematic.cluster import ClusterPlan, parse_cluster, plan_cluster
+from schematic.errors import ClusterFileError
+from schematic.render.cozystack import pool_values
+
+_register_commands()
+runner = CliRunner()
+_HERE = Path(__file__).resolve()
+# ../shared beside the repository; a worktree sits one level deeper.
+SHARED = next(
+    (p / "shared" for p in (_HERE.parents[2], _HERE.parents[3]) if (p / "shared").is_dir()),
+    _HERE.parents[2] / "shared",
+)
+COZYSTACK = SHARED / "reference" / "cozystack"
+needs_schemas = pytest.mark.skipif(
+    not COZYSTACK.is_dir(), reason=f"Cozystack chart schemas not available at {COZYSTACK}"
+)
+
+CLUSTER = """\
+cluster: demo
+namespace: tenant-ml
+talos: {version: v1.13.9}
+pools:
+  - name: gpu
+    profile: kubevirt-rtx-pro-6000-blackwell-server
+    minReplicas: 0
+    maxReplicas: 4
+    instanceType: u1.2xlarge
+    roles: [gpu]
+  - name: cpu
+    profile: kubevirt-cpu
+    kubelet: {evictionHardMemory: 5%}
+  - name: storage
+    profile: kubevirt-cpu
+    extensions: [siderolabs/drbd]
+"""
+
+
+def run(*args: str) -> Result:
+    return runner.invoke(app, list(args))
+
+
+def write(tmp_path: Path, text: str, name: str = "cluster.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def with_target(target: str, text: str = CLUSTER) -> str:
+    return text.replace("namespace:", f"cozystack: {{version: {target}}}\nnamespace:", 1)
+
+
+def plan_of(text: str) -> ClusterPlan:
+    return plan_cluster(parse_cluster(text, "cluster.yaml"), source="cluster.yaml")
+
+
+def strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every object closed: a key it does not list is an error, so a key the
+    chart would silently ignore fails validation."""
+    closed = copy.deepcopy(schema)
+
+    def close(node: object) -> None:
+        if isinstance(node, dict):
+            if "properties" in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+                node.setdefault("additionalProperties", False)
+            for value in node.values():
+                close(value)
+        elif isinstance(node, list):
+            for value in node:
+                close(value)
+
+    close(closed)
+    return closed
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+def test_targets_and_their_layouts() -> None:
+    assert [(t.name, t.layout) for t in chart_targets()] == [
+        ("v1.6", "talos"),
+        ("main", "talos"),
+        ("pr3571", "schematicid"),
+        ("osimage", "osimage"),
+    ]
+    assert assumed_target().name == "osimage"
+    for target in chart_targets():
+        assert target.accepts_layout(target.layout)
+        assert target.accepts("gpus") and target.accepts("talos.schematicID")
+
+
+@pytest.mark.parametrize(
+    ("given", "name"),
+    [
+        ("v1.6", "v1.6"),
+        ("v1.6.2", "v1.6"),
+        ("1.6.x", "v1.6"),
+        ("PR3571", "pr3571"),
+        ("pr4171", "osimage"),
+        ("main", "main"),
+        ("osimage", "osimage"),
+    ],
+)
+def test_chart_names_and_releases(given: str, name: str) -> None:
+    assert check_chart_name(given) == name
+
+
+def test_an_unknown_chart_names_the_choices() -> None:
+    with pytest.raises(ValueError, match=r"'v1\.7' is not a chart .*v1\.6 \(Cozystack v1\.6\.x\)"):
+        check_chart_name("v1.7")
+
+
+def test_what_each_chart_ignores() -> None:
+    v16, main, pr3571, osimage = chart_targets()
+    assert not v16.kernel_modules and not main.kernel_modules
+    assert pr3571.kernel_modules and osimage.kernel_modules
+    assert not v16.accepts("osImage") and not pr3571.accepts("osImage")
+    assert not v16.accepts("talos.registryMirrors") and main.accepts("talos.registryMirrors")
+    assert osimage.accepts("talos.imageFactoryCA") and not v16.accepts("talos.imageFactoryCA")
+    assert not v16.nvidia_modules_by_default and pr3571.nvidia_modules_by_default
+
+
+@needs_schemas
+@pytest.mark.parametrize("target", [t for t in chart_targets() if t.schema])
+def test_table_keys_are_the_stored_schemas_keys(target: Any) -> None:
+    schema = json.loads((COZYSTACK / target.schema).read_text())
+    assert target.keys == set(schema["properties"])
+    assert target.talos_keys == set(schema["properties"]["talos"]["properties"])
+
+
+# --- the plan's target (the library call other outputs build on) ---------------------------------
+
+
+def test_the_plan_names_its_target() -> None:
+    assert plan_of(with_target("v1.6.2")).cozystack_target.name == "v1.6"
+    assert plan_of(with_target("v1.6.2")).cozystack_version == "v1.6"
+    assert plan_of(CLUSTER).cozystack_target == assumed_target()
+    assert plan_of(CLUSTER).cozystack_version is None
+
+
+def test_an_unknown_target_in_the_file_is_an_error() -> None:
+    with pytest.raises(ClusterFileError, match=r"cluster\.yaml: cozystack\.version: 'v9' is not"):
+        plan_of(with_target("v9"))
+
+
+# --- must show: one file, each target, its layout, fitting its chart -------------------------
+
+
+@needs_schemas
+@pytest.mark.parametrize("name", ["v1.6", "main", "pr3571", "osimage"])
+def test_same_file_fits_each_target_schema(name: str) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    target = chart_target(name)
+    plan = plan_of(with_target(name))
+    fit = fit_plan(plan)
+    assert fit.target == target and fit.layout == target.layout
+    # PR #4171's schema is not in the shared reference: its osImage subtree is held against the
+    # shape recorded in the table, the rest against PR #3571's (same kernelModules and talos).
+    schema_name = target.schema or "kubernetes-nodes.values.schema.pr3571.json"
+    schema = strict(json.loads((COZYSTACK / schema_name).read_text()))
+    if target.schema is None:
+        schema["properties"].update({key: {} for key in target.keys - set(schema["properties"])})
+    validator = jsonschema.Draft202012Validator(schema)
+    for pool in plan.pools:
+        values = pool_values(plan.cluster, pool, fit)
+        assert [e.message for e in validator.iter_errors(values)] == [], (name, pool.name)
+        assert set(values) <= target.keys
+        if target.os_image_keys:
+            image = values["osImage"]
+            assert set(image) == {"factory"}
+            assert set(image["factory"]) <= target.os_image_keys["factory"]
+    gpu = pool_values(plan.cluster, plan.pools[0], fit)
+    if name in ("v1.6", "main"):
+        assert gpu["talos"]["schematicID"] == plan.pools[0].schematic_id
+        assert "kernelModules" not in gpu and "osImage" not in gpu
+    elif name == "osimage":
+        assert gpu["osImage"]["factory"]["schematicID"] == plan.pools[0].schematic_id
+        assert gpu["kernelModules"][0] == {
+            "name": "nvidia",
+            "parameters": ["NVreg_NvLinkDisable=1"],
+        }
+
+
+def test_v16_asked_for_osimage_is_refused_with_the_reason(tmp_path: Path) -> None:
+    cluster = write(tmp_path, with_target("v1.6"))
+    result = run("generate", str(cluster), "--layout", "osimage", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f"talos-schematic: {cluster}: osImage: Cozystack v1.6.x's kubernetes-nodes chart has no "
+        "osImage value and ignores unknown keys, so osImage would be silently ignored: every "
+        "pool would boot the chart's default schematic"
+    )
+    assert "GPU pools would come up without a driver" in result.stderr
+    assert "Use --layout talos (talos.schematicID)" in result.stderr
+    assert "--chart osimage" in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_same_refusal_from_the_command_line_chart(tmp_path: Path) -> None:
+    cluster = write(tmp_path, CLUSTER)
+    result = run("generate", str(cluster), "--chart", "v1.6.2", "--layout", "osimage")
+    assert result.exit_code == 1
+    assert "osImage would be silently ignored" in result.stderr
+
+
+def test_insisting_writes_it_with_a_loud_warning(tmp_path: Path) -> None:
+    cluster = write(tmp_path, with_target("v1.6"))
+    args = ["generate", str(cluster), "--layout", "osimage", "--allow-ignored-keys", "-f", "values"]
+    result = run(*args)
+    assert result.exit_code == 0, result.stderr
+    assert "osImage:" in result.stdout
+    warnings = [line for line in result.stderr.splitlines() if "warning:" in line]
+    assert warnings[0].startswith(f"talos-schematic: warning: {cluster}: osImage: ")
+    assert warnings[0].endswith("; written anyway (--allow-ignored-keys)")
+
+
+def test_a_gpu_pool_on_v16_is_told_there_is_no_durable_way(tmp_path: Path) -> None:
+    cluster = write(tmp_path, with_target("v1.6"))
+    result = run("generate", str(cluster), "-f", "values")
+    assert result.exit_code == 0, result.stderr
+    assert "kernelModules" not in result.stdout
+    warnings = [line for line in result.stderr.splitlines() if "no durable way" in line]
+    # One per pool that needs modules: the GPU pool and the DRBD pool, not the plain CPU pool.
+    assert len(warnings) == 2
+    assert warnings[0].startswith(f'talos-schematic: warning: {cluster}: pool "gpu": ')
+    assert "talos-reconcile Job rewrites the TalosConfigTemplate" in warnings[0]
+    assert "nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset" in warnings[0]
+    assert 'pool "storage"' in warnings[1] and "drbd" in warnings[1]
+
+
+def test_no_target_says_which_is_assumed(tmp_path: Path) -> None:
+    cluster = write(tmp_path, CLUSTER)
+    result = run("generate", str(cluster), "-f", "values")
+    assert result.exit_code == 0
+    assert result.stderr.startswith(
+        f"talos-schematic: note: {cluster}: no chart target given (cozystack.version, or "
+        "--chart); assuming osimage (Cozystack PR #4171"
+    )
+    assert "set cozystack.version: v1.6" in result.stderr
+    implied = run("generate", str(cluster), "-f", "values", "--layout", "talos")
+    assert "assuming v1.6 (Cozystack v1.6.x) from --layout talos" in implied.stderr
+
+
+def test_a_target_given_says_nothing_about_assuming(tmp_path: Path) -> None:
+    result = run("generate", str(write(tmp_path, with_target("osimage"))), "-f", "values")
+    assert result.exit_code == 0
+    assert "assuming" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("pool_extra", "key"),
+    [
+        ("logSerialConsole: true", "logSerialConsole"),
+        ("talos: {registryMirrors: {docker.io: {endpoints: [https://m.example]}}}", "talos."),
+        ("kernelModules: [{name: br_netfilter}]", "kernelModules"),
+    ],
+)
+def test_a_key_the_chart_ignores_is_an_error(tmp_path: Path, pool_extra: str, key: str) -> None:
+    text = with_target("v1.6", CLUSTER.replace("    profile: kubevirt-cpu\n", "", 1))
+    text = text.replace(
+        "  - name: cpu\n", f"  - name: cpu\n    profile: kubevirt-cpu\n    {pool_extra}\n"
+    )
+    result = run("generate", str(write(tmp_path, text)), "-f", "values")
+    assert result.exit_code == 1
+    assert f'pool "cpu": {key}' in result.stderr
+    assert "Cozystack v1.6.x's kubernetes-nodes chart has no" in result.stderr
+    assert "--allow-ignored-keys" in result.stderr
+
+
+# --- imageFactoryCA ------------------------------------------------------------------------------
+
+CA = "-----BEGIN CERTIFICATE-----\nMIIBkDCCATWg\n-----END CERTIFICATE-----\n"
+
+
+def test_image_factory_ca_passes_through(tmp_path: Path) -> None:
+    text = with_target("osimage").replace(
+        "talos: {version: v1.13.9}",
+        "talos:\n  version: v1.13.9\n  imageFactoryCA: |\n"
+        + "".join(f"    {line}\n" for line in CA.splitlines()),
+    )
+    result = run("generate", str(write(tmp_path, text)), "-f", "values")
+    assert result.exit_code == 0, result.stderr
+    documents = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert all(d["talos"]["imageFactoryCA"] == CA for d in documents)
+    refused = run("generate", str(write(tmp_path, text.replace("osimage", "v1.6"))))
+    assert refused.exit_code == 1
+    assert "talos: talos.imageFactoryCA: Cozystack v1.6.x's" in refused.stderr
+    assert "x509: certificate signed by unknown authority" in refused.stderr
+
+
+def test_image_factory_ca_never_holds_a_key(tmp_path: Path) -> None:
+    key = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+    text = CLUSTER.replace(
+        "talos: {version: v1.13.9}",
+        f"talos: {{version: v1.13.9, imageFactoryCA: {json.dumps(CA + key)}}}",
+    )
+    result = run("generate", str(write(tmp_path, text)))
+    assert result.exit_code == 1
+    assert "talos.imageFactoryCA: holds private key material" in result.stderr
+
+
+# --- the chart's guards at generate time ---------------------------------------------------------
+
+
+def test_generate_refuses_a_module_name_the_chart_refuses(tmp_path: Path) -> None:
+    text = CLUSTER.replace(
+        "    roles: [gpu]\n", '    roles: [gpu]\n    kernelModules: [{name: "nvidia$(id)"}]\n'
+    )
+    cluster = write(tmp_path, text)
+    result = run("generate", str(cluster), "--out", str(tmp_path / "o"))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f"talos-schematic: {cluster}: pool \"gpu\": kernelModules[0].name: 'nvidia$(id)' is not "
+        "a kernel module name"
+    )
+    assert "^[a-z0-9_-]+$" in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("parameter", ["x=$(id)", "x=`id`", "x=a b", 'x="y"', "x=\\\\n"])
+def test_generate_refuses_a_parameter_the_chart_refuses(tmp_path: Path, parameter: str) -> None:
+    modules = f"[{{name: nvidia, parameters: [{json.dumps(parameter)}]}}]"
+    text = CLUSTER.replace(
+        "    roles: [gpu]\n", f"    roles: [gpu]\n    kernelModules: {modules}\n"
+    )
+    result = run("generate", str(write(tmp_path, text)))
+    assert result.exit_code == 1
+    assert 'pool "gpu": kernelModules[0].parameters[0]: ' in result.stderr
+
+
+def test_nvidia_modules_on_a_pool_without_an_nvidia_gpu_are_refused(tmp_path: Path) -> None:
+    text = CLUSTER.replace(
+        "    kubelet: {evictionHardMemory: 5%}\n",
+        "    kubelet: {evictionHardMemory: 5%}\n    kernelModules: [{name: nvidia}]\n",
+    )
+    result = run("generate", str(write(tmp_path, text)))
+    assert result.exit_code == 1
+    assert 'pool "cpu": kernelModules: loads nvidia, but this pool has no NVIDIA GPU' in (
+        result.stderr
+    )
+    assert "explain TS122" in result.stderr
+
+
+def test_a_custom_list_dropping_nvlink_disable_gets_a_note(tmp_path: Path) -> None:
+    text = with_target(
+        "osimage",
+        "cluster: demo\nnamespace: ml\ntalos: {version: v1.13.9}\npools:\n"
+        "  - name: h200\n    profile: kubevirt-h200-sxm\n"
+        "    kernelModules: [{name: nvidia}, {name: nvidia_uvm}, {name: nvidia_drm}, "
+        "{name: nvidia_modeset}]\n",
+    )
+    result = run("generate", str(write(tmp_path, text)), "-f", "values")
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "NVreg_NvLinkDisable" in line]
+    assert len(notes) == 1
+    assert 'pool "h200": kernelModules lists nvidia without NVreg_NvLinkDisable=1' in notes[0]
+
+
+# --- check knows its layout ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--layout", "talos"],
+        ["--chart", "v1.6"],
+        ["--layout", "schematicid", "-f", "values"],
+        ["--chart", "pr3571", "--layout", "talos"],
+        [],
+    ],
+)
+def test_check_reads_target_layout_and_format_from_the_index(
+    tmp_path: Path, args: list[str]
+) -> None:
+    cluster = write(tmp_path, CLUSTER)
+    out = tmp_path / "out"
+    assert run("generate", str(cluster), "--out", str(out), *args).exit_code == 0
+    result = run("check", str(cluster), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert f"{out}: up to date" in result.stderr
+
+
+def test_the_regenerate_hint_repeats_every_option(tmp_path: Path) -> None:
+    cluster = write(tmp_path, CLUSTER)
+    out = tmp_path / "out"
+    args = ["--chart", "v1.6", "--layout", "talos", "-f", "values"]
+    assert run("generate", str(cluster), "--out", str(out), *args).exit_code == 0
+    (out / "cpu" / "values.yaml").write_text("changed\n")
+    result = run("check", str(cluster), "--out", str(out))
+    assert result.exit_code == 3
+    assert result.stderr.splitlines()[-1] == (
+        f"regenerate with: talos-schematic generate {cluster} --out {out} --chart v1.6 "
+        "--layout talos --format values"
+    )
+    # Following the hint gives a directory check finds up to date.
+    hint = result.stderr.splitlines()[-1].split("talos-schematic generate ", 1)[1].split()
+    assert run("generate", *hint).exit_code == 0
+    assert run("check", str(cluster), "--out", str(out)).exit_code == 0
+
+
+def test_index_records_what_check_needs(tmp_path: Path) -> None:
+    cluster = write(tmp_path, CLUSTER)
+    out = tmp_path / "out"
+    assert (
+        run(
+            "generate", str(cluster), "--out", str(out), "--chart", "main", "-f", "values"
+        ).exit_code
+        == 0
+    )
+    index = yaml.safe_load((out / "index.yaml").read_text())
+    assert (index["cozystack"], index["layout"], index["format"]) == ("main", "talos", "values")
+
+
+def test_layout_keys_name_where_the_schematic_goes() -> None:
+    assert LAYOUT_KEYS == {
+        "osimage": "osImage",
+        "schematicid": "schematicID",
+        "talos": "talos.schematicID",
+    }
