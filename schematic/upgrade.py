@@ -55,7 +55,7 @@ __all__ = [
 # a changed template never reaches machines that already exist.
 COZYSTACK_IMMUTABLE_CONFIG_ISSUE = "cozystack/cozystack#3523"
 
-Status = Literal["unchanged", "changed", "breaking"]
+Status = Literal["unchanged", "changed", "breaking", "added", "removed"]
 _PINNABLE_TIERS: tuple[Literal["lts", "production"], ...] = ("lts", "production")
 
 
@@ -107,7 +107,8 @@ class PoolChange:
 
     name: str
     status: Status
-    schematic_before: str
+    # None on the side where the pool does not exist (added, removed) or is refused.
+    schematic_before: str | None
     schematic_after: str | None
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
@@ -120,7 +121,7 @@ class PoolChange:
     modules_before: tuple[KernelModule, ...] = ()
     modules_after: tuple[KernelModule, ...] = ()
     machine_config: tuple[str, ...] = ()
-    installer_before: str = ""
+    installer_before: str | None = None
     installer_after: str | None = None
     refusal: PoolRefusal | None = None
     actions: tuple[NodeAction, ...] = ()
@@ -537,16 +538,53 @@ def _reasons(pool: PoolPlan) -> tuple[str, ...]:
     return pool.nvidia.reasons if pool.nvidia is not None else ()
 
 
+def _added_pool(new: PoolPlan | PoolRefusal) -> PoolChange:
+    """A pool only the target has: its machines will boot the new image from the start."""
+    if isinstance(new, PoolRefusal):
+        return PoolChange(
+            name=new.name,
+            status="breaking",
+            schematic_before=None,
+            schematic_after=None,
+            refusal=new,
+        )
+    return PoolChange(
+        name=new.name,
+        status="added",
+        schematic_before=None,
+        schematic_after=new.schematic_id,
+        added=new.extensions,
+        kernel_args_added=new.kernel_args,
+        driver_after=_driver(new),
+        modules_after=new.kernel_modules,
+        installer_after=installer_image(new),
+    )
+
+
+def _removed_pool(old: PoolPlan) -> PoolChange:
+    return PoolChange(
+        name=old.name,
+        status="removed",
+        schematic_before=old.schematic_id,
+        schematic_after=None,
+        removed=old.extensions,
+        kernel_args_removed=old.kernel_args,
+        driver_before=_driver(old),
+        modules_before=old.kernel_modules,
+        installer_before=installer_image(old),
+    )
+
+
 def compare_plans(old: ClusterPlan, new: TargetPlan) -> UpgradeReport:
-    """Compare a cluster's plan with its plan at another release, pool by pool (matched by
-    name, in the old plan's order). A pool the target plan refuses is breaking."""
+    """Compare a cluster's plan with its plan at another release (or another revision of the
+    file), pool by pool: matched by name, in the old plan's order, then the pools only the
+    target has. A pool the target plan refuses is breaking."""
     by_name = {pool.name: pool for pool in new.pools}
     changes = []
     for pool in old.pools:
-        target = by_name.get(pool.name)
-        if target is None:
-            raise ClusterFileError(f'{old.source}: pool "{pool.name}" is not in the target plan')
-        changes.append(_compare_pool(pool, target))
+        target = by_name.pop(pool.name, None)
+        changes.append(_removed_pool(pool) if target is None else _compare_pool(pool, target))
+    changes += [_added_pool(pool) for pool in by_name.values()]
     return UpgradeReport(
         cluster=old.cluster,
         source=old.source,

@@ -243,3 +243,26 @@ def test_offline_upgrade_does_not_import_httpx(cluster: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == "False\n"
+
+
+def test_base_compares_two_revisions_of_the_file_pool_by_pool(
+    cluster: Path, tmp_path: Path
+) -> None:
+    head = tmp_path / "head.yaml"
+    head.write_text(
+        CLUSTER.replace("v1.12.6", "v1.13.9")
+        .replace("{tier: production}", "{tier: lts}\n    kernelModules: [{name: nvidia}]")
+        .replace("name: cpu\n    profile: kubevirt-cpu", "name: l4\n    profile: kubevirt-l4")
+    )
+    result = run("upgrade", str(head), "--base", str(cluster), "--json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["talos"] == {"before": "v1.12.6", "after": "v1.13.9"}
+    statuses = {pool["name"]: pool["status"] for pool in document["pools"]}
+    assert statuses == {"v100": "changed", "cpu": "removed", "l4": "added"}
+    v100 = document["pools"][0]
+    assert [module["name"] for module in v100["kernelModules"]["after"]] == ["nvidia"]
+    assert "recreate" in [node["action"] for node in v100["nodes"]]
+    l4 = document["pools"][2]
+    assert l4["schematicID"]["before"] is None
+    assert "siderolabs/nvidia-open-gpu-kernel-modules-production" in l4["extensions"]["added"]

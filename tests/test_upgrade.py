@@ -8,7 +8,7 @@ import pytest
 
 from schematic.catalog import talos_versions
 from schematic.cluster import ClusterFile, ClusterPlan, parse_cluster, plan_cluster
-from schematic.errors import CatalogError, ClusterFileError
+from schematic.errors import CatalogError
 from schematic.nvidia import describe_nvidia_extension
 from schematic.upgrade import (
     COZYSTACK_IMMUTABLE_CONFIG_ISSUE,
@@ -257,9 +257,17 @@ pools:
     assert [pool.status for pool in report.pools] == ["breaking", "unchanged"]
 
 
-def test_a_pool_missing_from_the_target_is_an_error() -> None:
+def test_pools_only_on_one_side_are_removed_or_added() -> None:
     cluster = cluster_of(VOLTA_ON_PRODUCTION)
     old = plan_cluster(cluster)
     target = plan_target(cluster, "v1.12.6")
-    with pytest.raises(ClusterFileError, match='pool "cpu" is not in the target plan'):
-        compare_plans(old, replace(target, pools=target.pools[:1]))
+    cpu = target.pools[1]
+    report = compare_plans(replace(old, pools=old.pools[:1]), replace(target, pools=(cpu,)))
+    assert [(pool.name, pool.status) for pool in report.pools] == [
+        ("v100", "removed"),
+        ("cpu", "added"),
+    ]
+    removed, added = report.pools
+    assert (removed.schematic_after, added.schematic_before) == (None, None)
+    assert added.added == ("siderolabs/qemu-guest-agent",)
+    assert not report.breaking

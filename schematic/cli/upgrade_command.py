@@ -68,6 +68,20 @@ def upgrade(
             show_default=False,
         ),
     ] = None,
+    base: Annotated[
+        Path | None,
+        typer.Option(
+            "--base",
+            metavar="FILE",
+            help=(
+                "the cluster file as deployed now (in CI: the base branch's, from git show); "
+                "its plan is compared with CLUSTER's, pool by pool, so a pull request that "
+                "changes more than talos.version is shown whole. Its relative profile paths "
+                "resolve against CLUSTER's directory"
+            ),
+            show_default=False,
+        ),
+    ] = None,
     report_format: Annotated[
         ReportFormat,
         typer.Option(
@@ -108,11 +122,14 @@ def upgrade(
     ] = None,
 ) -> None:
     """Per pool: schematic ID, extensions, NVIDIA driver, kernel modules and machine config
-    before → after a Talos upgrade, and what the running nodes need (talosctl upgrade, or
-    recreating Cozystack machines). Exit 3 when a pool would break (e.g. its GPU is dropped by
-    the new driver), with the ways out; 0 otherwise. Offline unless --live-catalogue."""
-    if to is None and since is None:
-        raise typer.BadParameter("give the release to upgrade to", param_hint="--to")
+    before → after a Talos upgrade (or between --base and CLUSTER), and what the running
+    nodes need (talosctl upgrade, or recreating Cozystack machines). Exit 3 when a pool would
+    break (e.g. its GPU is dropped by the new driver), with the ways out; 0 otherwise. Offline
+    unless --live-catalogue."""
+    if to is None and since is None and base is None:
+        raise typer.BadParameter(
+            "give the release to upgrade to (or --from, or --base)", param_hint="--to"
+        )
     if as_json:
         if report_format not in (ReportFormat.text, ReportFormat.json):
             raise typer.BadParameter("--json is --format json", param_hint="--format")
@@ -131,11 +148,16 @@ def upgrade(
     source = str(cluster_file)
     try:
         cluster = load_cluster(cluster_file)
-        before = since or cluster.talos.version
+        deployed = cluster if base is None else load_cluster(base)
+        before = since or deployed.talos.version
         after = to or cluster.talos.version
         base_dir, profile_dirs = cluster_file.parent, tuple(profiles or ())
         old, old_note = plan_at(
-            cluster, before, source=source, base_dir=base_dir, profile_dirs=profile_dirs
+            deployed,
+            before,
+            source=source if base is None else str(base),
+            base_dir=base_dir,
+            profile_dirs=profile_dirs,
         )
         target = plan_target(
             cluster,

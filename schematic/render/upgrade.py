@@ -15,7 +15,13 @@ from schematic.upgrade import DriverState, PoolChange, UpgradeReport
 
 __all__ = ["upgrade_json", "upgrade_markdown", "upgrade_text"]
 
-_STATUS_WORDS = {"unchanged": "no change", "changed": "changes", "breaking": "BREAKS"}
+_STATUS_WORDS = {
+    "unchanged": "no change",
+    "changed": "changes",
+    "breaking": "BREAKS",
+    "added": "new pool",
+    "removed": "removed",
+}
 
 
 def _short(schematic_id: str | None) -> str:
@@ -23,6 +29,10 @@ def _short(schematic_id: str | None) -> str:
 
 
 def _schematic(pool: PoolChange) -> str:
+    if pool.status == "added":
+        return f"(new) → {_short(pool.schematic_after)}"
+    if pool.status == "removed":
+        return f"{_short(pool.schematic_before)} → (removed)"
     if pool.schematic_after is None:
         return f"{_short(pool.schematic_before)} → (refused)"
     if pool.schematic_after == pool.schematic_before:
@@ -44,7 +54,7 @@ def _driver(pool: PoolChange) -> str:
     if before is None and after is None:
         return "no NVIDIA GPU"
     if pool.status == "breaking":
-        return f"{before} → (refused)"
+        return f"{before or 'none'} → (refused)"
     if before == after:
         return f"{before} (unchanged)"
     return f"{before or 'none'} → {after or 'none'}"
@@ -55,10 +65,14 @@ def _counts(report: UpgradeReport) -> str:
     for pool in report.pools:
         counts[pool.status] += 1
     pools = len(report.pools)
-    return (
+    text = (
         f"{pools} pool{'s' * (pools != 1)}: {counts['changed']} changing, "
         f"{counts['unchanged']} unchanged, {counts['breaking']} breaking"
     )
+    for status in ("added", "removed"):
+        if counts[status]:
+            text += f", {counts[status]} {status}"
+    return text
 
 
 def _listed(title: str, items: list[str]) -> list[str]:
