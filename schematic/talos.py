@@ -15,11 +15,15 @@ from typing import Literal
 from schematic.errors import CatalogError, NvidiaError
 
 __all__ = [
+    "EMPTY_SCHEMATIC_ID",
+    "METAL_INSTALLER_FROM",
     "DriverRow",
     "DriverTableMatch",
     "TalosVersion",
+    "default_installer_repository",
     "driver_row",
     "driver_table",
+    "vanilla_installer_image",
 ]
 
 _VERSION_RE = re.compile(
@@ -72,6 +76,34 @@ class TalosVersion:
     def __str__(self) -> str:
         suffix = f"-{self.prerelease}" if self.prerelease else ""
         return f"v{self.major}.{self.minor}.{self.patch}{suffix}"
+
+
+# The schematic with no customization: `customization: {}` (vanilla Talos).
+EMPTY_SCHEMATIC_ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
+# From Talos 1.14 the plain ghcr.io/siderolabs/installer is no longer published; Talos itself
+# defaults to the factory's metal-installer with the empty schematic (siderolabs/talos#13202,
+# #13353).
+METAL_INSTALLER_FROM = TalosVersion(1, 14, 0)
+_FACTORY_REGISTRY = "factory.talos.dev"
+
+
+def default_installer_repository(version: str | TalosVersion) -> str:
+    """The installer repository a release upgrades from when the user names none.
+
+    ``<repository>/<schematicID>:<version>``: ``factory.talos.dev/installer`` up to Talos 1.13,
+    ``factory.talos.dev/metal-installer`` (the form Talos 1.14 itself defaults to) from 1.14.
+    """
+    release = TalosVersion.of(version).release
+    kind = "metal-installer" if release >= METAL_INSTALLER_FROM else "installer"
+    return f"{_FACTORY_REGISTRY}/{kind}"
+
+
+def vanilla_installer_image(version: str | TalosVersion) -> str:
+    """The install image of vanilla Talos (what `talosctl gen config` writes) for a release."""
+    wanted = TalosVersion.of(version)
+    if wanted.release >= METAL_INSTALLER_FROM:
+        return f"{default_installer_repository(wanted)}/{EMPTY_SCHEMATIC_ID}:{wanted}"
+    return f"ghcr.io/siderolabs/installer:{wanted}"
 
 
 @dataclass(frozen=True)

@@ -463,6 +463,52 @@ def test_ts125_passes_on_talos_before_1_10(tmp_path: Path) -> None:
     assert run(tmp_path, {"w.yaml": machine_config(COZY, "v1.9.5", extra=extra)}) == []
 
 
+# --- installer images: vanilla Talos and TS156 -------------------------------------------------
+
+EMPTY = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
+
+
+def vanilla_config(image: str, modules: str = "") -> str:
+    return machine_config(EMPTY, modules=modules).replace(
+        f"factory.talos.dev/installer/{EMPTY}:v1.13.6", image
+    )
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ghcr.io/siderolabs/installer:v1.13.9",
+        f"factory.talos.dev/metal-installer/{EMPTY}:v1.14.0",
+    ],
+)
+def test_both_vanilla_installers_are_the_empty_schematic(tmp_path: Path, image: str) -> None:
+    assert run(tmp_path, {"w.yaml": vanilla_config(image)}) == []
+    # Vanilla Talos has no NVIDIA modules to load, whichever form names it.
+    found = run(tmp_path, {"w.yaml": vanilla_config(image, modules="nvidia")})
+    assert codes(found) == {"TS122"}
+    assert "37656798" in finding(found, "TS122").message
+
+
+def test_ts156_plain_installer_on_talos_1_14(tmp_path: Path) -> None:
+    found = run(tmp_path, {"w.yaml": vanilla_config("ghcr.io/siderolabs/installer:v1.14.0")})
+    assert codes(found) == {"TS156"}
+    hit = finding(found, "TS156")
+    assert hit.line == 6  # machine.install.image
+    assert f"factory.talos.dev/metal-installer/{EMPTY}:v1.14.0" in hit.message
+
+
+def test_ts156_passes_before_1_14_and_with_the_metal_installer(tmp_path: Path) -> None:
+    files = {
+        "a.yaml": vanilla_config("ghcr.io/siderolabs/installer:v1.13.9"),
+        "b.yaml": vanilla_config(f"factory.talos.dev/metal-installer/{EMPTY}:v1.14.1"),
+        "c.yaml": vanilla_config(f"factory.talos.dev/metal-installer/{COZY}:v1.14.0"),
+    }
+    assert run(tmp_path, files) == []
+    # --talos says the config is for 1.14: the same plain image is then unpublished.
+    bumped = run(tmp_path / "x", {"d.yaml": files["a.yaml"]}, talos="v1.14.0")
+    assert codes(bumped) == {"TS156"}
+
+
 def test_ts101_on_a_rendered_cpu_pool(tmp_path: Path) -> None:
     cpu = kmt(OPEN_PROD).split("          template:")[0]
     found = run(tmp_path, {"kmt.yaml": cpu})

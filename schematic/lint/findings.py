@@ -473,6 +473,23 @@ def _rules() -> tuple[Rule, ...]:
             "different IDs.",
             remedy="Sort `officialExtensions` (plain byte order) and use the new ID.",
         ),
+        Rule(
+            code="TS156",
+            title="plain ghcr.io/siderolabs/installer on Talos 1.14 or newer",
+            severity="error",
+            fix="install from factory.talos.dev/metal-installer/<schematic ID>:<version>",
+            seen="Installation or `talosctl upgrade` fails pulling the installer image: the "
+            "registry has no such tag.",
+            why="From Talos 1.14 the plain installer image is no longer published; Talos "
+            "itself defaults to the Image Factory's `metal-installer` with the empty schematic "
+            "(`376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba`, vanilla "
+            "Talos). A config written for 1.13 and bumped to 1.14 keeps the old reference.",
+            confirm="`crane manifest ghcr.io/siderolabs/installer:<version>` (or `docker "
+            "manifest inspect`) answers that the tag is unknown.",
+            remedy="Use `factory.talos.dev/metal-installer/<id>:<version>`, with the pool's "
+            "schematic ID (the generated machine-config patch does), or the empty schematic's "
+            "ID for vanilla Talos.",
+        ),
     )
 
 

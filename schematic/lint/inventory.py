@@ -35,6 +35,7 @@ import yaml
 from schematic.errors import SchematicError
 from schematic.lint.loader import Document, Path_, parse_yaml, walk
 from schematic.model import Schematic
+from schematic.talos import EMPTY_SCHEMATIC_ID
 
 __all__ = [
     "COZYSTACK_DEFAULT_SCHEMATIC",
@@ -52,6 +53,9 @@ COZYSTACK_DEFAULT_SCHEMATIC = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f27983
 _ID = r"[0-9a-f]{64}"
 _BOOT_URL = re.compile(rf"/image/(?P<id>{_ID})/(?P<version>v[0-9][^/]*)/")
 _INSTALLER = re.compile(rf"/(?P<id>{_ID}):(?P<version>v[0-9][^\s\"']*)")
+# Vanilla Talos's install image up to 1.13 names no schematic: it is the empty one, as is
+# 1.14's default factory.talos.dev/metal-installer/<empty schematic>.
+_PLAIN_INSTALLER = re.compile(r"ghcr\.io/siderolabs/installer:(?P<version>v[0-9][^\s\"']*)")
 _HASH_SUFFIX = re.compile(r"-[0-9a-f]{6}$")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(?P<marker>[A-Za-z_]\w*)['\"]?[^\n]*\n")
 _SCHEMATIC_KEYS = frozenset({"owner", "overlay", "customization"})
@@ -117,6 +121,8 @@ class Pool:
     # machine.install.extensions.
     sysctls: dict[str, str] | None = None
     install_extensions: Place | None = None
+    # Where a machine config names the plain ghcr.io/siderolabs/installer (vanilla Talos).
+    plain_installer: Place | None = None
 
     @property
     def nvidia_gpus(self) -> list[GpuUse]:
@@ -335,13 +341,17 @@ def _machine_config_pool(configs: list[Document], pool: Pool, fallback: Place) -
             modules.append(data["name"])
             modules_place = modules_place or Place(config, ("name",))
         image_path: Path_ = ("machine", "install", "image")
-        match = _INSTALLER.search(_str(config.get(image_path)))
-        if match:
-            pool.schematics.append(
-                SchematicUse(match["id"], Place(config, image_path), "installer image")
-            )
+        image = _str(config.get(image_path)).strip()
+        match = _INSTALLER.search(image)
+        found = match or _PLAIN_INSTALLER.fullmatch(image)
+        if found is not None:
+            place = Place(config, image_path)
+            schematic_id = match["id"] if match else EMPTY_SCHEMATIC_ID
+            pool.schematics.append(SchematicUse(schematic_id, place, "installer image"))
+            if match is None:
+                pool.plain_installer = place
             if pool.talos is None:
-                pool.talos, pool.talos_place = match["version"], Place(config, image_path)
+                pool.talos, pool.talos_place = found["version"], place
         listed = config.get(("machine", "kernel", "modules"))
         if isinstance(listed, list):
             modules += [_str(_dict(item).get("name")) for item in listed]

@@ -159,6 +159,7 @@ class _PoolCheck:
             self.schematic(use, resolution.schematic)
         self.boot_versus_installer()
         self.install_extensions()
+        self.plain_installer()
 
     def schematic(self, use: SchematicUse, schematic: Schematic) -> None:
         pool = self.pool
@@ -367,6 +368,26 @@ class _PoolCheck:
             "1.10; extensions come only from the image's schematic",
             place,
         )
+
+    def plain_installer(self) -> None:
+        place = self.pool.plain_installer
+        if place is None or self.talos is None:
+            return
+        from schematic.errors import TalosSchematicError
+        from schematic.talos import METAL_INSTALLER_FROM, TalosVersion, vanilla_installer_image
+
+        try:
+            version = TalosVersion.parse(self.talos)
+        except TalosSchematicError:
+            return
+        if version.release >= METAL_INSTALLER_FROM:
+            self.add(
+                "TS156",
+                f"pool {self.pool.name!r}: ghcr.io/siderolabs/installer is not published for "
+                f"Talos {METAL_INSTALLER_FROM.major}.{METAL_INSTALLER_FROM.minor} and newer; "
+                f"vanilla Talos {version} installs from {vanilla_installer_image(version)}",
+                place,
+            )
 
     def boot_versus_installer(self) -> None:
         boot = [u for u in self.pool.schematics if u.role == "boot disk"]

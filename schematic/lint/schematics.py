@@ -31,7 +31,11 @@ _QEMU = "siderolabs/qemu-guest-agent"
 def _well_known_sets() -> list[tuple[tuple[str, ...], str]]:
     """Extension sets whose IDs users meet, each with where the set comes from."""
     sets: list[tuple[tuple[str, ...], str]] = [
-        ((), "the empty schematic (vanilla Talos)"),
+        (
+            (),
+            "the empty schematic (vanilla Talos: what ghcr.io/siderolabs/installer installs, "
+            "and Talos 1.14's default install image factory.talos.dev/metal-installer/<id>)",
+        ),
         (
             (_QEMU,),
             "Cozystack's default worker schematic (talos.schematicID default of the "
