@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
+from schematic import nvidia_rules
 from schematic.errors import NvidiaError, UnknownDeviceError
 from schematic.talos import DriverRow, TalosVersion, driver_row, driver_table
 
@@ -66,12 +67,17 @@ _PRE_TURING_LAST_BRANCH = 580
 _UNSUPPORTED = frozenset({"Fermi", "Kepler", "Rubin", *_OLDER_THAN_FERMI})
 # Grace self-hosted parts: the GPU of a GH200 / GB200 / GB300 superchip needs the open modules.
 _GRACE_RANGES = ((0x2340, 0x237F), (0x2940, 0x297F), (0x31C0, 0x31FF), (0x31A1, 0x31A1))
-# GB10 (DGX Spark) on Talos: only the proprietary modules work, with BTI off (Talos guidance).
+# GB10 (DGX Spark): its flavour and kernel args per Talos release are in data/nvidia-rules.tsv.
 _GB10_CHIP = "GB20B"
-_GB10_FROM = TalosVersion(1, 13, 0)
-_GB10_KERNEL_ARG = "arm64.nobti"
-_PROPRIETARY_FROM = TalosVersion(1, 5, 0)
-_GDRDRV_FROM = TalosVersion(1, 12, 0)
+# NVLink-5 HGX baseboards: B100 / B200 (GB100, GB102) and B300 (GB110) SXM modules. The Grace
+# superchips of these chips (GB200, GB300 NVL racks) have no NVSwitch on the compute tray.
+_NVLINK5_CHIPS = frozenset({"GB100", "GB102", "GB110"})
+_HGX_GPU_COUNT = 8
+# GeForce and workstation (Quadro / RTX / T-series) parts: what older open modules refuse.
+_CLIENT_GPU_NAME = re.compile(r"\b(?:GeForce|TITAN|Quadro|RTX|NVS|CMP)\b|^NVIDIA T\d{3,4}\b")
+_PROPRIETARY_BASE = "nonfree-kmod-nvidia"
+_GDRDRV_BASE = "nvidia-gdrdrv-device"
+_GDS_BASE = "nvidia-fs"
 _BPF_JIT_HARDEN_UNTIL = (1, 12)  # Talos minor lines up to this one need the sysctl
 _LOAD_ORDER = ("nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset")
 _NVLINK_DISABLE = "NVreg_NvLinkDisable=1"
@@ -123,6 +129,16 @@ class Gpu:
     def gb10(self) -> bool:
         return self.chip == _GB10_CHIP
 
+    @property
+    def nvlink5_hgx(self) -> bool:
+        """A Blackwell data-centre SXM module of an NVLink-5 HGX baseboard (B100/B200/B300)."""
+        return self.chip in _NVLINK5_CHIPS and not self.grace
+
+    @property
+    def client(self) -> bool:
+        """A GeForce or workstation GPU (not a data-centre part), by its product name."""
+        return _CLIENT_GPU_NAME.search(self.name) is not None
+
 
 @dataclass(frozen=True, slots=True)
 class NvidiaFunction:
@@ -165,6 +181,8 @@ class NvidiaDecision:
     sysctls: dict[str, str]
     kernel_args: tuple[str, ...]
     reasons: tuple[str, ...]
+    # Where the sources disagree (the rules table says so): check the answer on the hardware.
+    notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The `talos-schematic gpu --json` document."""
@@ -183,6 +201,7 @@ class NvidiaDecision:
             "sysctls": dict(self.sysctls),
             "kernelArgs": list(self.kernel_args),
             "reasons": list(self.reasons),
+            "notes": list(self.notes),
         }
 
 
@@ -533,7 +552,66 @@ def _driver_refusal(gpu: Gpu, driver: str) -> str | None:
     return None
 
 
-def _flavours_for(gpu: Gpu, talos: TalosVersion) -> tuple[frozenset[Flavour], str]:
+def _offered(base: str, talos: TalosVersion) -> bool:
+    """Whether a Talos release offers an NVIDIA extension family (base name, no tier suffix)."""
+    return nvidia_rules.release_rule("extension", talos, value=base) is not None
+
+
+def _first_offering(base: str) -> TalosVersion | None:
+    firsts = [
+        TalosVersion.parse(row.first)
+        for row in nvidia_rules.rules_table()
+        if row.scope == "talos" and row.rule == "extension" and row.value == base
+    ]
+    return min(firsts) if firsts else None
+
+
+def _verify(answer: nvidia_rules.RuleAnswer, notes: list[str]) -> None:
+    """Record a rule's caveats: the sources disagree, or the release is past the table."""
+    if answer.row.conflicting:
+        note = f"verify on hardware ({answer.row.rule}): conflicting evidence: {answer.row.note}"
+        if note not in notes:
+            notes.append(note)
+    if answer.fallback and answer.fallback not in notes:
+        notes.append(answer.fallback)
+
+
+def _gb10_flavours(gpu: Gpu, talos: TalosVersion, notes: list[str]) -> frozenset[Flavour]:
+    answer = nvidia_rules.release_rule("gb10-flavour", talos)
+    if answer is None or answer.value == "none":
+        supported = [
+            row
+            for row in nvidia_rules.rules_table()
+            if row.rule == "gb10-flavour" and row.scope == "talos" and row.value != "none"
+        ]
+        advice = ""
+        if supported:
+            first = min(supported, key=lambda row: TalosVersion.parse(row.first))
+            args = nvidia_rules.release_rule("gb10-kernel-args", first.first)
+            advice = (
+                f" works on Talos only from {first.first}, with the {first.value} modules"
+                + (f" and kernel arg {args.value}" if args else "")
+                + f"; upgrade Talos from {talos}"
+            )
+        caveat = (
+            f" (conflicting evidence: {answer.row.note})"
+            if answer and answer.row.conflicting
+            else ""
+        )
+        raise NvidiaError(
+            f"{gpu.id} ({gpu.name}, DGX Spark)"
+            + (advice or f" has no NVIDIA support on Talos {talos}")
+            + caveat
+        )
+    if answer.value not in ("open", "proprietary"):
+        raise ValueError(f"{nvidia_rules.RULES_FILE}: gb10-flavour {answer.value!r}")
+    _verify(answer, notes)
+    return frozenset({"open" if answer.value == "open" else "proprietary"})
+
+
+def _flavours_for(
+    gpu: Gpu, talos: TalosVersion, notes: list[str]
+) -> tuple[frozenset[Flavour], str]:
     """The module flavours that can drive a GPU on this Talos, and the rule behind them."""
     if gpu.architecture in _UNSUPPORTED:
         why = (
@@ -546,14 +624,13 @@ def _flavours_for(gpu: Gpu, talos: TalosVersion) -> tuple[frozenset[Flavour], st
             f"drive ({why}); remove it from the node"
         )
     if gpu.gb10:
-        if talos < _GB10_FROM:
-            raise NvidiaError(
-                f"{gpu.id} ({gpu.name}, DGX Spark) works on Talos only from {_GB10_FROM}, with the "
-                f"proprietary modules and kernel arg {_GB10_KERNEL_ARG}; upgrade Talos from {talos}"
-            )
-        return frozenset({"proprietary"}), (
-            f"{gpu.id} ({gpu.name}, DGX Spark): on Talos it works only with the proprietary "
-            f"modules and kernel arg {_GB10_KERNEL_ARG}"
+        flavours = _gb10_flavours(gpu, talos, notes)
+        args = nvidia_rules.release_rule("gb10-kernel-args", talos)
+        return flavours, (
+            f"{gpu.id} ({gpu.name}, DGX Spark): on Talos {talos.minor_line[0]}."
+            f"{talos.minor_line[1]} it works with the {'/'.join(sorted(flavours))} modules"
+            + (f" and kernel arg {args.value}" if args else "")
+            + " (rules table)"
         )
     if gpu.open_only:
         chip = f" ({gpu.chip})" if gpu.chip else ""
@@ -588,7 +665,7 @@ def _tier_label(tier: Tier | None, driver: str) -> str:
 def _first_talos_that_drives(gpus: Sequence[Gpu], flavour: Flavour) -> str:
     """Advice naming the oldest Talos release whose drivers know all these GPUs, if any."""
     for row in driver_table():
-        if flavour == "proprietary" and row.last < _PROPRIETARY_FROM:
+        if flavour == "proprietary" and not _offered(_PROPRIETARY_BASE, row.last):
             continue
         for tier, driver in _tier_drivers(row).items():
             if all(_driver_refusal(gpu, driver) is None for gpu in gpus):
@@ -597,14 +674,15 @@ def _first_talos_that_drives(gpus: Sequence[Gpu], flavour: Flavour) -> str:
 
 
 def _choose_flavour(
-    gpus: Sequence[Gpu], talos: TalosVersion, wished: str, reasons: list[str]
+    gpus: Sequence[Gpu], talos: TalosVersion, wished: str, reasons: list[str], notes: list[str]
 ) -> Flavour:
     offered: set[Flavour] = {"open"}
-    if talos >= _PROPRIETARY_FROM:
+    if _offered(_PROPRIETARY_BASE, talos):
         offered.add("proprietary")
+    proprietary_from = _first_offering(_PROPRIETARY_BASE)
     allowed: dict[str, frozenset[Flavour]] = {}
     for gpu in gpus:
-        flavours, why = _flavours_for(gpu, talos)
+        flavours, why = _flavours_for(gpu, talos, notes)
         allowed[gpu.id] = flavours
         reasons.append(why)
     if wished in ("open", "proprietary"):
@@ -619,7 +697,7 @@ def _choose_flavour(
         if wished not in offered:
             raise NvidiaError(
                 f"Talos {talos} has no proprietary NVIDIA modules (they arrive in "
-                f"{_PROPRIETARY_FROM}); use flavour open or a newer Talos"
+                f"{proprietary_from}); use flavour open or a newer Talos"
             )
         reasons.append(f"flavour {wished}: as asked, and every GPU supports it")
         return "open" if wished == "open" else "proprietary"
@@ -641,7 +719,7 @@ def _choose_flavour(
     if not usable:
         raise NvidiaError(
             f"Talos {talos} has no proprietary NVIDIA modules (they arrive in "
-            f"{_PROPRIETARY_FROM}) and these GPUs need them; use Talos {_PROPRIETARY_FROM} or newer"
+            f"{proprietary_from}) and these GPUs need them; use Talos {proprietary_from} or newer"
         )
     if "open" in usable:
         reasons.append("flavour open: every GPU supports the open kernel modules")
@@ -738,11 +816,16 @@ def decide(
     flavour: str = "auto",
     tier: str = "auto",
     gdrdrv: bool = False,
+    gds: bool = False,
+    peermem: bool = False,
 ) -> NvidiaDecision | None:
     """The NVIDIA extensions, modules and settings for a node; None when it has no NVIDIA GPU.
 
     ``passthrough``: the node is a VM (KubeVirt) with the GPUs passed through; ``nvswitch``:
-    bare metal with NVSwitches (fabric manager); ``gdrdrv``: add GPUDirect RDMA (open only).
+    bare metal with NVSwitches (fabric manager; on NVLink-5 also ``ib_umad``, and eight
+    Blackwell HGX GPUs on bare metal imply it); ``gdrdrv``: add GPUDirect RDMA (open only);
+    ``gds``: GPUDirect Storage (``nvidia-fs``, where the release offers it); ``peermem``: load
+    ``nvidia_peermem`` (RDMA NICs reading GPU memory; open only).
     Raises NvidiaError for a combination no driver on that Talos can drive.
     """
     if flavour not in ("auto", "open", "proprietary"):
@@ -758,6 +841,7 @@ def decide(
     found = tuple(gpu for gpu, _ in resolved.gpus)
     match = driver_row(version)
     reasons = list(resolved.notes)
+    notes: list[str] = []
     if match.note:
         reasons.append(match.note)
 
@@ -765,7 +849,7 @@ def decide(
         raise NvidiaError(
             "GB10 (DGX Spark) is part of an arm64 system; set the architecture to arm64"
         )
-    chosen_flavour = _choose_flavour(found, version, flavour, reasons)
+    chosen_flavour = _choose_flavour(found, version, flavour, reasons, notes)
     chosen_tier, driver = _choose_tier(found, version, match.row, chosen_flavour, tier, reasons)
 
     extensions = {
@@ -776,9 +860,21 @@ def decide(
         f"container toolkit {match.row.container_toolkit}"
         + (" of the same tier as the kernel modules" if chosen_tier else "")
     )
-    if nvswitch and not passthrough:
+    hgx_count = sum(count for gpu, count in resolved.gpus if gpu.nvlink5_hgx)
+    inferred = not nvswitch and not passthrough and hgx_count >= _HGX_GPU_COUNT
+    if inferred:
+        reasons.append(
+            f"NVSwitches assumed: {hgx_count} Blackwell SXM GPUs on bare metal sit on an HGX "
+            "baseboard (set nvswitch to say so, or give fewer GPUs)"
+        )
+    nvlink5 = (nvswitch or inferred) and not passthrough and hgx_count > 0
+    if (nvswitch or inferred) and not passthrough:
         extensions.add(nvidia_extension("fabric-manager", tier=chosen_tier))
-        reasons.append("fabric manager: bare metal with NVSwitches")
+        reasons.append(
+            "fabric manager"
+            + (f" ({chosen_tier}, the modules' tier)" if chosen_tier else "")
+            + ": bare metal with NVSwitches"
+        )
     elif nvswitch:
         reasons.append("no fabric manager: the NVSwitches are managed by the host, not by a VM")
     modules = [
@@ -792,23 +888,74 @@ def decide(
             f"nvidia loads with {_NVLINK_DISABLE}: the GPUs are passed through to a VM, "
             "whose NVLink is not usable"
         )
+    client = [gpu.label for gpu in found if gpu.client]
+    unsupported = nvidia_rules.driver_rule("open-unsupported-gpus", driver)
+    if chosen_flavour == "open" and client and unsupported is not None and unsupported.value:
+        modules[0] = KernelModule(
+            name="nvidia", parameters=(*modules[0].parameters, unsupported.value)
+        )
+        kind = "is a GeForce or workstation GPU" if len(client) == 1 else "are such GPUs"
+        reasons.append(
+            f"nvidia loads with {unsupported.value}: {', '.join(client)} {kind}, and the open "
+            f"modules of driver {driver} need it ({unsupported.row.note}); flavour proprietary "
+            "is the other way"
+        )
+        _verify(unsupported, notes)
     if gdrdrv:
         if chosen_flavour != "open":
             raise NvidiaError("GPUDirect RDMA (nvidia-gdrdrv-device) needs the open kernel modules")
-        if version < _GDRDRV_FROM:
+        if not _offered(_GDRDRV_BASE, version):
             raise NvidiaError(
-                f"nvidia-gdrdrv-device arrives in Talos {_GDRDRV_FROM}, not {version}"
+                f"nvidia-gdrdrv-device arrives in Talos {_first_offering(_GDRDRV_BASE)}, "
+                f"not {version}"
             )
         extensions.add(nvidia_extension("gdrdrv"))
         modules.append(KernelModule(name="gdrdrv"))
+    if gds:
+        offer = nvidia_rules.release_rule("extension", version, value=_GDS_BASE)
+        if offer is None:
+            first = _first_offering(_GDS_BASE)
+            raise NvidiaError(
+                f"GPUDirect Storage: Talos {version} offers no siderolabs/{_GDS_BASE} extension"
+                + (
+                    f" (it arrives in {first})"
+                    if first
+                    else f" (no release up to {nvidia_rules.reviewed_through()} does; "
+                    "siderolabs/pkgs builds the module, the extension is not published yet)"
+                )
+            )
+        _verify(offer, notes)
+        extensions.add(f"siderolabs/{_GDS_BASE}")
+        modules.append(KernelModule(name="nvidia_fs"))
+        reasons.append(f"GPUDirect Storage: siderolabs/{_GDS_BASE}, module nvidia_fs (as asked)")
+    if peermem:
+        if chosen_flavour != "open":
+            raise NvidiaError(
+                "nvidia_peermem (GPUDirect RDMA for RDMA NICs) ships with the open kernel "
+                "modules; use flavour open"
+            )
+        modules.append(KernelModule(name="nvidia_peermem"))
+        reasons.append(
+            "nvidia_peermem: RDMA NICs read and write GPU memory (as asked; ships with the "
+            "open modules)"
+        )
+    if nvlink5:
+        answer = nvidia_rules.release_rule("nvlink5-kernel-modules", version)
+        if answer is not None:
+            for name in answer.value.split():
+                modules.append(KernelModule(name=name))
+            _verify(answer, notes)
+            reasons.append(f"{answer.value}: NVLink-5 (Blackwell HGX); {answer.row.note}")
     sysctls: dict[str, str] = {}
     if version.minor_line <= _BPF_JIT_HARDEN_UNTIL:
         sysctls["net.core.bpf_jit_harden"] = "1"
         reasons.append("sysctl net.core.bpf_jit_harden=1: needed on Talos 1.12 and older")
     kernel_args: tuple[str, ...] = ()
-    if chosen_flavour == "proprietary" and any(gpu.gb10 for gpu in found):
-        kernel_args = (_GB10_KERNEL_ARG,)
-        reasons.append(f"kernel arg {_GB10_KERNEL_ARG}: GB10 on Talos needs BTI off")
+    gb10_args = nvidia_rules.release_rule("gb10-kernel-args", version)
+    if gb10_args is not None and any(gpu.gb10 for gpu in found):
+        kernel_args = tuple(gb10_args.value.split())
+        reasons.append(f"kernel arg {gb10_args.value}: GB10 on Talos: {gb10_args.row.note}")
+        _verify(gb10_args, notes)
 
     return NvidiaDecision(
         gpus=found,
@@ -822,4 +969,5 @@ def decide(
         sysctls=sysctls,
         kernel_args=kernel_args,
         reasons=tuple(reasons),
+        notes=tuple(notes),
     )

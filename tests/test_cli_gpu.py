@@ -51,6 +51,7 @@ def test_json_document_for_rtx_pro_6000_on_talos_1_12() -> None:
         ],
         "sysctls": {"net.core.bpf_jit_harden": "1"},
         "kernelArgs": [],
+        "notes": [],
     }
     assert any("570.195.03 does not know 10de:2bb5" in reason for reason in document["reasons"])
 

@@ -703,6 +703,7 @@ def test_json_shape() -> None:
         "sysctls",
         "kernelArgs",
         "reasons",
+        "notes",
     ]
     assert document["gpus"] == [
         {

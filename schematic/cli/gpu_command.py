@@ -59,6 +59,7 @@ def _no_gpu_json(notes: tuple[str, ...]) -> dict[str, Any]:
         "sysctls": {},
         "kernelArgs": [],
         "reasons": [*notes, "no NVIDIA GPU: no NVIDIA extensions (they would break the boot)"],
+        "notes": [],
     }
 
 
@@ -85,6 +86,7 @@ def _human(decision: NvidiaDecision, counts: dict[str, int]) -> str:
         lines.append("kernel args: " + " ".join(decision.kernel_args))
     lines.append("why:")
     lines += [f"  - {reason}" for reason in decision.reasons]
+    lines += [f"note: {note}" for note in decision.notes]
     return "\n".join(lines)
 
 
@@ -96,7 +98,8 @@ def gpu(
             metavar="ID_OR_NAME...",
             help="PCI IDs (10de:2bb5, 0x2bb5, 2BB5) or names (L40S); repeat an ID per GPU. "
             "ID=ARCHITECTURE declares a device the table lacks. HD-Audio, USB and NVSwitch "
-            "functions are not counted; an NVSwitch with --metal adds the fabric manager.",
+            "functions are not counted; an NVSwitch with --metal adds the fabric manager "
+            "(and ib_umad on NVLink-5 Blackwell HGX; 8 B200/B300 with --metal imply it).",
         ),
     ],
     talos: Annotated[str, typer.Option("--talos", help="Talos version, e.g. v1.13.9")],
@@ -116,6 +119,20 @@ def gpu(
     tier: Annotated[TierChoice, typer.Option(help="driver tier")] = TierChoice.auto,
     gdrdrv: Annotated[
         bool, typer.Option("--gdrdrv", help="add GPUDirect RDMA (nvidia-gdrdrv-device)")
+    ] = False,
+    gds: Annotated[
+        bool,
+        typer.Option(
+            "--gds",
+            help="add GPUDirect Storage (siderolabs/nvidia-fs, module nvidia_fs) where the "
+            "Talos release offers it",
+        ),
+    ] = False,
+    peermem: Annotated[
+        bool,
+        typer.Option(
+            "--peermem", help="load nvidia_peermem (RDMA NICs to GPU memory; open modules)"
+        ),
     ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
@@ -143,6 +160,8 @@ def gpu(
             flavour=flavour.value,
             tier=tier.value,
             gdrdrv=gdrdrv,
+            gds=gds,
+            peermem=peermem,
         )
     except TalosSchematicError as err:
         raise fail(err) from None
