@@ -42,6 +42,7 @@ __all__ = [
     "check_module_guards",
     "fit_plan",
     "resolve_target",
+    "unreachable_changes",
 ]
 
 Layout = Literal["osimage", "schematicid", "talos"]
@@ -409,3 +410,66 @@ def fit_plan(
         notes=tuple(notes),
         insisted=frozenset(insisted),
     )
+
+
+# --- changes the nodes will not see ------------------------------------------------------------
+
+
+def _pool_values(files: Mapping[str, bytes], pool: str) -> dict[str, Any] | None:
+    import yaml
+
+    for name, inner in (("values.yaml", False), ("kubernetes-nodes.yaml", True)):
+        text = files.get(f"{pool}/{name}")
+        if text is None:
+            continue
+        try:
+            document = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return None
+        if inner and isinstance(document, dict):
+            document = document.get("spec")
+        return document if isinstance(document, dict) else None
+    return None
+
+
+def _index_ids(files: Mapping[str, bytes]) -> dict[str, str]:
+    import yaml
+
+    try:
+        index = yaml.safe_load(files.get("index.yaml", b"") or b"{}")
+    except yaml.YAMLError:
+        return {}
+    entries = index.get("pools") if isinstance(index, dict) else None
+    return {
+        entry["name"]: str(entry.get("offlineSchematicID") or entry.get("schematicID"))
+        for entry in (entries if isinstance(entries, list) else ())
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str)
+    }
+
+
+def unreachable_changes(
+    source: str, before: Mapping[str, bytes], after: Mapping[str, bytes]
+) -> list[str]:
+    """A note per pool whose kernelModules change while its schematic does not.
+
+    ``before`` and ``after`` are output trees (relative path → bytes): what the directory held
+    and what is written now. The chart names the TalosConfigTemplate of a pool independently of
+    its modules, so running workers keep the modules they booted with; only a new schematic
+    (a new disk image URL) rolls the pool.
+    """
+    old_ids, new_ids = _index_ids(before), _index_ids(after)
+    notes = []
+    for pool, schematic in new_ids.items():
+        if old_ids.get(pool) != schematic:
+            continue
+        old, new = _pool_values(before, pool), _pool_values(after, pool)
+        if old is None or new is None:
+            continue
+        if old.get("kernelModules") != new.get("kernelModules"):
+            notes.append(
+                f'{source}: pool "{pool}": kernelModules change and the schematic does not, so '
+                "the change reaches only workers created from now on: running workers keep the "
+                "modules they booted with (the chart's TalosConfigTemplate does not change "
+                "name with them). Replace the pool's machines for it to reach them"
+            )
+    return notes

@@ -438,3 +438,33 @@ def test_layout_keys_name_where_the_schematic_goes() -> None:
         "schematicid": "schematicID",
         "talos": "talos.schematicID",
     }
+
+
+# --- changes running nodes do not see ------------------------------------------------------------
+
+
+def test_a_module_change_without_a_schematic_change_gets_a_note(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cluster = write(tmp_path, with_target("osimage"))
+    assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
+    modules = "[{name: drbd, parameters: [usermode_helper=disabled]}, {name: dm_thin_pool}]"
+    changed = with_target("osimage").replace(
+        "    extensions: [siderolabs/drbd]\n",
+        f"    extensions: [siderolabs/drbd]\n    kernelModules: {modules}\n",
+    )
+    cluster.write_text(changed)
+    result = run("generate", str(cluster), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "reaches only workers" in line]
+    assert len(notes) == 1
+    assert notes[0].startswith(
+        f'talos-schematic: note: {cluster}: pool "storage": kernelModules change and the '
+        "schematic does not"
+    )
+    # A change that also changes the schematic rolls the pool: nothing to say.
+    cluster.write_text(
+        changed.replace("[siderolabs/drbd]", "[siderolabs/drbd, siderolabs/iscsi-tools]")
+    )
+    result = run("generate", str(cluster), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert "reaches only workers" not in result.stderr

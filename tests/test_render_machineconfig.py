@@ -12,6 +12,7 @@ import yaml
 from schematic.cluster import PoolPlan, parse_cluster, plan_cluster
 from schematic.render import yamltext
 from schematic.render.machineconfig import machine_config_patch
+from schematic.render.urls import installer_image
 
 TALOS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "talos"
 NVIDIA: list[dict[str, Any]] = [
@@ -194,3 +195,39 @@ def test_malformed_mirrors_are_refused_with_the_registry(mirrors: str, message: 
             parse_cluster(text, "c.yaml")
         assert message in str(caught.value)
         assert "registryMirrors" in str(caught.value)
+
+
+_HERE = Path(__file__).resolve()
+# ../shared beside the repository; a worktree sits one level deeper.
+_TALOS_SCHEMAS = next(
+    (
+        p / "shared" / "reference" / "talos"
+        for p in (_HERE.parents[2], _HERE.parents[3])
+        if (p / "shared" / "reference" / "talos").is_dir()
+    ),
+    TALOS,
+)
+
+
+@pytest.mark.skipif(
+    not _TALOS_SCHEMAS.is_dir(), reason=f"Talos config schemas not available at {_TALOS_SCHEMAS}"
+)
+def test_talos_1_14_patch_keeps_the_deprecated_machine_install_on_purpose() -> None:
+    """The decision: on Talos 1.14 the patch pins the installer with the deprecated
+    ``machine.install.image``, not an ``UnattendedInstall`` document (see the README): the patch
+    goes onto existing v1alpha1 configs, which Talos 1.14 still honours, while a config holding
+    the new document refuses ``machine.install``."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((_TALOS_SCHEMAS / "config.schema.v1.14.0-rc.1.json").read_text())
+    # 1.14 has the replacing document and no longer lists machine.install: the choice is real.
+    assert "runtime.UnattendedInstallConfigV1Alpha1" in schema["$defs"]
+    assert "install" not in schema["$defs"]["v1alpha1.MachineConfig"]["properties"]
+    plan = pool("kubevirt-l40s", "v1.14.0")
+    first, *documents = machine_config_patch(plan)
+    assert first["machine"]["install"] == {"image": installer_image(plan)}
+    assert [d["kind"] for d in documents] == ["KernelModuleConfig"] * 4
+    validator = jsonschema.Draft202012Validator(schema)
+    for document in documents:
+        assert [error.message for error in validator.iter_errors(document)] == []
+    readme = (_HERE.parents[1] / "README.md").read_text()
+    assert "`machine.install` is kept on purpose" in readme

@@ -345,10 +345,13 @@ def generate(
             files = render_files(plan, _kinds(output_format), fit)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
+            unreachable = _unreachable_changes(out, plan, files)
             written = write_outputs(out, files, marker=INDEX)
     except TalosSchematicError as err:
         raise fail(err) from None
     _print_notes(plan, fit)
+    for note in unreachable:
+        print(f"talos-schematic: note: {note}", file=sys.stderr)
     pools = len(plan.pools)
     state = "written to" if written else "already up to date in"
     print(f"{pools} pool{'s' * (pools != 1)}, {len(files)} files {state} {out}", file=sys.stderr)
@@ -398,6 +401,22 @@ def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str
 
 
 _REGISTRATION_KEYS = ("name", "schematicID", "offlineSchematicID")
+
+
+def _unreachable_changes(out: Path, plan: ClusterPlan, files: dict[str, bytes]) -> list[str]:
+    """Notes for pools whose kernel modules change in DIR while their schematic does not."""
+    from schematic.charts import unreachable_changes
+    from schematic.render.files import INDEX
+
+    if not (out / INDEX).is_file():
+        return []
+    before: dict[str, bytes] = {}
+    for name in (INDEX, *files):
+        try:
+            before[name] = (out / name).read_bytes()
+        except OSError:
+            continue
+    return unreachable_changes(plan.source, before, files)
 
 
 def _recorded_options(out: Path) -> dict[str, object]:
