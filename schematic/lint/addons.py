@@ -9,19 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from schematic.gpupath import talos_device_plugin_env
 from schematic.lint.findings import Collector
 from schematic.lint.inventory import Cluster, Inventory, Place
 from schematic.lint.loader import Path_
 
 __all__ = ["CDI_DEFAULTS", "check_addons"]
 
-CDI_DEFAULTS: tuple[tuple[str, str], ...] = (
-    ("DEVICE_LIST_STRATEGY", "cdi-annotations"),
-    ("DEVICE_ID_STRATEGY", "uuid"),
-    ("NVIDIA_DRIVER_ROOT", "/"),
-    ("NVIDIA_CTK_PATH", "/usr/local/bin/nvidia-ctk"),
-    ("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"),
-)
+# The device plugin variables CDI on Talos needs: the same data `generate` writes.
+CDI_DEFAULTS: tuple[tuple[str, str], ...] = talos_device_plugin_env()
 
 
 def _operator_roots(place: Place) -> list[Path_]:

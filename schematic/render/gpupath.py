@@ -1,0 +1,138 @@
+"""The GPU path's files: the tenant addons, the management-cluster platform values and the
+smoke-test pods, as YAML text with the comment that says where each goes.
+
+The decisions are :mod:`schematic.gpupath`'s; this module only words and lays them out.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from schematic.cluster import ClusterPlan, PoolPlan
+from schematic.gpupath import (
+    HamiRequest,
+    OperatorRelease,
+    management_gpus,
+    platform_values,
+    smoke_test_pod,
+    tenant_addons,
+)
+from schematic.render import yamltext
+from schematic.render.cozystack import API_VERSION
+
+__all__ = [
+    "ADDONS_FILE",
+    "PLATFORM_FILE",
+    "SMOKE_TEST_FILE",
+    "addons_text",
+    "kubernetes_addons_object",
+    "platform_text",
+    "smoke_test_text",
+]
+
+ADDONS_FILE = "cluster/kubernetes-addons.yaml"
+PLATFORM_FILE = "management/platform-gpu-values.yaml"
+SMOKE_TEST_FILE = "smoke-test.yaml"  # under <pool>/
+
+
+def _comment(lines: list[str]) -> str:
+    return "".join(f"# {line}".rstrip() + "\n" for line in lines)
+
+
+def _wrapped(text: str) -> list[str]:
+    return textwrap.wrap(text, width=92, break_on_hyphens=False, break_long_words=False)
+
+
+def kubernetes_addons_object(plan: ClusterPlan, addons: dict[str, Any]) -> dict[str, Any]:
+    """The tenant's ``Kubernetes`` app object carrying only the addons (to merge into yours)."""
+    metadata: dict[str, Any] = {"name": plan.cluster}
+    if plan.namespace:
+        metadata["namespace"] = plan.namespace
+    return {"apiVersion": API_VERSION, "kind": "Kubernetes", "metadata": metadata, "spec": addons}
+
+
+def addons_text(
+    plan: ClusterPlan,
+    release: OperatorRelease,
+    hami: HamiRequest | None = None,
+    *,
+    as_object: bool = False,
+) -> str | None:
+    """``cluster/kubernetes-addons.yaml``: the addons values, or the whole object."""
+    addons = tenant_addons(plan, release, hami)
+    if addons is None:
+        return None
+    target = f'the Kubernetes app "{plan.cluster}"'
+    if plan.namespace:
+        target += f" (namespace {plan.namespace})"
+    text = (
+        f"GPU Operator addon for {target}, for Talos GPU workers whose driver comes from the "
+        "system extensions. Cozystack merges valuesOverride over its own defaults with "
+        "mergeOverwrite, which replaces lists: every list here is complete. Add to a list only "
+        "by keeping all of its entries, or the device plugin loses its CDI settings. "
+        f"Chart shape {release.name}: {release.description}."
+    )
+    if as_object:
+        return _comment(_wrapped(text)) + yamltext.dump(kubernetes_addons_object(plan, addons))
+    text += f" Merge into the spec of {target}."
+    return _comment(_wrapped(text)) + yamltext.dump(addons)
+
+
+def platform_text(plan: ClusterPlan) -> str | None:
+    """``management/platform-gpu-values.yaml``, only when a pool GPU is not permitted."""
+    values = platform_values(plan)
+    if values is None:
+        return None
+    lines = _wrapped(
+        f'Management cluster: the GPUs of tenant cluster "{plan.cluster}" that Cozystack\'s '
+        "default passthrough list does not permit. Put these values under "
+        "spec.components.platform.values of the cozystack-platform Package (with "
+        "cozystack.gpu-operator in bundles.enabledPackages and bundles.iaas.gpuOperatorVariant: "
+        "default). They are added to the default list while gpu.replaceDefaults stays false; "
+        "if you already list pciHostDevices there, keep yours and add these (a list is "
+        "replaced, not merged)."
+    )
+    for gpu in management_gpus(plan):
+        if gpu.permitted_by_default:
+            continue
+        pools = ", ".join(gpu.pools)
+        lines.append(f"  {gpu.label}: pools {pools}")
+        if gpu.default_resource_name:
+            lines.append(
+                f"    (the default list names it {gpu.default_resource_name}; "
+                "check `kubectl describe node` on a GPU host for the name advertised)"
+            )
+    return _comment(lines) + yamltext.dump(values)
+
+
+def smoke_test_text(plan: ClusterPlan, pool: PoolPlan) -> str | None:
+    """``<pool>/smoke-test.yaml``: the Pod and how to read what it prints."""
+    pod = smoke_test_pod(plan, pool)
+    if pod is None:
+        return None
+    name = pod["metadata"]["name"]
+    count = len(pool.gpu_resources)
+    lines = [
+        f'Smoke test for pool "{pool.name}" of tenant cluster "{plan.cluster}": '
+        f"nvidia-smi -L on {count} GPU{'s' * (count != 1)} of one node.",
+        "Apply it to the tenant cluster (its kubeconfig, not the management cluster's):",
+        f"  kubectl apply -f smoke-test.yaml && kubectl logs -f pod/{name}",
+        "Reading the answer:",
+        '  "GPU 0: <name> (UUID: GPU-...)", one line per GPU: driver, device plugin and CDI work.',
+        '  Pending with "Insufficient nvidia.com/gpu": no node advertises the GPUs; look at',
+        "    the gpu-operator pods, and whether the NVIDIA modules are loaded",
+        "    (talosctl read /proc/modules).",
+        '  "nvidia-smi": executable file not found: the pod got the device but not the driver',
+        "    files, so CDI injection is not wired (talos-schematic explain TS140).",
+        '  "No devices found": the driver loads but drives no GPU (talos-schematic explain TS103).',
+        "CDI is decided when a pod is admitted: a pod created before the node worked keeps what",
+        "it got then. Delete and recreate it (and any GPU workload from that time):",
+        f"  kubectl delete pod {name} && kubectl apply -f smoke-test.yaml",
+    ]
+    if "runtimeClassName" in pod["spec"]:
+        lines.append(
+            f"Talos {pool.talos.version} has no native CDI in containerd: the pod runs with the "
+            f"{pod['spec']['runtimeClassName']} runtime class, and so must GPU workloads."
+        )
+    return _comment(lines) + yamltext.dump(pod)
