@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from schematic.factory import FactoryClient
     from schematic.render.files import Kind
 
-# Written beside index.yaml by `generate --out DIR --live-catalogue`.
+# Written beside index.yaml by `generate --out DIR --live-catalogue` (render.files.LOCK).
 LOCK_FILE = "extensions.lock.yaml"
 # Pools named in one message before the rest are counted: pools may number thousands.
 _POOLS_SHOWN = 3
@@ -291,7 +291,10 @@ def generate(
         typer.Option(
             "--out",
             "-o",
-            help="write one file per pool per kind, plus index.yaml, replacing DIR atomically",
+            help=(
+                "write one file per pool per kind, plus index.yaml; files in DIR that an "
+                "earlier run did not write are kept"
+            ),
             metavar="DIR",
         ),
     ] = None,
@@ -340,13 +343,13 @@ def generate(
                 _print_notes(plan, fit)
                 return
             from schematic.output import write_outputs
-            from schematic.render.files import INDEX, render_files
+            from schematic.render.files import INDEX, owned_paths, render_files
 
             files = render_files(plan, _kinds(output_format), fit)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
             unreachable = _unreachable_changes(out, plan, files)
-            written = write_outputs(out, files, marker=INDEX)
+            written = write_outputs(out, files, index=INDEX, ownership=owned_paths)
     except TalosSchematicError as err:
         raise fail(err) from None
     _print_notes(plan, fit)
@@ -507,13 +510,13 @@ def check(
             )
             from schematic.cluster import with_factory_schematics
             from schematic.output import compare_outputs
-            from schematic.render.files import render_files
+            from schematic.render.files import INDEX, owned_paths, render_files
 
             plan = with_factory_schematics(plan, _recorded_registrations(out, plan))
             files = render_files(plan, _kinds(output_format), fit)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
-            drift = compare_outputs(out, files)
+            drift = compare_outputs(out, files, index=INDEX, ownership=owned_paths)
             if lock is None:
                 kept = tuple(path for path in drift.extra if path != LOCK_FILE)
                 drift = dataclasses.replace(drift, extra=kept)

@@ -1,0 +1,133 @@
+"""`generate --out` / `check --out` never lose or misjudge what the tool did not write.
+
+Each case asserts the exit code, one message on stderr, and the directory as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from schematic.cli import _register_commands, app
+
+_register_commands()
+runner = CliRunner()
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
+
+
+def run(*args: str) -> Result:
+    return runner.invoke(app, list(args))
+
+
+def snapshot(directory: Path) -> dict[str, bytes | str]:
+    """Every entry under ``directory``: file bytes, link targets, directories."""
+    found: dict[str, bytes | str] = {}
+    for path in sorted(directory.rglob("*")):
+        name = path.relative_to(directory).as_posix()
+        if path.is_symlink():
+            found[name] = f"-> {os.readlink(path)}"
+        elif path.is_dir():
+            found[name] = "dir"
+        else:
+            found[name] = path.read_bytes()
+    return found
+
+
+def one_message(result: Result) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def test_a_helm_chart_repository_is_not_replaced(tmp_path: Path) -> None:
+    (tmp_path / "index.yaml").write_text("apiVersion: v1\nentries:\n  app: []\n")
+    (tmp_path / "app-1.0.0.tgz").write_bytes(b"\x1f\x8b chart")
+    before = snapshot(tmp_path)
+    result = run("generate", str(EXAMPLE), "--out", str(tmp_path))
+    assert result.exit_code == 1
+    assert "index.yaml: not written by talos-schematic" in one_message(result)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_foreign_kustomization_survives_generate_and_is_not_drift(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    (out / "kustomization.yaml").write_text("resources: [rtx6000/kubernetes-nodes.yaml]\n")
+    (out / "rtx6000" / "NOTES.md").write_text("ours, not the tool's\n")
+    assert run("generate", str(EXAMPLE), "--out", str(out), "--layout", "talos").exit_code == 0
+    assert (
+        out / "kustomization.yaml"
+    ).read_text() == "resources: [rtx6000/kubernetes-nodes.yaml]\n"
+    assert (out / "rtx6000" / "NOTES.md").exists()
+    result = run("check", str(EXAMPLE), "--out", str(out), "--layout", "talos")
+    assert result.exit_code == 0, result.stderr
+    assert "up to date" in result.stderr
+
+
+def test_out_root_is_refused_without_walking_the_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_walk(*args: object, **kwargs: object) -> None:
+        raise AssertionError("walked the disk")
+
+    monkeypatch.setattr(os, "walk", no_walk)
+    started = time.monotonic()
+    for command in ("generate", "check"):
+        result = run(command, str(EXAMPLE), "--out", "/")
+        assert result.exit_code == 1
+        assert "refusing to write into /" in one_message(result)
+    assert time.monotonic() - started < 5
+
+
+def test_out_dot_keeps_the_shells_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "keep.txt").write_text("mine\n")
+    inode = os.stat(".").st_ino
+    assert run("generate", str(EXAMPLE), "--out", ".").exit_code == 0
+    assert run("generate", str(EXAMPLE), "--out", ".", "--layout", "talos").exit_code == 0
+    assert os.stat(".").st_ino == inode == tmp_path.stat().st_ino
+    assert Path("index.yaml").is_file() and Path("keep.txt").read_text() == "mine\n"
+    assert run("check", str(EXAMPLE), "--out", ".", "--layout", "talos").exit_code == 0
+
+
+def test_a_dangling_symbolic_link_is_neither_followed_nor_created(tmp_path: Path) -> None:
+    (tmp_path / "out").symlink_to(tmp_path / "nowhere")
+    before = snapshot(tmp_path)
+    result = run("generate", str(EXAMPLE), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1
+    assert "does not exist; not followed" in one_message(result)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_read_only_directory_exits_1_and_leaves_nothing(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only directories (tests/test_output.py simulates it)")
+    out = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    before = snapshot(tmp_path)
+    out.chmod(0o555)
+    try:
+        result = run("generate", str(EXAMPLE), "--out", str(out), "--layout", "talos")
+        assert result.exit_code == 1
+        assert "Permission denied" in one_message(result)
+        assert snapshot(tmp_path) == before
+    finally:
+        out.chmod(0o755)
+
+
+def test_a_file_in_the_way_is_named_and_kept(tmp_path: Path) -> None:
+    (tmp_path / "rtx6000").mkdir()
+    (tmp_path / "rtx6000" / "values.yaml").write_text("hand-written\n")
+    before = snapshot(tmp_path)
+    result = run("generate", str(EXAMPLE), "--out", str(tmp_path))
+    assert result.exit_code == 1
+    assert "rtx6000/values.yaml: exists and was not written by talos-schematic" in one_message(
+        result
+    )
+    assert snapshot(tmp_path) == before
