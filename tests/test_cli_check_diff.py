@@ -49,13 +49,19 @@ def test_a_hand_edited_file_diffs_with_its_name(out: Path) -> None:
 
 def test_missing_and_extra_files_diff_against_dev_null(out: Path) -> None:
     (out / "cpu" / "urls.yaml").unlink()
-    (out / "notes.txt").write_text("kept by hand")
+    # As an earlier run wrote it when the cluster file still had a pool "gone".
+    index = out / "index.yaml"
+    index.write_text(index.read_text().replace("pools:\n", "pools:\n- name: gone\n", 1))
+    (out / "gone").mkdir()
+    (out / "gone" / "values.yaml").write_text("kept by hand")
+    (out / "notes.txt").write_text("the user's, not the tool's: never drift")
     result = run("check", str(EXAMPLE), "--out", str(out), "--diff")
     assert result.exit_code == 3
     stdout = result.stdout
     assert f"--- /dev/null\n+++ {out}/cpu/urls.yaml\t(as generate writes it)\n" in stdout
-    assert f"--- {out}/notes.txt\t(in the directory)\n+++ /dev/null\n" in stdout
+    assert f"--- {out}/gone/values.yaml\t(in the directory)\n+++ /dev/null\n" in stdout
     assert "-kept by hand\n\\ No newline at end of file\n" in stdout
+    assert "notes.txt" not in stdout
 
 
 def test_up_to_date_prints_no_diff(out: Path) -> None:
