@@ -24,7 +24,13 @@ Machines with the same detected profile are printed once, naming every node that
 What is derived, and why:
 
 * GPUs: NVIDIA (10de) display functions only, class 0x0300 (VGA) and 0x0302 (3D); the audio,
-  USB and NVSwitch functions share the vendor ID. NVSwitches: NVIDIA class 0x0680 bridges.
+  USB and NVSwitch functions share the vendor ID. NVSwitches: NVIDIA class 0x0680 bridges up
+  to Hopper. On NVLink-5 (Blackwell HGX) baseboards the NVSwitches show no 10de function: they
+  are managed through the baseboard's ConnectX-7 bridge (Mellanox 15b3:1021, two ports of two
+  physical functions each), whose limited functions carry ``SMDL=SW_MNG`` in their VPD
+  (``lspci -vv``). ``nvswitch`` is set, on bare metal beside 8 Blackwell HGX GPUs (B100 / B200 /
+  B300), from the VPD mark, else from ConnectX-7 functions, else inferred from the 8 GPUs alone;
+  the description says which.
 * platform: ``kubevirt`` for any QEMU/KVM guest (Red Hat/QEMU virtio vendors 1af4/1b36, the
   emulated Q35 or i440FX host bridges 8086:29c0/8086:1237, the QEMU VGA 1234:1111): KubeVirt
   VMs are QEMU/KVM guests, and a GPU passed through to one is what this tool is for.
@@ -41,6 +47,7 @@ What is derived, and why:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -95,6 +102,12 @@ _NUMERIC = re.compile(r"^(?P<code>[0-9a-fA-F]{4}):\s+(?P<v>[0-9a-fA-F]{4}):(?P<d
 _MM_FIELD = re.compile(r"^(?:(?P<name>.*?)\s*\[)?(?P<code>[0-9a-fA-F]{4})\]?$")
 _MM_FLAG = re.compile(r"^-[rp][0-9a-fA-F]+$")
 _DRIVER = re.compile(r"^\s+Kernel driver in use:\s*(?P<driver>\S+)")
+# `lspci -vv` VPD of the NVSwitch-management (limited) functions of a ConnectX-7 bridge.
+_SW_MNG = re.compile(r"^\s+\[V[0-9A-Z]\] Vendor specific:.*\bSMDL=SW_MNG\b")
+MELLANOX, CONNECTX7 = 0x15B3, 0x1021
+# Chips of the NVLink-5 HGX modules (B100, B200, B300 SXM), and the GPUs an HGX board holds.
+NVLINK5_HGX_CHIPS = frozenset({"GB100", "GB102", "GB110"})
+HGX_GPUS = 8
 _VMM_FIELD = re.compile(
     r"^(?P<key>Slot|Class|Vendor|Device|SVendor|SDevice|PhySlot|Rev|ProgIf|Driver|Module"
     r"|NUMANode|IOMMUGroup):\s+(?P<value>.*)$"
@@ -112,6 +125,7 @@ class PciDevice:
     device_id: int
     name: str = ""  # device name as printed, e.g. "AD102GL [L40S]"
     driver: str = ""
+    switch_management: bool = False  # VPD says SMDL=SW_MNG (ConnectX-7 NVSwitch bridge)
 
     @property
     def pci_id(self) -> str:
@@ -228,18 +242,15 @@ def _parse_lspci(text: str, source: str) -> list[Machine]:
         if stripped.startswith("#") or _COMMAND_ECHO.search(stripped):
             continue
         if line[0].isspace():
-            # Detail lines of `lspci -k` / `-v`: only the bound driver matters.
+            # Detail lines of `lspci -k` / `-vv`: only the bound driver and the NVSwitch
+            # management mark in the VPD matter.
             driver = _DRIVER.match(line)
-            if driver is not None and last is not None and last.devices:
+            if last is not None and last.devices:
                 previous = last.devices[-1]
-                last.devices[-1] = PciDevice(
-                    previous.address,
-                    previous.class_code,
-                    previous.vendor_id,
-                    previous.device_id,
-                    previous.name,
-                    driver["driver"],
-                )
+                if driver is not None:
+                    last.devices[-1] = dataclasses.replace(previous, driver=driver["driver"])
+                elif _SW_MNG.match(line):
+                    last.devices[-1] = dataclasses.replace(previous, switch_management=True)
             continue
         prefixed = _HOST_PREFIXED.match(stripped)
         if prefixed is not None and not _DEVICE_LINE.match(stripped):
@@ -445,6 +456,11 @@ class _Findings:
     nvswitches: int
     extensions: tuple[str, ...]
     notes: tuple[str, ...]  # for the description
+    nvlink5: str = ""  # the evidence of NVLink-5 NVSwitches, when there is some
+
+    @property
+    def nvswitch(self) -> bool:
+        return self.nvswitches > 0 or bool(self.nvlink5)
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -453,7 +469,7 @@ class _Findings:
             self.architecture,
             self.cpu_vendor,
             self.gpus,
-            self.nvswitches,
+            self.nvswitch,
             self.extensions,
         )
 
@@ -470,6 +486,45 @@ def _gpu_name(pci_id: str, fallback: str) -> str:
     except Exception:
         # The device table only improves the description; an unknown ID is still a GPU.
         return fallback
+
+
+def _nvlink5_chip(pci_id: str) -> bool:
+    try:
+        from schematic.nvidia import lookup_gpu
+
+        gpu = lookup_gpu(pci_id)
+    except Exception:
+        return False  # an unknown ID is still a GPU, but not a known HGX module
+    return gpu.chip in NVLINK5_HGX_CHIPS and not gpu.grace
+
+
+def _nvlink5_evidence(devices: Sequence[PciDevice], gpus: Sequence[tuple[str, int]]) -> str:
+    """Why a bare-metal machine has NVLink-5 NVSwitches, or "" when nothing says so."""
+    hgx = sum(count for pci_id, count in gpus if _nvlink5_chip(pci_id))
+    if hgx < HGX_GPUS:
+        return ""
+    managing = [d for d in devices if d.vendor_id == MELLANOX and d.switch_management]
+    if managing:
+        slots = {d.address.rsplit(".", 1)[0] for d in managing}
+        bridge = [
+            d for d in devices if d.vendor_id == MELLANOX and d.address.rsplit(".", 1)[0] in slots
+        ]
+        return (
+            f"NVSwitches behind the ConnectX-7 bridge: {len(bridge)} Mellanox functions at "
+            f"{', '.join(sorted(slots))}, VPD SMDL=SW_MNG on "
+            f"{', '.join(d.address for d in managing)}, beside {hgx} Blackwell HGX GPUs"
+        )
+    connectx7 = [d for d in devices if (d.vendor_id, d.device_id) == (MELLANOX, CONNECTX7)]
+    if connectx7:
+        return (
+            f"NVSwitches assumed behind a ConnectX-7 bridge: {len(connectx7)} ConnectX-7 "
+            f"functions (15b3:1021) beside {hgx} Blackwell HGX GPUs; the dump has no VPD to "
+            "tell the bridge from network cards (lspci -vv shows SMDL=SW_MNG on it)"
+        )
+    return (
+        f"NVSwitches inferred: {hgx} Blackwell HGX GPUs on bare metal sit on an HGX baseboard; "
+        "no ConnectX-7 bridge function in the dump"
+    )
 
 
 def _cpu_vendor(devices: Sequence[PciDevice]) -> str | None:
@@ -545,6 +600,9 @@ def _findings(machine: Machine) -> _Findings:
     architecture = "arm64" if cpu_vendor == "arm" or arm_gpu else "amd64"
     if arm_gpu and platform == "metal" and cpu_vendor is None:
         cpu_vendor = "arm"
+    nvlink5 = _nvlink5_evidence(devices, gpus) if platform == "metal" else ""
+    if nvlink5:
+        notes.append(nvlink5)
     return _Findings(
         platform,
         architecture,
@@ -553,6 +611,7 @@ def _findings(machine: Machine) -> _Findings:
         nvswitches,
         tuple(sorted(extensions)),
         tuple(notes),
+        nvlink5,
     )
 
 
@@ -574,7 +633,7 @@ def _profile(findings: _Findings, name: str, description: str) -> dict[str, Any]
     if findings.cpu_vendor is not None:
         profile["cpuVendor"] = findings.cpu_vendor
     profile["gpus"] = [{"id": pci_id, "count": count} for pci_id, count in findings.gpus]
-    profile["nvswitch"] = findings.nvswitches > 0
+    profile["nvswitch"] = findings.nvswitch
     profile["extensions"] = list(findings.extensions)
     profile["kernelArgs"] = []
     return profile

@@ -37,6 +37,7 @@ __all__ = [
     "normalise_architecture",
     "normalise_pci_id",
     "nvidia_extension",
+    "nvlink5_hgx_count",
     "resolve_gpus",
     "usual_architecture",
 ]
@@ -447,6 +448,11 @@ def resolve_gpus(requests: Iterable[GpuRequest]) -> ResolvedGpus:
         ignored=tuple(ignored.values()),
         notes=tuple(notes),
     )
+
+
+def nvlink5_hgx_count(gpus: Iterable[tuple[Gpu, int]]) -> int:
+    """How many of these GPUs are NVLink-5 HGX modules (B100 / B200 / B300 SXM)."""
+    return sum(count for gpu, count in gpus if gpu.nvlink5_hgx)
 
 
 def usual_architecture(gpus: Iterable[Gpu]) -> Literal["amd64", "arm64"]:
@@ -860,7 +866,7 @@ def decide(
         f"container toolkit {match.row.container_toolkit}"
         + (" of the same tier as the kernel modules" if chosen_tier else "")
     )
-    hgx_count = sum(count for gpu, count in resolved.gpus if gpu.nvlink5_hgx)
+    hgx_count = nvlink5_hgx_count(resolved.gpus)
     inferred = not nvswitch and not passthrough and hgx_count >= _HGX_GPU_COUNT
     if inferred:
         reasons.append(

@@ -143,3 +143,27 @@ def test_shared_kubevirt_sample() -> None:
     assert profile["platform"] == "kubevirt"
     assert profile["gpus"] == [{"id": "10de:2335", "count": 1}]
     assert "172.20.0.5" in profile["description"]
+
+
+def test_detect_then_generate_on_an_hgx_b200_dump(tmp_path: Path) -> None:
+    runner = CliRunner()
+    dump = Path(__file__).resolve().parent / "data" / "lspci-nnvv.hgx-b200.txt"
+    result = runner.invoke(app, ["detect", str(dump)])
+    assert result.exit_code == 0, result.stderr
+    profile = yaml.safe_load(result.stdout)
+    assert profile["gpus"] == [{"id": "10de:2901", "count": 8}]
+    assert profile["nvswitch"] is True
+    assert "ConnectX-7 bridge" in profile["description"]
+    (tmp_path / "hgx.yaml").write_text(result.stdout)
+    (tmp_path / "cluster.yaml").write_text(
+        "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - {name: b200, profile: ./hgx.yaml}\n"
+    )
+    schematic = runner.invoke(app, ["generate", str(tmp_path / "cluster.yaml"), "-f", "schematic"])
+    assert schematic.exit_code == 0, schematic.stderr
+    assert "siderolabs/nvidia-fabricmanager-production" in schematic.stdout
+    patch = runner.invoke(app, ["generate", str(tmp_path / "cluster.yaml"), "-f", "machine-config"])
+    assert patch.exit_code == 0, patch.stderr
+    modules = yaml.safe_load(patch.stdout)["machine"]["kernel"]["modules"]
+    assert [m["name"] for m in modules] == [
+        "nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "ib_umad",
+    ]  # fmt: skip

@@ -202,3 +202,52 @@ def test_schema_unknown_name_is_a_usage_error() -> None:
     result = run("schema", "nonsense")
     assert result.exit_code == 2
     assert "known: profile" in result.stderr
+
+
+# --- bare-metal HGX: NVLink-5 -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pci_id", ["10de:2901", "10de:3182"])  # B200, B300 SXM6
+def test_nvlink5_hgx_on_metal_gets_fabric_manager_and_ib_umad(pci_id: str) -> None:
+    document = gpu_json(*[pci_id] * 8, "--talos", "v1.13.9", "--metal", "--nvswitch")
+    tier = document["tier"]
+    assert tier == "production"
+    assert f"siderolabs/nvidia-fabricmanager-{tier}" in document["extensions"]
+    assert f"siderolabs/nvidia-open-gpu-kernel-modules-{tier}" in document["extensions"]
+    assert [m["name"] for m in document["kernelModules"]] == [
+        "nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "ib_umad",
+    ]  # fmt: skip
+    assert any(reason.startswith("ib_umad: NVLink-5") for reason in document["reasons"])
+    lts = gpu_json(pci_id, "--talos", "v1.13.9", "--metal", "--nvswitch", "--tier", "lts")
+    assert "siderolabs/nvidia-fabricmanager-lts" in lts["extensions"]
+    assert lts["kernelModules"][-1]["name"] == "ib_umad"
+
+
+def test_h100_hgx_on_metal_is_unchanged() -> None:
+    document = gpu_json(*["10de:2330"] * 8, "--talos", "v1.13.9", "--metal", "--nvswitch")
+    assert "siderolabs/nvidia-fabricmanager-production" in document["extensions"]
+    assert [m["name"] for m in document["kernelModules"]] == [
+        "nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset",
+    ]  # fmt: skip
+
+
+def test_gb10_prints_the_verify_on_hardware_note() -> None:
+    result = run("gpu", "10de:2e12", "--talos", "v1.13.9", "--metal")
+    assert result.exit_code == 0, result.stderr
+    assert "note: verify on hardware (gb10-flavour): conflicting evidence" in result.stdout
+
+
+def test_gds_and_peermem_options() -> None:
+    refused = run("gpu", "10de:2330", "--talos", "v1.13.9", "--metal", "--gds")
+    assert refused.exit_code == 1
+    assert "offers no siderolabs/nvidia-fs extension" in refused.stderr
+    document = gpu_json("10de:2330", "--talos", "v1.13.9", "--metal", "--peermem")
+    assert document["kernelModules"][-1] == {"name": "nvidia_peermem", "parameters": []}
+
+
+def test_geforce_on_the_535_driver_gets_the_unsupported_gpus_parameter() -> None:
+    document = gpu_json("10de:2204", "--talos", "v1.11.6", "--metal", "--tier", "lts")
+    assert document["kernelModules"][0] == {
+        "name": "nvidia",
+        "parameters": ["NVreg_OpenRmEnableUnsupportedGpus=1"],
+    }

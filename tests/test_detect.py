@@ -402,3 +402,80 @@ def test_lspci_vmmnn_records() -> None:
     ]
     [profile] = detect(one + one)
     assert (profile["cpuVendor"], profile["gpus"]) == ("amd", [{"id": "10de:20b2", "count": 2}])
+
+
+# --- NVLink-5: the ConnectX-7 NVSwitch bridge of a Blackwell HGX board -------------------------
+
+HGX_B200 = Path(__file__).resolve().parent / "data" / "lspci-nnvv.hgx-b200.txt"
+
+
+def test_hgx_b200_dump_with_the_bridge_vpd_sets_nvswitch() -> None:
+    [machine] = parse_dump(HGX_B200.read_text(), str(HGX_B200))
+    bridge = [d for d in machine.devices if d.address.startswith(("0000:05:", "0000:06:"))]
+    assert [d.pci_id for d in bridge] == ["15b3:1021"] * 4
+    assert [d.switch_management for d in bridge] == [True, False, True, False]
+    assert [d.driver for d in bridge] == ["mlx5_core"] * 4
+    [profile] = detect(HGX_B200.read_text())
+    assert profile["gpus"] == [{"id": "10de:2901", "count": 8}]
+    assert profile["nvswitch"] is True
+    assert (profile["platform"], profile["cpuVendor"]) == ("metal", "intel")
+    assert (
+        "NVSwitches behind the ConnectX-7 bridge: 4 Mellanox functions at 0000:05:00, "
+        "0000:06:00, VPD SMDL=SW_MNG on 0000:05:00.0, 0000:06:00.0, beside 8 Blackwell HGX GPUs"
+    ) in profile["description"]
+
+
+def test_hgx_b200_without_vpd_names_the_weaker_evidence() -> None:
+    plain = "".join(
+        line + "\n" for line in HGX_B200.read_text().splitlines() if not line.startswith("\t")
+    )
+    [profile] = detect(plain)
+    assert profile["nvswitch"] is True
+    assert (
+        "12 ConnectX-7 functions (15b3:1021) beside 8 Blackwell HGX GPUs" in profile["description"]
+    )
+    no_mellanox = "".join(line + "\n" for line in plain.splitlines() if "[15b3:" not in line)
+    [inferred] = detect(no_mellanox)
+    assert inferred["nvswitch"] is True
+    assert "NVSwitches inferred: 8 Blackwell HGX GPUs" in inferred["description"]
+
+
+def test_talosctl_dump_of_an_hgx_b200_sets_nvswitch_from_the_connectx7_functions() -> None:
+    devices = [pcidevice("hgx", "0000:00:00.0", "0x0600", "0x8086", "0x09a2")]
+    devices += [
+        pcidevice("hgx", f"0000:{bus:02x}:00.0", "0x0302", "0x10de", "0x2901")
+        for bus in (0x1B, 0x43, 0x52, 0x61, 0x9D, 0xC3, 0xD1, 0xDF)
+    ]
+    devices += [
+        pcidevice("hgx", f"0000:0{bus}:00.{fn}", "0x0207", "0x15b3", "0x1021")
+        for bus in (5, 6)
+        for fn in (0, 1)
+    ]
+    [profile] = detect(json.dumps(devices))
+    assert profile["nvswitch"] is True
+    assert "4 ConnectX-7 functions (15b3:1021)" in profile["description"]
+
+
+def test_fewer_blackwell_gpus_or_hopper_get_no_nvlink5_guess() -> None:
+    lines = HGX_B200.read_text().splitlines()
+    four = [
+        line for line in lines if "[10de:2901]" not in line or line[:2] in ("1b", "43", "52", "61")
+    ]
+    [profile] = detect("\n".join(four) + "\n")
+    assert profile["gpus"] == [{"id": "10de:2901", "count": 4}]
+    assert profile["nvswitch"] is False
+    hopper = [
+        line.replace("GB100 [B200] [10de:2901]", "GH100 [H100 SXM5 80GB] [10de:2330]")
+        for line in lines
+    ]
+    [h100] = detect("\n".join(hopper) + "\n")
+    assert h100["nvswitch"] is False  # Hopper HGX shows its NVSwitches as 10de bridges
+
+
+def test_a_vm_with_eight_b200_is_not_an_hgx_host() -> None:
+    devices = [pcidevice("vm", "0000:00:00.0", "0x0600", "0x8086", "0x29c0")]
+    devices += [
+        pcidevice("vm", f"0000:{bus:02x}:00.0", "0x0302", "0x10de", "0x2901") for bus in range(1, 9)
+    ]
+    [profile] = detect(json.dumps(devices))
+    assert (profile["platform"], profile["nvswitch"]) == ("kubevirt", False)

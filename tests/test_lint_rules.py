@@ -463,6 +463,58 @@ def test_ts125_passes_on_talos_before_1_10(tmp_path: Path) -> None:
     assert run(tmp_path, {"w.yaml": machine_config(COZY, "v1.9.5", extra=extra)}) == []
 
 
+# --- TS155: NVLink-5 fabric manager without ib_umad -------------------------------------------
+
+B200_SET = ext_id(
+    "nvidia-open-gpu-kernel-modules-production",
+    "nvidia-container-toolkit-production",
+    "nvidia-fabricmanager-production",
+)
+
+
+def lint_for(tmp_path: Path, files: dict[str, str], hardware: str | None) -> list[Finding]:
+    from schematic.profiles import load_profile
+
+    write(tmp_path, files)
+    profile = load_profile(hardware) if hardware else None
+    return list(lint_paths([str(tmp_path)], hardware=profile).findings)
+
+
+def test_ts155_b200_machine_config_without_ib_umad(tmp_path: Path) -> None:
+    config = machine_config(B200_SET, "v1.13.9", modules=NVIDIA_MODULES)
+    found = lint_for(tmp_path, {"b200.yaml": config}, "metal-hgx-b200-8x")
+    assert codes(found) == {"TS155"}
+    hit = finding(found, "TS155")
+    assert hit.severity == "error" and hit.line == 8  # machine.kernel.modules
+    assert "metal-hgx-b200-8x (8x NVIDIA B200, NVLink-5)" in hit.message
+    assert "NV_WARN_NOTHING_TO_DO" in hit.message
+
+
+def test_ts155_passes_with_ib_umad_on_hopper_or_without_the_hardware(tmp_path: Path) -> None:
+    loaded = machine_config(B200_SET, "v1.13.9", modules=f"{NVIDIA_MODULES}, ib_umad")
+    assert lint_for(tmp_path / "a", {"b200.yaml": loaded}, "metal-hgx-b200-8x") == []
+    bare = machine_config(B200_SET, "v1.13.9", modules=NVIDIA_MODULES)
+    assert lint_for(tmp_path / "b", {"h100.yaml": bare}, "metal-hgx-h100-8x") == []
+    # A machine config alone does not say which GPUs the node has.
+    assert lint_for(tmp_path / "c", {"b200.yaml": bare}, None) == []
+
+
+def test_ts155_passes_on_the_generated_b200_output(tmp_path: Path) -> None:
+    from schematic.cluster import parse_cluster, plan_cluster
+    from schematic.render.files import render_files
+
+    text = "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - {name: b200, profile: hgx-b200}\n"
+    for name, body in render_files(plan_cluster(parse_cluster(text, "c.yaml"))).items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+    assert b"ib_umad" in (tmp_path / "b200" / "machine-config-patch.yaml").read_bytes()
+    assert lint_for(tmp_path, {}, "metal-hgx-b200-8x") == []
+    patch = tmp_path / "b200" / "machine-config-patch.yaml"
+    patch.write_text(patch.read_text().replace("    - name: ib_umad\n", ""))
+    assert codes(lint_for(tmp_path, {}, "metal-hgx-b200-8x")) == {"TS155"}
+
+
 # --- installer images: vanilla Talos and TS156 -------------------------------------------------
 
 EMPTY = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"

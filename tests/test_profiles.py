@@ -52,6 +52,7 @@ OTHER_PROFILES = {
     "metal-intel",
     "metal-amd",
     "metal-hgx-h100-8x",
+    "metal-hgx-b200-8x",
     "metal-dgx-spark",
 }
 
@@ -108,6 +109,22 @@ def test_hgx_node_gets_the_fabric_manager() -> None:
     assert decision is not None
     assert "siderolabs/nvidia-fabricmanager-lts" in decision.extensions
     assert decision.kernel_modules[0].parameters == ()
+
+
+def test_hgx_b200_gets_the_fabric_manager_and_ib_umad() -> None:
+    hgx = load_profile("hgx-b200")
+    assert hgx.name == "metal-hgx-b200-8x"
+    assert [(gpu.id, gpu.count) for gpu in hgx.gpus] == [("10de:2901", 8)]
+    assert hgx.nvswitch and not hgx.passthrough
+    decision = decide(
+        [GpuRequest(id=gpu.id, count=gpu.count) for gpu in hgx.gpus],
+        "v1.13.9",
+        passthrough=hgx.passthrough,
+        nvswitch=hgx.nvswitch,
+    )
+    assert decision is not None
+    assert "siderolabs/nvidia-fabricmanager-production" in decision.extensions
+    assert [m.name for m in decision.kernel_modules][-1] == "ib_umad"
 
 
 def test_dgx_spark() -> None:

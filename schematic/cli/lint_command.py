@@ -44,6 +44,15 @@ def lint(
             help="Resolve unknown schematic IDs with GET URL/schematics/{id}.",
         ),
     ] = None,
+    hardware: Annotated[
+        str | None,
+        typer.Option(
+            "--hardware",
+            metavar="PROFILE",
+            help="Hardware profile (shipped name or file) of the nodes that standalone Talos "
+            "machine configs are for; they do not say which GPUs the node has.",
+        ),
+    ] = None,
 ) -> None:
     """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error.
 
@@ -58,8 +67,13 @@ def lint(
             f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
         )
     try:
+        profile = None
+        if hardware is not None:
+            from schematic.profiles import load_profile
+
+            profile = load_profile(hardware)
         if factory is None:
-            report = lint_paths(paths, talos=talos)
+            report = lint_paths(paths, talos=talos, hardware=profile)
         else:
             from schematic.factory import FactoryClient
             from schematic.model import Schematic
@@ -72,7 +86,7 @@ def lint(
                         return None
                     return Schematic.from_yaml(body, f"{factory}/schematics/{schematic_id}")
 
-                report = lint_paths(paths, talos=talos, fetch=fetch)
+                report = lint_paths(paths, talos=talos, fetch=fetch, hardware=profile)
     except TalosSchematicError as err:
         raise fail(err) from None
     sys.stdout.write(render(report, output_format))

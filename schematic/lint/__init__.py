@@ -11,11 +11,15 @@ files among the inputs, the packaged well-known IDs, and an Image Factory only w
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from schematic.lint.findings import RULES, Collector, Finding, Rule
 from schematic.model import Schematic
+
+if TYPE_CHECKING:
+    from schematic.profiles import HardwareProfile
 
 __all__ = ["RULES", "Finding", "LintReport", "Rule", "lint_paths"]
 
@@ -49,11 +53,13 @@ def lint_paths(
     *,
     talos: str | None = None,
     fetch: Callable[[str], Schematic | None] | None = None,
+    hardware: HardwareProfile | None = None,
 ) -> LintReport:
     """Lint every YAML file below ``paths``.
 
     ``talos`` overrides the Talos version the objects state; ``fetch`` resolves schematic IDs
-    the inputs and the well-known table do not (e.g. an Image Factory's GET /schematics/{id}).
+    the inputs and the well-known table do not (e.g. an Image Factory's GET /schematics/{id});
+    ``hardware`` is the machine that standalone Talos machine configs are for (they do not say).
     Raises LintInputError for a path that cannot be read.
     """
     from schematic.lint.addons import check_addons
@@ -88,7 +94,7 @@ def lint_paths(
         line = place.line + error.line - 1 if error.line else place.line
         field = f"{error.path}: " if error.path else ""
         out.add("TS004", f"schematic: {field}{error.reason}", place.file, line)
-    ctx = LintContext(SchematicResolver(local, fetch), talos, out)
+    ctx = LintContext(SchematicResolver(local, fetch), talos, out, hardware)
     check_pools(inventory, ctx)
     check_clusters(inventory, ctx)
     check_addons(inventory, out)

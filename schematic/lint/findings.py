@@ -474,6 +474,33 @@ def _rules() -> tuple[Rule, ...]:
             remedy="Sort `officialExtensions` (plain byte order) and use the new ID.",
         ),
         Rule(
+            code="TS155",
+            title="fabric manager on NVLink-5 (Blackwell HGX) without ib_umad",
+            severity="error",
+            fix="load kernel module ib_umad next to the NVIDIA modules",
+            seen="GPUs show in `nvidia-smi`, but every CUDA call answers "
+            "CUDA_ERROR_SYSTEM_NOT_READY; the fabric manager service exits with "
+            "NV_WARN_NOTHING_TO_DO.",
+            why="On Blackwell HGX baseboards and newer (NVLink 5) the NVSwitches are not PCI "
+            "functions of the host: they are managed through the baseboard's ConnectX-7 bridge "
+            "over InfiniBand. The fabric manager extension runs NVIDIA's NVLink subnet manager "
+            "(NVLSM) beside the fabric manager, on the bridge's management port (the function "
+            "whose VPD says SMDL=SW_MNG). NVLSM talks to that port through `/dev/infiniband/"
+            "umad*`, which only kernel module `ib_umad` provides, and Talos loads no module "
+            "unless the machine config asks. Without NVLSM the fabric is never trained, so the "
+            "GPUs never become ready. Hopper and older HGX boards (NVSwitches as 10de PCI "
+            "functions) do not need it.",
+            confirm="`talosctl logs ext-nvidia-fabricmanager` says that no InfiniBand NVSwitch "
+            "was detected and that ib_umad should be loaded, then shows the fabric manager "
+            "failing with NV_WARN_NOTHING_TO_DO. `talosctl read /proc/modules | grep ib_umad` "
+            "prints nothing.",
+            remedy="Add `ib_umad` to the machine config's kernel modules "
+            "(`machine.kernel.modules`, or a KernelModuleConfig document from Talos 1.14) and "
+            "reboot or restart the service; `talos-schematic generate` does it for a metal pool "
+            "whose profile has NVLink-5 GPUs and `nvswitch: true` (e.g. `metal-hgx-b200-8x`). "
+            "lint knows the hardware of a machine config only from `--hardware PROFILE`.",
+        ),
+        Rule(
             code="TS156",
             title="plain ghcr.io/siderolabs/installer on Talos 1.14 or newer",
             severity="error",

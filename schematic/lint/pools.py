@@ -13,13 +13,24 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from schematic.lint.extensions import check_extension_names, check_extension_order, short_id
 from schematic.lint.findings import Collector
 from schematic.lint.inventory import Cluster, Inventory, KernelModules, Pool, SchematicUse
 from schematic.lint.schematics import SchematicResolver
 from schematic.model import Schematic
-from schematic.nvidia import Gpu, NvidiaExtension, all_gpus, describe_nvidia_extension
+from schematic.nvidia import (
+    Gpu,
+    NvidiaExtension,
+    all_gpus,
+    describe_nvidia_extension,
+    describe_pci_function,
+    nvlink5_hgx_count,
+)
+
+if TYPE_CHECKING:
+    from schematic.profiles import HardwareProfile
 
 __all__ = ["LintContext", "check_clusters", "check_pools", "gpu_candidates"]
 
@@ -33,6 +44,8 @@ class LintContext:
     resolver: SchematicResolver
     talos: str | None = None  # --talos: overrides what the objects say
     out: Collector = field(default_factory=Collector)
+    # --hardware: the machine standalone machine configs are for (they name no GPU).
+    hardware: HardwareProfile | None = None
 
 
 # --- GPUs from resource names -----------------------------------------------------------------
@@ -182,6 +195,7 @@ class _PoolCheck:
         elif not pool.gpus_known and nvidia:
             self.nvidia_set(use, where, nvidia)
         self.kernel_modules(use, where, bool(kmods))
+        self.nvlink5_fabric_manager(use, where, nvidia)
         self.nvidia_sysctl(where, bool(kmods))
         if schematic.extensions:
             talos = self.need_version("extension names")
@@ -367,6 +381,33 @@ class _PoolCheck:
             f"pool {self.pool.name!r}: machine.install.extensions has no effect since Talos "
             "1.10; extensions come only from the image's schematic",
             place,
+        )
+
+    def nvlink5_fabric_manager(
+        self, use: SchematicUse, where: str, nvidia: list[NvidiaExtension]
+    ) -> None:
+        """TS155: the fabric manager on NVLink-5 hardware needs ib_umad loaded."""
+        hardware, modules = self.ctx.hardware, self.pool.machine_config_modules
+        fabric = [e.name for e in nvidia if e.family == "fabric-manager"]
+        if not fabric or hardware is None or self.pool.gpus_known or modules is None:
+            return
+        if hardware.platform != "metal" or "ib_umad" in modules.names:
+            return
+        counts = [
+            (found, gpu.count)
+            for gpu in hardware.nvidia_gpus
+            if isinstance(found := describe_pci_function(gpu.id), Gpu)
+        ]
+        hgx = nvlink5_hgx_count(counts)
+        if not hgx or not (hardware.nvswitch or hgx >= 8):
+            return
+        gpu = next(found.name for found, _ in counts if found.nvlink5_hgx)
+        self.add(
+            "TS155",
+            f"{where} carries {', '.join(fabric)} for {hardware.name} ({hgx}x {gpu}, "
+            "NVLink-5), but the machine config does not load ib_umad: the fabric manager "
+            "fails with NV_WARN_NOTHING_TO_DO and CUDA answers CUDA_ERROR_SYSTEM_NOT_READY",
+            modules.place or use.place,
         )
 
     def plain_installer(self) -> None:
