@@ -18,15 +18,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from schematic.catalog import resolve_version, talos_versions
-from schematic.cluster import (
-    ClusterFile,
-    ClusterPlan,
-    NvidiaSettings,
-    PoolPlan,
-    PoolSpec,
-    plan_cluster,
-)
+from schematic.cluster import ClusterPlan, PoolPlan, plan_cluster
 from schematic.errors import CatalogError, ClusterFileError, TalosSchematicError
+from schematic.inputs.cluster_values import ClusterFile, NvidiaSettings, PoolSpec
 from schematic.nvidia import KernelModule, describe_nvidia_extension
 from schematic.render.machineconfig import (
     KERNEL_MODULE_DOCUMENTS_FROM,

@@ -20,8 +20,9 @@ from schematic.charts import (
     fit_plan,
 )
 from schematic.cli import _register_commands, app
-from schematic.cluster import ClusterPlan, parse_cluster, plan_cluster
+from schematic.cluster import ClusterPlan, plan_cluster
 from schematic.errors import ClusterFileError
+from schematic.inputs.cluster_file import parse_cluster
 from schematic.render.cozystack import pool_values
 
 _register_commands()

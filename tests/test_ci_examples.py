@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from schematic.cluster import parse_cluster
+from schematic.inputs.cluster_file import parse_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 CI = ROOT / "examples" / "ci"

@@ -309,7 +309,7 @@ class _Terminal(io.StringIO):
 
 
 def test_progress_line_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    from schematic.cli.factory_commands import progress_line
+    from schematic.cli.base import progress_line
 
     monkeypatch.setattr(sys, "stderr", io.StringIO())
     assert progress_line("registering") is None

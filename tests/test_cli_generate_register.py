@@ -188,7 +188,7 @@ def test_register_reports_progress_per_distinct_schematic(
     cluster: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import schematic.cli.factory_commands as commands
+    import schematic.cli.generate_command as commands
 
     seen: list[tuple[int, int]] = []
 

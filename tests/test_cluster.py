@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from schematic.cluster import ClusterPlan, PoolPlan, parse_cluster, plan_cluster
+from schematic.cluster import ClusterPlan, PoolPlan, plan_cluster
 from schematic.errors import ClusterFileError
+from schematic.inputs.cluster_file import parse_cluster
 from schematic.nvidia import KernelModule
 
 COZYSTACK_DEFAULT_ID = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"

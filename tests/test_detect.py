@@ -372,7 +372,7 @@ def test_detect_works_without_the_device_table(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_detected_profiles_validate_as_hardware_profiles() -> None:
-    from schematic.profiles import profile_from_mapping
+    from schematic.inputs.profiles import profile_from_mapping
 
     for text in (LSPCI_NN_A10, LSPCI_NNMM_DOMAIN, TALOSCTL_YAML, json.dumps(VM_DEVICES)):
         for profile in detect(text):

@@ -1,9 +1,9 @@
 """The fast readers of profiles and cluster files agree with the pydantic models.
 
-`generate` reads files of the usual shape without pydantic (:mod:`schematic.documents` holds the
-models); these tests check, on inputs generated around valid files, that both ways accept the
-same files with the same values and refuse the others with the same message, and that the
-shipped files really take the fast way.
+`generate` reads files of the usual shape without pydantic (:mod:`schematic.inputs.documents`
+holds the models); these tests check, on inputs generated around valid files, that both ways
+accept the same files with the same values and refuse the others with the same message, and
+that the shipped files really take the fast way.
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schematic import cluster, profiles
-from schematic.cluster import cluster_from_mapping, parse_cluster
-from schematic.documents import validate_cluster, validate_profile
 from schematic.errors import TalosSchematicError
-from schematic.profiles import profile_from_mapping
+from schematic.inputs import cluster_file, cluster_values, profiles
+from schematic.inputs.cluster_file import cluster_from_mapping, parse_cluster
+from schematic.inputs.documents import validate_cluster, validate_profile
+from schematic.inputs.plain import UnusualShapeError
+from schematic.inputs.profiles import profile_from_mapping
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -234,7 +235,7 @@ def test_a_valid_profile_takes_the_fast_way_unless_its_values_are_wrong(
     # value (an unknown GPU, arm64 with cpuVendor intel), never their shape.
     try:
         profiles._plain_profile(document)
-    except profiles.UnusualShapeError:
+    except UnusualShapeError:
         pytest.fail(f"the fast reader passed a usual profile to the model: {document}")
     except ValueError:
         pass  # a wrong value; the model words the error
@@ -259,7 +260,7 @@ def test_the_shipped_example_takes_the_fast_way() -> None:
     path = REPO / "examples" / "cluster.yaml"
     text = path.read_text("utf-8")
     data = yaml.safe_load(text)
-    fast = cluster._plain_cluster(data)
+    fast = cluster_file._plain_cluster(data)
     assert fast == validate_cluster(data, "cluster.yaml") == parse_cluster(text, "cluster.yaml")
     for pool in fast.pools:
         if pool.hardware is not None:
@@ -273,8 +274,8 @@ def test_generating_the_example_defines_no_pydantic_model(tmp_path: Path) -> Non
         "sys.argv = ['talos-schematic', 'generate', 'examples/cluster.yaml', "
         f"'--out', {str(tmp_path / 'out')!r}]\n"
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
-        "print(sorted(name for name in ('pydantic.main', 'schematic.documents', 'schematic.model')"
-        " if name in sys.modules))\n"
+        "print(sorted(name for name in ('pydantic.main', 'schematic.inputs.documents', "
+        "'schematic.model') if name in sys.modules))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=False, cwd=REPO
@@ -303,18 +304,18 @@ def test_a_cluster_level_registry_mirror_is_rendered(tmp_path: Path) -> None:
 def test_the_fast_readers_know_exactly_the_models_keys() -> None:
     from pydantic import BaseModel
 
-    from schematic import documents
+    from schematic.inputs import documents
 
     def keys(model: type[BaseModel]) -> set[str]:
         return set(documents._model_keys(model))
 
     assert keys(documents.ProfileDocument) == profiles._PROFILE_KEYS
     assert keys(documents.GpuDocument) == profiles._GPU_KEYS
-    assert keys(documents.ClusterDocument) == cluster._CLUSTER_KEYS
-    assert keys(documents.TalosDocument) == cluster._TALOS_KEYS
-    assert keys(documents.NvidiaDocument) == cluster._NVIDIA_KEYS
-    assert keys(documents.KernelModuleDocument) == cluster._MODULE_KEYS
-    assert set(cluster.TOOL_KEYS) == keys(documents.PoolDocument)
+    assert keys(documents.ClusterDocument) == cluster_file._CLUSTER_KEYS
+    assert keys(documents.TalosDocument) == cluster_file._TALOS_KEYS
+    assert keys(documents.NvidiaDocument) == cluster_file._NVIDIA_KEYS
+    assert keys(documents.KernelModuleDocument) == cluster_file._MODULE_KEYS
+    assert set(cluster_values.TOOL_KEYS) == keys(documents.PoolDocument)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from schematic.charts import chart_targets
-from schematic.cluster import ClusterPlan, load_cluster, parse_cluster, plan_cluster
+from schematic.cluster import ClusterPlan, plan_cluster
 from schematic.errors import ClusterFileError
 from schematic.gpupath import (
     DEFAULT_RELEASE,
@@ -30,6 +30,7 @@ from schematic.gpupath import (
     talos_device_plugin_env,
     tenant_addons,
 )
+from schematic.inputs.cluster_file import load_cluster, parse_cluster
 from schematic.lint.addons import CDI_DEFAULTS
 from schematic.nvidia import all_gpus
 from schematic.render.gpupath import addons_text, platform_text, smoke_test_text

@@ -9,14 +9,14 @@ import pytest
 import yaml
 
 from schematic.errors import ProfileError
-from schematic.nvidia import GpuRequest, decide, lookup_gpu
-from schematic.profiles import (
-    HardwareProfile,
+from schematic.inputs.profile_values import HardwareProfile
+from schematic.inputs.profiles import (
     list_profiles,
     load_profile,
     profile_from_mapping,
     profile_json_schema,
 )
+from schematic.nvidia import GpuRequest, decide, lookup_gpu
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -319,7 +319,7 @@ def test_shipped_profiles_answer_to_their_aliases() -> None:
 
 def test_alias_index_matches_the_profiles() -> None:
     # The alias index reads one line per file; it must agree with the parsed profiles.
-    from schematic.profiles import _shipped_aliases
+    from schematic.inputs.profiles import _shipped_aliases
 
     parsed = {alias: p.name for p in list_profiles() for alias in p.aliases}
     assert _shipped_aliases() == parsed

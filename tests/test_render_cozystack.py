@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from schematic.cluster import ClusterPlan, parse_cluster, plan_cluster
+from schematic.cluster import ClusterPlan, plan_cluster
+from schematic.inputs.cluster_file import parse_cluster
 from schematic.render.cozystack import LAYOUTS, Layout, kubernetes_nodes, pool_values
 from schematic.render.urls import boot_image_url, installer_image
 
@@ -192,7 +193,7 @@ def test_values_validate_against_the_chart_schema(example: ClusterPlan, layout: 
     not COZYSTACK.is_dir(), reason=f"Cozystack chart schemas not available at {COZYSTACK}"
 )
 def test_pass_through_key_list_matches_the_chart_schemas() -> None:
-    from schematic.cluster import pool_keys
+    from schematic.inputs.cluster_values import pool_keys
 
     chart_keys = set()
     for name in CHART_SCHEMAS.values():

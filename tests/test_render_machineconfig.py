@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from schematic.cluster import PoolPlan, parse_cluster, plan_cluster
+from schematic.cluster import PoolPlan, plan_cluster
+from schematic.inputs.cluster_file import parse_cluster
 from schematic.render import yamltext
 from schematic.render.machineconfig import machine_config_patch
 from schematic.render.urls import installer_image

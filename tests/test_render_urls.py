@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schematic.cluster import PoolPlan, parse_cluster, plan_cluster
+from schematic.cluster import PoolPlan, plan_cluster
+from schematic.inputs.cluster_file import parse_cluster
 from schematic.render.urls import boot_image_url, installer_image, iso_url, pool_urls
 
 

@@ -7,8 +7,10 @@ from dataclasses import replace
 import pytest
 
 from schematic.catalog import talos_versions
-from schematic.cluster import ClusterFile, ClusterPlan, parse_cluster, plan_cluster
+from schematic.cluster import ClusterPlan, plan_cluster
 from schematic.errors import CatalogError
+from schematic.inputs.cluster_file import parse_cluster
+from schematic.inputs.cluster_values import ClusterFile
 from schematic.nvidia import describe_nvidia_extension
 from schematic.upgrade import (
     COZYSTACK_IMMUTABLE_CONFIG_ISSUE,

@@ -4,8 +4,10 @@ Exit codes: 0 ok, 1 error (bad input, refused combination, factory failure), 2 u
 3 `check` found drift / `lint` found errors / `verify` found a missing schematic /
 `detect --against` found a difference / `upgrade` found a pool that would break.
 
-Each command lives in its own module below and registers itself on ``app``; command modules
-import the library lazily, inside the command, so `--help` and offline commands start fast.
+Each command lives in its own module below and registers itself on ``app``
+(:mod:`schematic.cli.base`, which holds what the commands share: no command module imports
+another); command modules import the library lazily, inside the command, so `--help` and
+offline commands start fast.
 """
 
 from __future__ import annotations
@@ -15,28 +17,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-import typer
-
+from schematic.cli.base import app, fail
 from schematic.errors import TalosSchematicError
 
-app = typer.Typer(
-    name="talos-schematic",
-    help=(
-        "Talos Image Factory schematics for NVIDIA GPU node pools: offline schematic IDs, "
-        "open/proprietary NVIDIA extension choice by GPU generation, and Cozystack "
-        "KubernetesNodes values and Talos machine-config patches per pool."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-def fail(err: TalosSchematicError) -> typer.Exit:
-    """Print a user-fixable error to stderr; the caller raises the returned Exit."""
-    print(f"talos-schematic: {err}", file=sys.stderr)
-    return typer.Exit(err.exit_code)
-
+__all__ = ["app", "fail", "main"]
 
 # Which module defines each command: a run imports only the one it needs, which keeps
 # start-up short (the full set is loaded for --help and for names that match no command).
@@ -55,11 +39,6 @@ _COMMAND_MODULES = {
     "detect": "detect_command",
     "schema": "schema_command",
 }
-
-
-@app.callback()
-def _root() -> None:
-    """Talos Image Factory schematics for NVIDIA GPU node pools."""
 
 
 def _register_commands(names: Sequence[str] = ()) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from schematic.cli import app, fail
+from schematic.cli.base import app, fail
 from schematic.errors import DetectError, TalosSchematicError
 
 
@@ -23,7 +23,7 @@ def _read(path: str) -> tuple[str, str]:
 
 def _declared(profile: str) -> dict[str, Any]:
     """The profile's fields under their YAML (camelCase) keys."""
-    from schematic.profiles import load_profile
+    from schematic.inputs.profiles import load_profile
 
     return load_profile(profile).as_document()
 

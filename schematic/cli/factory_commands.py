@@ -10,13 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schematic.cli import app as app
-from schematic.cli import fail
+from schematic.cli.base import app, fail, progress_line
 from schematic.errors import OutputError, SchematicError, TalosSchematicError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from schematic.factory import FactoryClient
     from schematic.model import Schematic
 
@@ -58,18 +55,6 @@ def _read_schematic(path: Path) -> Schematic:
     except OSError as exc:
         raise SchematicError(f"cannot read the file: {exc.strerror}", source=source) from None
     return Schematic.from_yaml(text, source=source)
-
-
-def progress_line(label: str) -> Callable[[int, int], None] | None:
-    """A self-overwriting progress line on stderr, only when stderr is a terminal."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        end = "\n" if done == total else ""
-        print(f"\r{label} {done}/{total}", end=end, file=sys.stderr, flush=True)
-
-    return show
 
 
 @app.command(help=f"Register schematic files with the Image Factory. {_CREDENTIALS_HELP}")
@@ -128,8 +113,8 @@ def _cluster_text(path: Path) -> str | None:
 
 def _cluster_checks(path: Path, text: str, profiles: list[Path] | None) -> tuple[list[_Check], str]:
     """One check per distinct schematic of the cluster file's plan, and its factory URL."""
-    from schematic.cli.generate_command import pools_by_schematic, pools_label
-    from schematic.cluster import parse_cluster, plan_cluster
+    from schematic.cluster import plan_cluster, pools_by_schematic, pools_label
+    from schematic.inputs.cluster_file import parse_cluster
 
     cluster = parse_cluster(text, str(path))
     plan = plan_cluster(

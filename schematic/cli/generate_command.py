@@ -15,7 +15,7 @@ import dataclasses
 import gc
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -23,19 +23,17 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from schematic.cli import app, fail
+from schematic.cli.base import app, fail, progress_line
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
     from schematic.charts import ChartFit
-    from schematic.cluster import ClusterPlan, PoolPlan
+    from schematic.cluster import ClusterPlan
     from schematic.factory import FactoryClient
     from schematic.render.files import Kind
 
 # Written beside index.yaml by `generate --out DIR --live-catalogue` (render.files.LOCK).
 LOCK_FILE = "extensions.lock.yaml"
-# Pools named in one message before the rest are counted: pools may number thousands.
-_POOLS_SHOWN = 3
 _PROBLEMS_SHOWN = 10
 
 
@@ -170,7 +168,8 @@ def _fit(
 
 
 def _plan(cluster_file: Path, profiles: list[Path] | None) -> ClusterPlan:
-    from schematic.cluster import load_cluster, plan_cluster
+    from schematic.cluster import plan_cluster
+    from schematic.inputs.cluster_file import load_cluster
 
     cluster = load_cluster(cluster_file)
     return plan_cluster(
@@ -187,26 +186,10 @@ def _factory_client(factory: str | None, plan: ClusterPlan) -> FactoryClient:
     return FactoryClient(resolve_factory_url(factory, plan.talos.image_factory_url))
 
 
-def pools_label(source: str, names: Sequence[str]) -> str:
-    """``cluster.yaml: pool "a"`` or ``cluster.yaml: pools "a", "b", "c" and 9 more``."""
-    if len(names) == 1:
-        return f'{source}: pool "{names[0]}"'
-    shown = ", ".join(f'"{name}"' for name in names[:_POOLS_SHOWN])
-    rest = len(names) - _POOLS_SHOWN
-    return f"{source}: pools {shown}" + (f" and {rest} more" if rest > 0 else "")
-
-
-def pools_by_schematic(plan: ClusterPlan) -> dict[str, list[PoolPlan]]:
-    """Pools grouped by schematic ID, in file order."""
-    groups: dict[str, list[PoolPlan]] = {}
-    for pool in plan.pools:
-        groups.setdefault(pool.schematic_id, []).append(pool)
-    return groups
-
-
 def _check_live_catalogue(client: FactoryClient, plan: ClusterPlan) -> str:
     """Raise CatalogError naming each pool whose extensions the factory does not offer for the
     cluster's Talos version; otherwise return the lock file text."""
+    from schematic.cluster import pools_by_schematic, pools_label
     from schematic.errors import CatalogError
     from schematic.extension_cache import live_extensions
     from schematic.extension_lock import build_lock
@@ -232,8 +215,7 @@ def _check_live_catalogue(client: FactoryClient, plan: ClusterPlan) -> str:
 
 def _register(client: FactoryClient, plan: ClusterPlan) -> ClusterPlan:
     """POST each distinct schematic once; the plan carrying the IDs the factory answered."""
-    from schematic.cli.factory_commands import progress_line
-    from schematic.cluster import with_factory_schematics
+    from schematic.cluster import pools_by_schematic, pools_label, with_factory_schematics
     from schematic.factory import register_schematics
 
     items = [

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from schematic.cli import app, fail
+from schematic.cli.base import app, fail
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:

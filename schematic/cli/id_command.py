@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from schematic.cli import app
+from schematic.cli.base import app
 
 _FILES = typer.Argument(
     help="Schematic files (YAML or JSON). None, or '-', reads standard input.",

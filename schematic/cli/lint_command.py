@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from schematic.cli import app, fail
+from schematic.cli.base import app, fail
 from schematic.errors import TalosSchematicError
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).

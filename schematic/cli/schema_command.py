@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from schematic.cli import app
+from schematic.cli.base import app
 
 
 def _from(module: str, function: str) -> Callable[[], dict[str, Any]]:
@@ -24,8 +24,8 @@ def _from(module: str, function: str) -> Callable[[], dict[str, Any]]:
 
 # One entry per input file kind; another kind (e.g. "cluster") is one more line here.
 SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
-    "profile": _from("schematic.profiles", "profile_json_schema"),
-    "cluster": _from("schematic.cluster", "cluster_json_schema"),
+    "profile": _from("schematic.inputs.profiles", "profile_json_schema"),
+    "cluster": _from("schematic.inputs.cluster_file", "cluster_json_schema"),
 }
 
 

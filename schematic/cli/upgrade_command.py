@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schematic.cli import app, fail
+from schematic.cli.base import app, fail
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def upgrade(
         if report_format not in (ReportFormat.text, ReportFormat.json):
             raise typer.BadParameter("--json is --format json", param_hint="--format")
         report_format = ReportFormat.json
-    from schematic.cluster import load_cluster
+    from schematic.inputs.cluster_file import load_cluster
     from schematic.render.upgrade import upgrade_json, upgrade_markdown, upgrade_text
     from schematic.upgrade import compare_plans, plan_at, plan_target, target_release
 

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from schematic.charts import LAYOUTS, ChartFit, Layout
-from schematic.cluster import DEFAULT_INSTALLER_REPOSITORY, ClusterPlan, PoolPlan
+from schematic.cluster import ClusterPlan, PoolPlan
+from schematic.inputs.cluster_values import DEFAULT_INSTALLER_REPOSITORY
 
 __all__ = [
     "API_VERSION",

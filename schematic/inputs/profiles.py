@@ -1,15 +1,12 @@
 """Hardware profiles: one YAML file per machine kind, shipped in `profiles/` or the user's own.
 
-A profile says what the node is (platform, CPU architecture and vendor, GPUs, NVSwitches) and
-what it needs beyond what that implies (extra extensions and kernel args). Unknown keys are
-errors, as in the schematics the profiles become.
-
-What a profile file may say is defined by the pydantic model in :mod:`schematic.documents`,
-which also gives the error messages and the JSON Schema. Profiles of the usual shape (strings,
-lists of strings, whole numbers, no unknown keys) are read here without it, because defining a
-pydantic model costs more start-up time than the rest of `generate`; anything else goes through
-the model. The value both produce is the same :class:`HardwareProfile` (a test checks that on
-generated inputs).
+Unknown keys are errors, as in the schematics the profiles become. What a profile file may say
+is defined by the pydantic model in :mod:`schematic.inputs.documents`, which also gives the error
+messages and the JSON Schema. Profiles of the usual shape (strings, lists of strings, whole
+numbers, no unknown keys) are read here without it, because defining a pydantic model costs more
+start-up time than the rest of `generate`; anything else goes through the model. The value both
+produce is the same :class:`~schematic.inputs.profile_values.HardwareProfile` (a test checks
+that on generated inputs).
 """
 
 from __future__ import annotations
@@ -18,203 +15,39 @@ import difflib
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
 import yaml
 
-from schematic.errors import NvidiaError, ProfileError
+from schematic.errors import ProfileError
+from schematic.inputs.plain import (
+    UnusualShapeError,
+    plain_choice,
+    plain_keys,
+    plain_text,
+    plain_texts,
+)
+from schematic.inputs.profile_values import (
+    Architecture,
+    CpuVendor,
+    GpuSpec,
+    HardwareProfile,
+    Platform,
+    check_gpu,
+    check_no_blank_items,
+    check_profile,
+    check_profile_name,
+    known_architecture,
+    normal_pci_id,
+)
 
 __all__ = [
-    "VM_PLATFORMS",
-    "GpuSpec",
-    "HardwareProfile",
     "list_profiles",
     "load_profile",
     "profile_from_mapping",
     "profile_json_schema",
 ]
-
-Platform = Literal[
-    "metal",
-    "kubevirt",
-    "proxmox",
-    "nocloud",
-    "openstack",
-    "vmware",
-    "aws",
-    "azure",
-    "gcp",
-    "hcloud",
-    "digital-ocean",
-    "equinixMetal",
-    "exoscale",
-    "oracle",
-    "scaleway",
-    "upcloud",
-    "vultr",
-    "akamai",
-    "cloudstack",
-    "opennebula",
-]
-Architecture = Literal["amd64", "arm64"]
-CpuVendor = Literal["intel", "amd", "arm"]
-# Hypervisors that hand whole GPUs to the guest through VFIO; NVLink does not work there.
-VM_PLATFORMS = frozenset({"kubevirt", "proxmox"})
-_PCI_ID_RE = re.compile(r"(?:(?:0x)?([0-9a-f]{4}):)?(?:0x)?([0-9a-f]{4})", re.IGNORECASE)
-_PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
-
-
-@dataclass(frozen=True, kw_only=True)
-class GpuSpec:
-    """GPUs of one kind in the machine: PCI ID, how many, and the architecture if unlisted."""
-
-    id: str
-    count: int = 1
-    architecture: str | None = None
-
-    @property
-    def is_nvidia(self) -> bool:
-        return self.id.startswith("10de:")
-
-
-@dataclass(frozen=True, kw_only=True)
-class HardwareProfile:
-    """One kind of machine, as a Talos node sees it."""
-
-    name: str
-    aliases: tuple[str, ...] = ()
-    description: str = ""
-    platform: Platform
-    architecture: Architecture = "amd64"
-    cpu_vendor: CpuVendor | None = None
-    gpus: tuple[GpuSpec, ...] = ()
-    nvswitch: bool = False
-    extensions: tuple[str, ...] = ()
-    kernel_args: tuple[str, ...] = ()
-
-    @property
-    def passthrough(self) -> bool:
-        """The node is a VM whose GPUs are passed through (KubeVirt, Proxmox)."""
-        return self.platform in VM_PLATFORMS
-
-    @property
-    def nvidia_gpus(self) -> tuple[GpuSpec, ...]:
-        return tuple(gpu for gpu in self.gpus if gpu.is_nvidia)
-
-    def as_document(self) -> dict[str, Any]:
-        """The profile as a file would say it (JSON-compatible; an unset cpuVendor left out)."""
-        document: dict[str, Any] = {
-            "name": self.name,
-            "aliases": list(self.aliases),
-            "description": self.description,
-            "platform": self.platform,
-            "architecture": self.architecture,
-        }
-        if self.cpu_vendor is not None:
-            document["cpuVendor"] = self.cpu_vendor
-        document["gpus"] = [
-            {"id": gpu.id, "count": gpu.count}
-            | ({} if gpu.architecture is None else {"architecture": gpu.architecture})
-            for gpu in self.gpus
-        ]
-        document["nvswitch"] = self.nvswitch
-        document["extensions"] = list(self.extensions)
-        document["kernelArgs"] = list(self.kernel_args)
-        return document
-
-
-# --- the checks beyond types: shared by the model and the fast reader ---------------------------
-# Each raises ValueError with the message a user sees (the model prefixes the key).
-
-
-def normal_pci_id(value: str) -> str:
-    """``10de:2BB5``, ``0x2bb5`` or ``2bb5`` as ``10de:2bb5`` (vendor 10de when omitted)."""
-    match = _PCI_ID_RE.fullmatch(value.strip())
-    if match is None:
-        raise ValueError(f"{value!r} is not a PCI ID like 10de:2bb5")
-    vendor = (match[1] or "10de").lower()
-    return f"{vendor}:{match[2].lower()}"
-
-
-def known_architecture(value: str) -> str:
-    from schematic.nvidia import normalise_architecture
-
-    try:
-        return normalise_architecture(value)
-    except NvidiaError as err:
-        raise ValueError(str(err)) from None
-
-
-def check_gpu(gpu: GpuSpec) -> None:
-    """An NVIDIA ID must be a GPU, and one the device table lacks needs its architecture."""
-    if not gpu.is_nvidia:
-        return
-    from schematic.nvidia import Gpu, NvidiaFunction, describe_pci_function
-
-    found = describe_pci_function(gpu.id)
-    if isinstance(found, NvidiaFunction):
-        hint = "set nvswitch: true instead" if found.kind == "nvswitch" else "leave it out"
-        raise ValueError(f"{gpu.id} is an NVIDIA {found.kind} function, not a GPU; {hint}")
-    if not isinstance(found, Gpu) and gpu.architecture is None:
-        raise ValueError(
-            f"{gpu.id} is not in the NVIDIA device table; add its architecture "
-            "(e.g. architecture: Blackwell)"
-        )
-
-
-def check_profile_name(value: str) -> str:
-    if not _PROFILE_NAME.fullmatch(value):
-        raise ValueError("use lowercase letters, digits, '.', '_' and '-'")
-    return value
-
-
-def check_no_blank_items(value: tuple[str, ...]) -> tuple[str, ...]:
-    if any(not item.strip() for item in value):
-        raise ValueError("items must not be empty")
-    return value
-
-
-def check_profile(profile: HardwareProfile) -> None:
-    """What the keys say must fit together."""
-    if profile.architecture == "arm64" and profile.cpu_vendor in ("intel", "amd"):
-        raise ValueError(f"cpuVendor {profile.cpu_vendor} does not make arm64 CPUs")
-    if profile.architecture == "amd64" and profile.cpu_vendor == "arm":
-        raise ValueError("cpuVendor arm with architecture amd64; set architecture: arm64")
-    if profile.nvswitch and not any(gpu.is_nvidia for gpu in profile.gpus):
-        raise ValueError("nvswitch: true needs NVIDIA GPUs in gpus")
-
-
-# --- the fast reader ------------------------------------------------------------------------------
-
-
-class UnusualShapeError(Exception):
-    """The fast reader's "ask the model": an input outside the shapes it reads itself."""
-
-
-def plain_text(value: object) -> str:
-    if type(value) is not str:
-        raise UnusualShapeError
-    return value
-
-
-def plain_texts(value: object) -> tuple[str, ...]:
-    if type(value) is not list or any(type(item) is not str for item in value):
-        raise UnusualShapeError
-    return tuple(value)
-
-
-def plain_choice(value: object, choices: tuple[str, ...]) -> Any:
-    if type(value) is not str or value not in choices:
-        raise UnusualShapeError
-    return value
-
-
-def plain_keys(data: object, allowed: frozenset[str]) -> dict[str, Any]:
-    if type(data) is not dict or not allowed.issuperset(data):
-        raise UnusualShapeError
-    return data
 
 
 _PROFILE_KEYS = frozenset(
@@ -295,7 +128,7 @@ def profile_from_mapping(data: Mapping[str, Any], source: str) -> HardwareProfil
     except (UnusualShapeError, ValueError):
         pass
     # The model either accepts what the fast reader would not, or says what is wrong.
-    from schematic.documents import validate_profile
+    from schematic.inputs.documents import validate_profile
 
     return validate_profile(dict(data), source)
 
@@ -418,6 +251,6 @@ def list_profiles(extra_dirs: Sequence[Path] = ()) -> list[HardwareProfile]:
 
 def profile_json_schema() -> dict[str, Any]:
     """JSON Schema of a hardware profile file, for editors."""
-    from schematic.documents import profile_json_schema as schema
+    from schematic.inputs.documents import profile_json_schema as schema
 
     return schema()

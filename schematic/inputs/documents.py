@@ -2,12 +2,14 @@
 
 These models are the authority on the input files: they give the error messages users see and
 the JSON Schemas (`talos-schematic schema`). Files of the usual shape are read without them
-(:func:`schematic.profiles.profile_from_mapping`, :func:`schematic.cluster.cluster_from_mapping`),
-because defining pydantic models costs `generate` more start-up time than all its other work;
-these models are imported when a file is not of that shape, to accept it or to say what is
-wrong. Both ways give the same frozen values (:class:`~schematic.profiles.HardwareProfile`,
-:class:`~schematic.cluster.ClusterFile`); a property test checks that on generated inputs.
-The checks beyond types live beside those values and are shared by both readers.
+(:func:`schematic.inputs.profiles.profile_from_mapping`,
+:func:`schematic.inputs.cluster_file.cluster_from_mapping`), because defining pydantic models
+costs `generate` more start-up time than all its other work; these models are imported when a
+file is not of that shape, to accept it or to say what is wrong. Both ways give the same frozen
+values (:class:`~schematic.inputs.profile_values.HardwareProfile`,
+:class:`~schematic.inputs.cluster_values.ClusterFile`); a property test checks that on
+generated inputs. The checks beyond types live beside those values and are shared by both
+readers.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from schematic import cluster as cl
-from schematic import profiles as pr
 from schematic.errors import ClusterFileError, ProfileError
+from schematic.inputs import cluster_values as cl
+from schematic.inputs import profile_values as pr
 
 __all__ = [
     "ClusterDocument",

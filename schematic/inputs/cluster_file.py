@@ -1,0 +1,289 @@
+"""Reading a cluster file: YAML typed the YAML 1.2 way, then the fast reader or the models.
+
+What a cluster file may say is defined by the pydantic models in :mod:`schematic.inputs.documents`,
+which also give the error messages and the JSON Schema. Files of the usual shape are read by
+:func:`_plain_cluster` without them: defining pydantic models costs more start-up time than the
+rest of `generate`. Both produce the same values (a test checks it on generated inputs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, get_args
+
+import yaml
+
+from schematic.errors import ClusterFileError
+from schematic.inputs.cluster_values import (
+    DEFAULT_IMAGE_FACTORY_URL,
+    DEFAULT_INSTALLER_REPOSITORY,
+    TOOL_KEYS,
+    ClusterFile,
+    Flavour,
+    KernelModuleSpec,
+    NvidiaSettings,
+    PoolSpec,
+    TalosSettings,
+    Tier,
+    check_chart,
+    check_http_url,
+    check_image_factory_ca,
+    check_object_name,
+    check_one_hardware_source,
+    check_pool_keys,
+    check_pool_name,
+    check_registry_mirrors,
+    check_release,
+    check_unique_pools,
+    normal_endpoint,
+    stripped_items,
+)
+from schematic.inputs.plain import (
+    UnusualShapeError,
+    plain_choice,
+    plain_keys,
+    plain_text,
+    plain_texts,
+)
+
+__all__ = ["cluster_from_mapping", "cluster_json_schema", "load_cluster", "parse_cluster"]
+
+_CLUSTER_KEYS = frozenset({"cluster", "namespace", "cozystack", "talos", "nvidia", "pools"})
+_TALOS_KEYS = frozenset(
+    {"version", "imageFactoryURL", "installerRepository", "registryMirrors", "imageFactoryCA"}
+)
+_COZYSTACK_KEYS = frozenset({"version"})
+_NVIDIA_KEYS = frozenset({"flavour", "tier", "gdrdrv"})
+_MODULE_KEYS = frozenset({"name", "parameters"})
+_FLAVOURS: tuple[str, ...] = get_args(Flavour)
+_TIERS: tuple[str, ...] = get_args(Tier)
+
+
+def _text_keyed(value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if type(value) is not dict or any(type(key) is not str for key in value):
+        raise UnusualShapeError
+    return value
+
+
+def _plain_nvidia(data: object) -> NvidiaSettings:
+    nvidia = plain_keys(data, _NVIDIA_KEYS)
+    flavour, tier, gdrdrv = nvidia.get("flavour"), nvidia.get("tier"), nvidia.get("gdrdrv")
+    if gdrdrv is not None and type(gdrdrv) is not bool:
+        raise UnusualShapeError
+    return NvidiaSettings(
+        flavour=None if flavour is None else plain_choice(flavour, _FLAVOURS),
+        tier=None if tier is None else plain_choice(tier, _TIERS),
+        gdrdrv=gdrdrv,
+    )
+
+
+def _plain_talos(data: object) -> TalosSettings:
+    talos = plain_keys(data, _TALOS_KEYS)
+    if "version" not in talos:
+        raise UnusualShapeError
+    url = plain_text(talos.get("imageFactoryURL", DEFAULT_IMAGE_FACTORY_URL))
+    repository = plain_text(talos.get("installerRepository", DEFAULT_INSTALLER_REPOSITORY))
+    return TalosSettings(
+        version=check_release(plain_text(talos["version"])),
+        image_factory_url=check_http_url(normal_endpoint(url)),
+        installer_repository=normal_endpoint(repository),
+        registry_mirrors=check_registry_mirrors(_text_keyed(talos.get("registryMirrors"))),
+        image_factory_ca=check_image_factory_ca(talos.get("imageFactoryCA")),
+    )
+
+
+def _plain_module(data: object) -> KernelModuleSpec:
+    module = plain_keys(data, _MODULE_KEYS)
+    if "name" not in module or not plain_text(module["name"]):
+        raise UnusualShapeError
+    return KernelModuleSpec(
+        name=module["name"], parameters=plain_texts(module.get("parameters", []))
+    )
+
+
+def _plain_pool(data: object) -> PoolSpec:
+    if type(data) is not dict or "name" not in data:
+        raise UnusualShapeError
+    check_pool_keys(data)
+    profile = data.get("profile")
+    modules = data.get("kernelModules", ())
+    if type(modules) not in (list, tuple):
+        raise UnusualShapeError
+    pool = PoolSpec(
+        name=check_pool_name(plain_text(data["name"])),
+        profile=None if profile is None else plain_text(profile),
+        hardware=_text_keyed(data.get("hardware")),
+        extensions=stripped_items(plain_texts(data.get("extensions", []))),
+        kernel_args=stripped_items(plain_texts(data.get("kernelArgs", []))),
+        kernel_modules=(
+            tuple(_plain_module(module) for module in modules) if "kernelModules" in data else None
+        ),
+        nvidia=_plain_nvidia(data.get("nvidia", {})),
+        passthrough={key: value for key, value in data.items() if key not in TOOL_KEYS},
+    )
+    check_one_hardware_source(pool)
+    return pool
+
+
+def _plain_cluster(data: object) -> ClusterFile:
+    """The cluster file, if ``data`` has the usual shape and is valid.
+
+    Otherwise raises UnusualShapeError or ValueError, and the models are asked.
+    """
+    doc = plain_keys(data, _CLUSTER_KEYS)
+    pools = doc.get("pools")
+    if "cluster" not in doc or "talos" not in doc or type(pools) is not list or not pools:
+        raise UnusualShapeError
+    namespace = doc.get("namespace")
+    chart = plain_keys(doc.get("cozystack", {}), _COZYSTACK_KEYS).get("version")
+    cluster = ClusterFile(
+        cluster=check_object_name(plain_text(doc["cluster"])),
+        namespace=None if namespace is None else check_object_name(plain_text(namespace)),
+        talos=_plain_talos(doc["talos"]),
+        nvidia=_plain_nvidia(doc.get("nvidia", {})),
+        pools=tuple(_plain_pool(pool) for pool in pools),
+        cozystack_version=None if chart is None else check_chart(plain_text(chart)),
+    )
+    check_unique_pools(cluster.pools)
+    return cluster
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TAG = "tag:yaml.org,2002:"
+_PLAIN = "?plain"  # the tag :class:`_Composer` gives every untagged plain scalar
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+class _YamlError(Exception):
+    def __init__(self, node: yaml.Node, reason: str) -> None:
+        super().__init__(reason)
+        self.line = node.start_mark.line + 1
+
+
+def _value(node: yaml.Node) -> Any:
+    """A composed node as Python data, typed the YAML 1.2 way.
+
+    Only ``true``/``false`` are booleans and only decimal numbers are numbers (``on``, ``0x10``,
+    ``2024-01-01`` stay text, unlike YAML 1.1); a key given twice is an error.
+    """
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return [_value(item) for item in node.value]
+    if isinstance(node, yaml.MappingNode):
+        mapping: dict[Any, Any] = {}
+        merged: list[yaml.Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _PLAIN and key_node.value == "<<":
+                merged.append(value_node)
+                continue
+            key = _value(key_node)
+            if isinstance(key, (dict, list)):
+                raise _YamlError(key_node, "a mapping key must be a scalar")
+            if key in mapping:
+                raise _YamlError(key_node, f"key {key!r} appears twice in one mapping")
+            mapping[key] = _value(value_node)
+        for source in merged:  # << merges: keys already present win
+            sources = source.value if isinstance(source, yaml.SequenceNode) else [source]
+            for item in sources:
+                extra = _value(item)
+                if not isinstance(extra, dict):
+                    raise _YamlError(item, "a << merge needs a mapping or a list of mappings")
+                for key, value in extra.items():
+                    mapping.setdefault(key, value)
+        return mapping
+    raise _YamlError(node, "unsupported YAML node")
+
+
+def _scalar(node: yaml.ScalarNode) -> Any:
+    text: str = node.value
+    tag: str = node.tag
+    if tag == _PLAIN:
+        if text in _NULLS:
+            return None
+        if text in _BOOLS:
+            return _BOOLS[text]
+        if _INT.fullmatch(text):
+            return int(text)
+        if _FLOAT.fullmatch(text):
+            return float(text)
+        return text  # YAML 1.1's yes/no, 0x10, 1:20 and dates stay text
+    if tag == _TAG + "str":
+        return text
+    if tag == _TAG + "null" and text in _NULLS:
+        return None
+    if tag == _TAG + "bool" and text in _BOOLS:
+        return _BOOLS[text]
+    if tag == _TAG + "int" and _INT.fullmatch(text):
+        return int(text)
+    if tag == _TAG + "float" and (_FLOAT.fullmatch(text) or _INT.fullmatch(text)):
+        return float(text)
+    raise _YamlError(node, f"cannot read {text!r} as {tag}")
+
+
+class _Composer(_Loader):  # type: ignore[misc]
+    """Composes nodes only; plain scalars are left untyped for :func:`_scalar` to read."""
+
+    def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            return _PLAIN if implicit[0] else _TAG + "str"
+        return _TAG + ("seq" if kind is yaml.SequenceNode else "map")
+
+
+def parse_cluster(text: str, source: str) -> ClusterFile:
+    """A cluster file from its YAML text; errors name ``source``, the pool and the key."""
+    try:
+        node = yaml.compose(text, Loader=_Composer)
+        data = _value(node) if node is not None else None
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{source}:{mark.line + 1}" if mark else source
+        reason = " ".join(filter(None, [err.context, err.problem]))
+        raise ClusterFileError(f"{where}: not valid YAML: {reason}") from None
+    except yaml.YAMLError as err:
+        raise ClusterFileError(f"{source}: not valid YAML: {err}") from None
+    except _YamlError as err:
+        raise ClusterFileError(f"{source}:{err.line}: {err}") from None
+    return cluster_from_mapping(data, source)
+
+
+def load_cluster(path: Path) -> ClusterFile:
+    """Read and validate a cluster file."""
+    try:
+        text = path.read_text("utf-8")
+    except OSError as err:
+        raise ClusterFileError(f"{path}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise ClusterFileError(f"{path}: not UTF-8 text ({err.reason})") from None
+    return parse_cluster(text, str(path))
+
+
+def cluster_from_mapping(data: object, source: str) -> ClusterFile:
+    """Validate a decoded cluster file."""
+    if not isinstance(data, Mapping):
+        raise ClusterFileError(f"{source}: a cluster file must be a YAML mapping")
+    try:
+        return _plain_cluster(data)
+    except (UnusualShapeError, ValueError):
+        pass
+    # The models either accept what the fast reader would not, or say what is wrong.
+    from schematic.inputs.documents import validate_cluster
+
+    return validate_cluster(dict(data), source)
+
+
+def cluster_json_schema() -> dict[str, Any]:
+    """JSON Schema of a cluster file, for editors (`talos-schematic schema cluster`)."""
+    from schematic.inputs.documents import cluster_json_schema as schema
+
+    return schema()

@@ -1,0 +1,305 @@
+"""What a cluster file is once read, and the checks both readers share.
+
+A cluster file names a Cozystack tenant cluster, its Talos release and its worker pools. The
+readers are :mod:`schematic.inputs.cluster_file` (the usual shape) and
+:mod:`schematic.inputs.documents` (the pydantic models, for everything else); both build a
+:class:`ClusterFile` with the checks here.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Literal
+
+from schematic.chart_targets import check_chart_name
+from schematic.errors import TalosSchematicError
+from schematic.talos import TalosVersion
+
+__all__ = [
+    "DEFAULT_IMAGE_FACTORY_URL",
+    "DEFAULT_INSTALLER_REPOSITORY",
+    "TOOL_KEYS",
+    "ClusterFile",
+    "KernelModuleSpec",
+    "NvidiaSettings",
+    "PoolSpec",
+    "TalosSettings",
+    "pool_keys",
+]
+
+DEFAULT_IMAGE_FACTORY_URL = "https://factory.talos.dev"
+DEFAULT_INSTALLER_REPOSITORY = "factory.talos.dev/installer"
+# Kubernetes object names: the KubernetesNodes object is named <cluster>-<pool>.
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+Flavour = Literal["auto", "open", "proprietary"]
+Tier = Literal["auto", "lts", "production"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TalosSettings:
+    """The Talos release of every pool and where its images come from."""
+
+    version: str
+    image_factory_url: str = DEFAULT_IMAGE_FACTORY_URL
+    installer_repository: str = DEFAULT_INSTALLER_REPOSITORY
+    # Left out of the hash (a mapping has none); equal settings still hash alike.
+    registry_mirrors: dict[str, Any] | None = field(default=None, hash=False)
+    # PEM CA bundle CDI trusts the factory with (Cozystack talos.imageFactoryCA, PR #3797).
+    image_factory_ca: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NvidiaSettings:
+    """How to choose the NVIDIA extensions; a pool's settings override the cluster's."""
+
+    flavour: Flavour | None = None
+    tier: Tier | None = None
+    gdrdrv: bool | None = None
+
+    def over(self, base: NvidiaSettings) -> NvidiaSettings:
+        """These settings with the unset ones taken from ``base``."""
+        return NvidiaSettings(
+            flavour=self.flavour if self.flavour is not None else base.flavour,
+            tier=self.tier if self.tier is not None else base.tier,
+            gdrdrv=self.gdrdrv if self.gdrdrv is not None else base.gdrdrv,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelModuleSpec:
+    """A kernel module to load, as Cozystack's ``kernelModules`` items."""
+
+    name: str
+    parameters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolSpec:
+    """One worker pool: its hardware and extras, plus Cozystack values passed through."""
+
+    name: str
+    profile: str | None = None
+    hardware: dict[str, Any] | None = field(default=None, hash=False)
+    extensions: tuple[str, ...] = ()
+    kernel_args: tuple[str, ...] = ()
+    # None: computed; a list replaces it; () loads nothing (the user opted out).
+    kernel_modules: tuple[KernelModuleSpec, ...] | None = None
+    nvidia: NvidiaSettings = NvidiaSettings()
+    # The Cozystack values the user set, in file order.
+    passthrough: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterFile:
+    """A Cozystack tenant cluster's worker pools."""
+
+    cluster: str
+    namespace: str | None = None
+    talos: TalosSettings
+    nvidia: NvidiaSettings = NvidiaSettings()
+    pools: tuple[PoolSpec, ...]
+    # The chart target (`cozystack.version`), canonical; None: not given.
+    cozystack_version: str | None = None
+
+
+@functools.cache
+def pool_keys() -> dict[str, str]:
+    """Top-level kubernetes-nodes value keys and who owns them ("user" or "tool")."""
+    text = resources.files("schematic.data").joinpath("kubernetes-nodes-keys.tsv").read_text()
+    rows = [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
+    return {key: owner for key, _charts, owner in rows[1:]}
+
+
+_OWNED_HINTS = {
+    "cluster": "the pool's cluster is the file's top-level `cluster`",
+    "gpus": "gpus[] is derived from the pool's hardware (profile or `hardware.gpus`)",
+    "kernelModules": "set the pool's `kernelModules` only as a list of {name, parameters}",
+    "schematicID": "the schematic ID is computed from the pool's extensions",
+    "osImage": "osImage is written by `--layout osimage` from the computed schematic",
+}
+# Pool keys the tool reads itself; everything else must be a Cozystack value key.
+TOOL_KEYS = ("name", "profile", "hardware", "extensions", "kernelArgs", "kernelModules", "nvidia")
+_POOL_TALOS_KEYS = ("registryMirrors", "imageFactoryCA")
+
+
+# --- the checks beyond types: shared by the models and the fast reader --------------------------
+# Each raises ValueError with the message a user sees (the models prefix the key).
+
+
+def check_release(value: object) -> str:
+    """A Talos release (not a pre-release), written with its ``v``."""
+    if not isinstance(value, str):
+        raise ValueError("write the Talos version as a string, e.g. v1.13.9")
+    try:
+        version = TalosVersion.parse(value)
+    except TalosSchematicError as err:
+        raise ValueError(str(err)) from None
+    if version.prerelease:
+        raise ValueError(f"{value!r} is a pre-release; use a Talos release such as v1.13.9")
+    return str(version)
+
+
+def normal_endpoint(value: str) -> str:
+    value = value.strip().rstrip("/")
+    if not value:
+        raise ValueError("must not be empty")
+    return value
+
+
+def check_http_url(value: str) -> str:
+    if not value.startswith(("https://", "http://")):
+        raise ValueError(f"{value!r} is not an http(s) URL")
+    return value
+
+
+def check_pool_name(value: str) -> str:
+    if not _DNS_LABEL.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a valid pool name: use lowercase letters, digits and '-'"
+        )
+    return value
+
+
+def check_object_name(value: str) -> str:
+    if not _DNS_LABEL.fullmatch(value):
+        raise ValueError(f"{value!r} is not a valid name: use lowercase letters, digits, '-'")
+    return value
+
+
+def stripped_items(value: tuple[str, ...]) -> tuple[str, ...]:
+    if any(not item.strip() for item in value):
+        raise ValueError("items must not be empty")
+    return tuple(item.strip() for item in value)
+
+
+_MIRROR_KEYS = ("endpoints", "overridePath", "skipFallback")
+
+
+def check_image_factory_ca(value: object) -> str | None:
+    """A PEM bundle of CA certificates, and no private key (the chart publishes it in a
+    ConfigMap anyone in the namespace can read, and refuses a key at render time)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("give the CA certificates as PEM text, or leave the key out")
+    if "PRIVATE KEY" in value:
+        raise ValueError("holds private key material; give only the CA certificate(s)")
+    begin = value.find("-----BEGIN CERTIFICATE-----")
+    if begin < 0 or value.find("-----END CERTIFICATE-----", begin) < 0:
+        raise ValueError("needs a complete PEM certificate block (BEGIN/END CERTIFICATE)")
+    return value
+
+
+def check_chart(value: object) -> str:
+    """A chart target name (cozystack.version), canonical."""
+    return check_chart_name(value)
+
+
+def check_registry_mirrors(value: object) -> dict[str, Any] | None:
+    """Talos registry mirrors as Cozystack's ``talos.registryMirrors`` takes them: registry host
+    → ``{endpoints: [URL, ...], overridePath: bool, skipFallback: bool}``.
+
+    Checked here because the machine-config patch rewrites them for Talos 1.12 and later
+    (``RegistryMirrorConfig`` documents), which only works for the shape Talos defines.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError("give a mapping of registry host to {endpoints: [mirror URL, ...]}")
+    for host, mirror in value.items():
+        if not isinstance(host, str) or not host.strip():
+            raise ValueError(f"{host!r} is not a registry host name, e.g. docker.io")
+        if not isinstance(mirror, Mapping):
+            raise ValueError(f"{host}: give {{endpoints: [mirror URL, ...]}}")
+        for key, setting in mirror.items():
+            if key not in _MIRROR_KEYS:
+                close = closest(str(key), _MIRROR_KEYS)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise ValueError(f"{host}.{key}: unknown key{hint}")
+            if key != "endpoints" and not isinstance(setting, bool):
+                raise ValueError(f"{host}.{key}: write true or false")
+        endpoints = mirror.get("endpoints")
+        if (
+            not isinstance(endpoints, list)
+            or not endpoints
+            or not all(
+                isinstance(url, str) and url.startswith(("https://", "http://"))
+                for url in endpoints
+            )
+        ):
+            raise ValueError(f"{host}.endpoints: give a list of http(s) mirror URLs")
+    return dict(value)
+
+
+def check_pool_keys(data: Mapping[Any, Any]) -> None:
+    """Every key is the tool's or a Cozystack value the user may set."""
+    keys = pool_keys()
+    for key, value in data.items():
+        if key in TOOL_KEYS:
+            continue
+        if not isinstance(key, str) or key not in keys:
+            close = closest(str(key), [*TOOL_KEYS, *keys])
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise ValueError(
+                f"{key}: not a pool setting nor a Cozystack kubernetes-nodes value{hint}"
+            )
+        if keys[key] == "tool":
+            raise ValueError(f"{key}: set by talos-schematic, not by hand; {_OWNED_HINTS[key]}")
+        if key == "talos":
+            _check_pool_talos(value)
+
+
+def check_one_hardware_source(pool: PoolSpec) -> None:
+    if (pool.profile is None) == (pool.hardware is None):
+        raise ValueError("give exactly one of `profile` and `hardware`")
+
+
+def check_unique_pools(pools: Sequence[PoolSpec]) -> None:
+    seen: set[str] = set()
+    for pool in pools:
+        if pool.name in seen:
+            raise ValueError(f"pool name {pool.name!r} is used twice")
+        seen.add(pool.name)
+
+
+def closest(word: str, choices: Sequence[str]) -> list[str]:
+    import difflib  # only for error messages
+
+    return difflib.get_close_matches(word, choices, n=1)
+
+
+def _check_pool_talos(value: object) -> None:
+    if not isinstance(value, Mapping):
+        raise ValueError("talos: must be a mapping")
+    for key in value:
+        if key == "schematicID":
+            raise ValueError(
+                "talos.schematicID: set by talos-schematic, not by hand; the schematic ID is "
+                "computed from the pool's extensions"
+            )
+        if key in ("version", "imageFactoryURL", "installerRepository"):
+            raise ValueError(
+                f"talos.{key}: set it once in the file's top-level `talos`, so that the "
+                "schematic, boot image and installer agree"
+            )
+        if key not in _POOL_TALOS_KEYS:
+            raise ValueError(
+                f"talos.{key}: unknown key; a pool may set talos.registryMirrors and "
+                "talos.imageFactoryCA"
+            )
+    try:
+        check_registry_mirrors(value.get("registryMirrors"))
+    except ValueError as err:
+        raise ValueError(f"talos.registryMirrors: {err}") from None
+    try:
+        check_image_factory_ca(value.get("imageFactoryCA"))
+    except ValueError as err:
+        raise ValueError(f"talos.imageFactoryCA: {err}") from None
+
+
+# --- the fast reader ------------------------------------------------------------------------------
