@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -105,3 +106,48 @@ def test_drift_diff_marks_a_generated_file_without_final_newline(tmp_path: Path)
     (tmp_path / "a.yaml").write_text("a\n")
     diff = drift_diff(tmp_path, {"a.yaml": b"a\nb"}, Drift(changed=("a.yaml",)))
     assert diff.endswith("+b\n\\ No newline at end of file\n")
+
+
+# --- check --format json --------------------------------------------------------------------
+
+
+def test_json_lists_the_drifted_paths_on_stdout(out: Path) -> None:
+    (out / "cpu" / "urls.yaml").unlink()
+    (out / "notes.txt").write_text("kept by hand\n")
+    values = out / "rtx6000" / "values.yaml"
+    values.write_text(values.read_text() + "extra: true\n")
+    result = run("check", str(EXAMPLE), "--out", str(out), "--format", "json")
+    assert result.exit_code == 3
+    document = json.loads(result.stdout)
+    assert document == {
+        "directory": str(out),
+        "cluster": str(EXAMPLE),
+        "upToDate": False,
+        "changed": ["rtx6000/values.yaml"],
+        "missing": ["cpu/urls.yaml"],
+        "extra": ["notes.txt"],
+    }
+
+
+def test_json_with_diff_carries_the_diff(out: Path) -> None:
+    up_to_date = json.loads(
+        run("check", str(EXAMPLE), "--out", str(out), "-f", "json", "--diff").stdout
+    )
+    assert (up_to_date["upToDate"], up_to_date["diff"]) == (True, "")
+    (out / "cpu" / "values.yaml").write_text("edited: true\n")
+    result = run("check", str(EXAMPLE), "--out", str(out), "-f", "json", "--diff")
+    assert result.exit_code == 3
+    document = json.loads(result.stdout)
+    assert document["changed"] == ["cpu/values.yaml"]
+    assert document["diff"].startswith(f"--- {out}/cpu/values.yaml\t(in the directory)\n")
+    assert "-edited: true\n" in document["diff"]
+
+
+def test_the_kinds_compared_come_from_the_index(tmp_path: Path) -> None:
+    # A directory written with one kind is checked as that kind, whatever --format says.
+    directory = tmp_path / "patches"
+    written = run("generate", str(EXAMPLE), "--out", str(directory), "-f", "machine-config")
+    assert written.exit_code == 0
+    result = run("check", str(EXAMPLE), "--out", str(directory), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["upToDate"] is True

@@ -46,6 +46,11 @@ class OutputFormat(StrEnum):
     urls = "urls"
 
 
+class CheckReport(StrEnum):
+    text = "text"
+    json = "json"
+
+
 class LayoutChoice(StrEnum):
     osimage = "osimage"
     schematicid = "schematicid"
@@ -452,7 +457,18 @@ def check(
             "--out", "-o", help="directory an earlier `generate --out` wrote", metavar="DIR"
         ),
     ],
-    output_format: FormatOption = None,
+    report_format: Annotated[
+        CheckReport,
+        typer.Option(
+            "--format",
+            "-f",
+            help=(
+                "text: the drifted files, on stderr; json: on stdout, the changed, missing and "
+                "extra paths (and with --diff the diff). The kinds of file compared are those "
+                "DIR's index.yaml records"
+            ),
+        ),
+    ] = CheckReport.text,
     layout: LayoutOption = None,
     chart: ChartOption = None,
     allow_ignored_keys: AllowIgnoredOption = False,
@@ -473,15 +489,15 @@ def check(
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
     missing or is extra (the GitOps drift gate).
 
-    The chart target, layout and format are read from DIR's index.yaml unless given.
+    The chart target and layout are read from DIR's index.yaml unless given, and the kinds of
+    file (generate --format) always are.
     Offline, extensions.lock.yaml is left out of the comparison (it needs the factory's catalogue);
     with --live-catalogue the names are checked and the lock file is compared too."""
     recorded = _recorded_options(out)
     if chart is None and isinstance(recorded.get("cozystack"), str):
         chart = str(recorded["cozystack"])
     layout = layout if layout is not None else _choice(LayoutChoice, recorded.get("layout"))
-    if output_format is None:
-        output_format = _choice(OutputFormat, recorded.get("format"))
+    output_format = _choice(OutputFormat, recorded.get("format"))
     allow_ignored_keys = allow_ignored_keys or recorded.get("allowIgnoredKeys") is True
     try:
         with _no_collector_passes():
@@ -502,10 +518,19 @@ def check(
             if lock is None:
                 kept = tuple(path for path in drift.extra if path != LOCK_FILE)
                 drift = dataclasses.replace(drift, extra=kept)
-            if show_diff and drift:
+            diff = None
+            if show_diff:
                 from schematic.drift import drift_diff
 
-                sys.stdout.write(drift_diff(out, files, drift))
+                diff = drift_diff(out, files, drift) if drift else ""
+            if report_format == CheckReport.json:
+                from schematic.drift import drift_json
+
+                sys.stdout.write(
+                    drift_json(drift, directory=out, cluster_file=cluster_file, diff=diff)
+                )
+            elif diff:
+                sys.stdout.write(diff)
     except TalosSchematicError as err:
         raise fail(err) from None
     if drift:
