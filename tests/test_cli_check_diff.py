@@ -113,7 +113,11 @@ def test_drift_diff_marks_a_generated_file_without_final_newline(tmp_path: Path)
 
 def test_json_lists_the_drifted_paths_on_stdout(out: Path) -> None:
     (out / "cpu" / "urls.yaml").unlink()
-    (out / "notes.txt").write_text("kept by hand\n")
+    index = out / "index.yaml"
+    index.write_text(index.read_text().replace("pools:\n", "pools:\n- name: gone\n", 1))
+    (out / "gone").mkdir()
+    (out / "gone" / "values.yaml").write_text("written for a pool since removed\n")
+    (out / "notes.txt").write_text("the user's file, not drift\n")
     values = out / "rtx6000" / "values.yaml"
     values.write_text(values.read_text() + "extra: true\n")
     result = run("check", str(EXAMPLE), "--out", str(out), "--format", "json")
@@ -123,9 +127,9 @@ def test_json_lists_the_drifted_paths_on_stdout(out: Path) -> None:
         "directory": str(out),
         "cluster": str(EXAMPLE),
         "upToDate": False,
-        "changed": ["rtx6000/values.yaml"],
+        "changed": ["index.yaml", "rtx6000/values.yaml"],
         "missing": ["cpu/urls.yaml"],
-        "extra": ["notes.txt"],
+        "extra": ["gone/values.yaml"],
     }
 
 
