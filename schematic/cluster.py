@@ -23,6 +23,7 @@ from schematic.errors import ClusterFileError, TalosSchematicError
 from schematic.inputs.cluster_values import ClusterFile, PoolSpec, TalosSettings
 from schematic.inputs.profile_values import HardwareProfile
 from schematic.inputs.profiles import load_profile, profile_from_mapping
+from schematic.media import ImageOptions
 from schematic.nvidia import (
     GpuRequest,
     KernelModule,
@@ -96,6 +97,11 @@ class PoolPlan:
     # The offline ID, when the factory that registered the schematic stamped it and so
     # answered ``schematic_id`` instead (see :func:`with_factory_schematics`).
     offline_schematic_id: str | None = None
+    # SecureBoot, overlay, META, bootloader, sector size: the profile's, then the pool's.
+    media: ImageOptions = field(default_factory=ImageOptions)
+    # The boot media's own schematic (``boot.schematic``), when it differs from the installer's.
+    boot_canonical: str | None = None
+    boot_schematic_id: str | None = None
 
     @property
     def schematic(self) -> Schematic:

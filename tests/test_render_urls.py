@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
+from factory_paths import parse_factory_url, parse_installer_name, parse_profile_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schematic.cluster import PoolPlan, plan_cluster
 from schematic.inputs.cluster_file import parse_cluster
-from schematic.render.urls import boot_image_url, installer_image, iso_url, pool_urls
+from schematic.media import _table, platform_media
+from schematic.render.urls import (
+    PXE_FACTORY_URL,
+    boot_image_url,
+    installer_image,
+    iso_url,
+    medium_reference,
+    pool_urls,
+)
 
 
 def pool(spec: str, top: str = "", talos: str = "v1.13.9") -> PoolPlan:
@@ -80,3 +90,164 @@ def test_image_installer_and_nvidia_extensions_follow_the_pool(
     # NVIDIA extensions exactly when the pool holds an NVIDIA GPU.
     has_nvidia = any("nvidia" in name for name in plan.extensions)
     assert has_nvidia == bool(plan.gpu_resources) == (plan.nvidia is not None)
+
+
+# --- every name against the factory's path grammar (tests/factory_paths.py) ------------------
+
+
+ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
+
+
+@pytest.mark.parametrize(
+    ("path", "version", "expected"),
+    [
+        # Cases image-factory's own ParseFromPath test table holds.
+        ("kernel-arm64", "v1.5.0", ("kernel", "metal", "arm64", False, "")),
+        ("cmdline-aws-amd64-secureboot", "v1.6.0", ("cmdline", "aws", "amd64", True, "")),
+        (
+            "cmdline-metal-rpi_generic-arm64",
+            "v1.6.0",
+            ("cmdline", "metal", "arm64", False, "rpi_generic"),
+        ),
+        ("metal-arm64-secureboot.iso", "v1.6.0", ("iso", "metal", "arm64", True, "")),
+        ("metal-amd64-secureboot-uki.efi", "v1.6.0", ("uki", "metal", "amd64", True, "")),
+        ("installer-amd64.tar", "v1.6.0", ("installer", "metal", "amd64", False, "")),
+        (
+            "metal-rpi_generic-arm64.raw.xz",
+            "v1.6.0",
+            ("image", "metal", "arm64", False, "rpi_generic"),
+        ),
+        ("aws-amd64-secureboot.qcow2.tar.gz", "v1.6.0", ("image", "aws", "amd64", True, "")),
+        ("digital-ocean-amd64.raw.gz", "v1.6.0", ("image", "digital-ocean", "amd64", False, "")),
+    ],
+)
+def test_the_path_rules_read_the_factorys_own_cases(
+    path: str, version: str, expected: tuple[str, str, str, bool, str]
+) -> None:
+    got = parse_profile_path(path, version)
+    assert (got.kind, got.platform, got.arch, got.secureboot, got.board) == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "version"),
+    [
+        ("kernel-foo", "v1.5.0"),
+        ("metal-rpi_generic-arm64.raw.xz", "v1.7.0"),  # boards moved into overlays
+        ("metal-amd64.efi", "v1.13.9"),
+        ("metal-amd64-secureboot.uki.efi", "v1.13.9"),  # the old PXE script's typo
+        ("metal.raw.xz", "v1.13.9"),
+    ],
+)
+def test_the_path_rules_refuse_what_the_factory_refuses(path: str, version: str) -> None:
+    with pytest.raises(ValueError):
+        parse_profile_path(path, version)
+
+
+def _kinds(platform: str, secureboot: bool) -> list[str]:
+    media = platform_media(platform)
+    kinds = [
+        kind
+        for kind, method in (("disk", "disk-image"), ("iso", "iso"), ("pxe", "pxe"))
+        if method in media.boot_methods
+    ]
+    return kinds + (["uki"] if secureboot else [])
+
+
+@pytest.mark.parametrize("version", ["v1.7.7", "v1.12.6", "v1.13.9", "v1.14.0"])
+@pytest.mark.parametrize("platform", sorted(_table()))
+def test_every_medium_of_every_platform_parses_back(platform: str, version: str) -> None:
+    media = platform_media(platform)
+    for arch in ("amd64", "arm64"):
+        for secure in (False, True) if media.secureboot else (False,):
+            for kind in _kinds(platform, secure):
+                url = medium_reference(
+                    kind,  # type: ignore[arg-type]
+                    schematic_id=ID,
+                    version=version,
+                    platform=platform,
+                    architecture=arch,
+                    secureboot=secure,
+                )
+                base = PXE_FACTORY_URL if kind == "pxe" else "https://factory.talos.dev"
+                route, schematic_id, got_version, parsed = parse_factory_url(url, base)
+                assert (schematic_id, got_version) == (ID, version)
+                assert route == ("pxe" if kind == "pxe" else "image")
+                expected_kind = {"disk": "image", "pxe": "cmdline"}.get(kind, kind)
+                assert parsed.kind == expected_kind, url
+                assert parsed.platform == media.image_platform, url
+                assert (parsed.arch, parsed.secureboot, parsed.board) == (arch, secure, ""), url
+                if kind == "disk" and version == "v1.7.7":
+                    assert parsed.out_format != ".zst", url
+
+
+def test_board_images_are_raw_xz_with_no_board_in_the_name() -> None:
+    url = medium_reference(
+        "disk",
+        schematic_id=ID,
+        version="v1.13.9",
+        platform="metal",
+        architecture="arm64",
+        board=True,
+    )
+    assert url.endswith("/metal-arm64.raw.xz")
+    parsed = parse_profile_path(url.rsplit("/", 1)[1], "v1.13.9")
+    assert (parsed.platform, parsed.board, parsed.out_format) == ("metal", "", ".xz")
+
+
+@pytest.mark.parametrize(
+    ("repository", "secure", "name"),
+    [
+        ("factory.talos.dev/installer", False, "installer"),
+        ("factory.talos.dev/installer", True, "installer-secureboot"),
+        ("factory.talos.dev/metal-installer", False, "metal-installer"),
+        ("factory.talos.dev/metal-installer", True, "metal-installer-secureboot"),
+        ("reg.internal/mirror/installer-secureboot", True, "installer-secureboot"),
+    ],
+)
+def test_installer_names_are_ones_the_registry_reads(
+    repository: str, secure: bool, name: str
+) -> None:
+    ref = medium_reference(
+        "installer",
+        schematic_id=ID,
+        version="v1.14.0",
+        platform="metal",
+        architecture="amd64",
+        secureboot=secure,
+        installer_repository=repository,
+    )
+    image = ref.rsplit("/", 2)
+    assert image[1] == name and image[2] == f"{ID}:v1.14.0"
+    assert parse_installer_name(name)[1] is secure
+
+
+def test_a_secureboot_pool_needs_a_factory_installer_repository() -> None:
+    with pytest.raises(ValueError, match="names no factory installer image"):
+        medium_reference(
+            "installer",
+            schematic_id=ID,
+            version="v1.13.9",
+            platform="metal",
+            architecture="amd64",
+            secureboot=True,
+            installer_repository="reg.internal/talos",
+        )
+
+
+def test_uki_is_secureboot_only() -> None:
+    with pytest.raises(ValueError, match="SecureBoot media only"):
+        medium_reference(
+            "uki", schematic_id=ID, version="v1.13.9", platform="metal", architecture="amd64"
+        )
+
+
+def test_pxe_of_a_self_hosted_factory_is_on_the_factory() -> None:
+    url = medium_reference(
+        "pxe",
+        schematic_id=ID,
+        version="v1.13.9",
+        platform="metal",
+        architecture="amd64",
+        image_factory_url="https://factory.internal",
+    )
+    assert url == f"https://factory.internal/pxe/{ID}/v1.13.9/metal-amd64"

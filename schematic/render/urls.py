@@ -1,75 +1,194 @@
-"""Boot-image URLs and installer references: every one carries the pool's schematic ID.
+"""Boot media and installer references: every one carries the pool's schematic ID.
 
-The worker boots ``<factory>/image/<id>/<version>/<asset>`` and upgrades with
-``<installerRepository>/<id>:<version>``; both are built here, from the same plan, so they
-cannot name different schematics.
+The worker boots ``<factory>/image/<id>/<version>/<asset>`` (or a PXE script,
+``<pxe>/pxe/<id>/<version>/<platform>-<arch>``) and upgrades with
+``<installerRepository>/<id>:<version>``. All of them are built by :func:`medium_reference`
+from the factory's path grammar (image-factory ``internal/profile`` ``ParseFromPath``):
+
+    disk image   <platform>-<arch>[-secureboot].<raw|qcow2|vhd|ova>[.xz|.gz|.zst|.tar.gz]
+    ISO          <platform>-<arch>[-secureboot].iso
+    UKI          <platform>-<arch>-secureboot-uki.efi
+    PXE script   /pxe/<id>/<version>/<platform>-<arch>[-secureboot]
+    installer    <repository>[-secureboot]/<id>:<version>
+
+Board (overlay) images are ``metal-arm64.raw.xz``: the board is in the schematic, not the name.
+A pool's boot media may carry a schematic of their own (``boot.schematic``); the installer
+always carries the pool's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from schematic.cluster import PoolPlan
+from schematic.inputs.cluster_values import DEFAULT_IMAGE_FACTORY_URL
+from schematic.media import installer_repository_for, platform_media
 from schematic.talos import TalosVersion
 
-__all__ = ["boot_image_url", "installer_image", "iso_url", "pool_urls"]
+__all__ = [
+    "PXE_FACTORY_URL",
+    "Medium",
+    "MediumKind",
+    "boot_image_url",
+    "installer_image",
+    "ipxe_line",
+    "iso_url",
+    "medium_reference",
+    "pool_media",
+    "pool_urls",
+]
 
-# The disk image each platform boots. KubeVirt workers stream the OpenStack raw image
-# (Cozystack's KubevirtMachineTemplate); others use their platform's image kind.
-_DISK_ASSETS = {
-    "kubevirt": "openstack-{arch}.raw.xz",
-    "metal": "metal-{arch}.raw.zst",
-    "proxmox": "nocloud-{arch}.raw.xz",
-    "aws": "aws-{arch}.raw.xz",
-    "azure": "azure-{arch}.vhd.xz",
-    "gcp": "gcp-{arch}.raw.tar.gz",
-    "digital-ocean": "digital-ocean-{arch}.raw.gz",
-    "oracle": "oracle-{arch}.qcow2.xz",
-    "vmware": "vmware-{arch}.ova",
-}
+MediumKind = Literal["disk", "iso", "uki", "pxe", "installer"]
+# The official factory serves PXE scripts (and the images they point to) from its own host,
+# reachable over plain HTTP for iPXE builds without TLS; a self-hosted factory serves /pxe/.
+PXE_FACTORY_URL = "https://pxe.factory.talos.dev"
 # The factory reads the format from the file name; zstd exists from Talos 1.8 (when the metal
-# images moved to it from xz), so older releases get the metal image as .raw.xz.
+# images moved to it from xz), so older releases get those images as .xz.
 ZSTD_FROM = TalosVersion(1, 8, 0)
-# Platforms installed from an ISO as well as from a disk image.
-_ISO_PLATFORMS = frozenset({"metal", "proxmox"})
+# Board images (sbcs.go): always a raw xz image, whatever the metal default.
+_BOARD_DISK_SUFFIX = "raw.xz"
 
 
-def _image_base(pool: PoolPlan) -> str:
+@dataclass(frozen=True)
+class Medium:
+    """One thing a pool's nodes boot or install from."""
+
+    kind: MediumKind
+    secureboot: bool
+    url: str
+    schematic_id: str
+
+
+def medium_reference(
+    kind: MediumKind,
+    *,
+    schematic_id: str,
+    version: str,
+    platform: str,
+    architecture: str,
+    secureboot: bool = False,
+    board: bool = False,
+    image_factory_url: str = DEFAULT_IMAGE_FACTORY_URL,
+    installer_repository: str = "factory.talos.dev/installer",
+) -> str:
+    """The URL (or image reference, for ``installer``) of one medium, from the path grammar.
+
+    ``platform`` is the pool's platform (``kubevirt`` boots the ``openstack`` image);
+    ``board`` marks a single-board computer with an overlay.
+    """
+    if kind == "installer":
+        repository = installer_repository_for(installer_repository, secureboot=secureboot)
+        return f"{repository}/{schematic_id}:{version}"
+    media = platform_media(platform)
+    stem = f"{media.image_platform}-{architecture}" + ("-secureboot" if secureboot else "")
+    if kind == "pxe":
+        base = PXE_FACTORY_URL if image_factory_url == DEFAULT_IMAGE_FACTORY_URL else None
+        return f"{base or image_factory_url}/pxe/{schematic_id}/{version}/{stem}"
+    if kind == "iso":
+        asset = f"{stem}.iso"
+    elif kind == "uki":
+        if not secureboot:
+            raise ValueError("the factory builds UKIs as SecureBoot media only")
+        asset = f"{stem}-uki.efi"
+    else:
+        suffix = _BOARD_DISK_SUFFIX if board else media.disk_suffix or "raw.xz"
+        if suffix.endswith(".zst") and TalosVersion.parse(version) < ZSTD_FROM:
+            suffix = suffix.removesuffix(".zst") + ".xz"
+        asset = f"{stem}.{suffix}"
+    return f"{image_factory_url}/image/{schematic_id}/{version}/{asset}"
+
+
+def _reference(pool: PoolPlan, kind: MediumKind) -> str:
     talos = pool.talos
-    return f"{talos.image_factory_url}/image/{pool.schematic_id}/{talos.version}"
+    boot_id = pool.boot_schematic_id or pool.schematic_id
+    return medium_reference(
+        kind,
+        schematic_id=pool.schematic_id if kind == "installer" else boot_id,
+        version=talos.version,
+        platform=pool.profile.platform,
+        architecture=pool.profile.architecture,
+        secureboot=pool.media.secureboot_enabled,
+        board=pool.media.overlay is not None,
+        image_factory_url=talos.image_factory_url,
+        installer_repository=talos.installer_repository,
+    )
+
+
+def pool_media(pool: PoolPlan) -> list[Medium]:
+    """Every medium the pool's platform and options allow, boot media first, installer last.
+
+    A SecureBoot pool gets only SecureBoot media (and its UKI); a board gets its disk image.
+    """
+    media = platform_media(pool.profile.platform)
+    secure = pool.media.secureboot_enabled
+    kinds: list[MediumKind] = []
+    if pool.media.overlay is not None:
+        kinds.append("disk")
+    else:
+        if "disk-image" in media.boot_methods:
+            kinds.append("disk")
+        if "iso" in media.boot_methods:
+            kinds.append("iso")
+        if secure:
+            kinds.append("uki")
+        if "pxe" in media.boot_methods:
+            kinds.append("pxe")
+    kinds.append("installer")
+    boot_id = pool.boot_schematic_id or pool.schematic_id
+    return [
+        Medium(
+            kind=kind,
+            secureboot=secure,
+            url=_reference(pool, kind),
+            schematic_id=pool.schematic_id if kind == "installer" else boot_id,
+        )
+        for kind in kinds
+    ]
 
 
 def boot_image_url(pool: PoolPlan) -> str:
-    """The disk image the pool's nodes boot."""
-    platform = pool.profile.platform
-    asset = _DISK_ASSETS.get(platform, f"{platform}-{{arch}}.raw.xz")
-    if asset.endswith(".zst") and TalosVersion.parse(pool.talos.version) < ZSTD_FROM:
-        asset = asset.removesuffix(".zst") + ".xz"
-    return f"{_image_base(pool)}/{asset.format(arch=pool.profile.architecture)}"
+    """The medium the pool's nodes boot first: the disk image, else the ISO, else PXE."""
+    boot = [medium for medium in pool_media(pool) if medium.kind in ("disk", "iso", "pxe")]
+    return boot[0].url
 
 
 def iso_url(pool: PoolPlan) -> str | None:
     """The installation ISO, for platforms that boot one; None otherwise."""
-    if pool.profile.platform not in _ISO_PLATFORMS:
-        return None
-    return f"{_image_base(pool)}/metal-{pool.profile.architecture}.iso"
+    return next((m.url for m in pool_media(pool) if m.kind == "iso"), None)
 
 
 def installer_image(pool: PoolPlan) -> str:
     """The installer image reference the pool upgrades with."""
-    talos = pool.talos
-    return f"{talos.installer_repository}/{pool.schematic_id}:{talos.version}"
+    return _reference(pool, "installer")
+
+
+def ipxe_line(pxe_url: str) -> str:
+    """The iPXE command that boots a factory PXE script."""
+    return f"chain --autofree {pxe_url}"
+
+
+# The urls.yaml key of each medium: SecureBoot ones are named so, for a reader comparing.
+_KEYS: dict[tuple[MediumKind, bool], str] = {
+    ("disk", False): "image",
+    ("disk", True): "imageSecureBoot",
+    ("iso", False): "iso",
+    ("iso", True): "isoSecureBoot",
+    ("uki", True): "ukiSecureBoot",
+    ("pxe", False): "pxe",
+    ("pxe", True): "pxeSecureBoot",
+    ("installer", False): "installer",
+    ("installer", True): "installerSecureBoot",
+}
 
 
 def pool_urls(pool: PoolPlan) -> dict[str, Any]:
-    """The `urls` document of a pool."""
-    urls: dict[str, Any] = {
-        "pool": pool.name,
-        "schematicID": pool.schematic_id,
-        "image": boot_image_url(pool),
-    }
-    iso = iso_url(pool)
-    if iso is not None:
-        urls["iso"] = iso
-    urls["installer"] = installer_image(pool)
+    """The `urls` document of a pool: every medium, and the iPXE line for PXE."""
+    urls: dict[str, Any] = {"pool": pool.name, "schematicID": pool.schematic_id}
+    if pool.boot_schematic_id:
+        urls["bootSchematicID"] = pool.boot_schematic_id
+    for medium in pool_media(pool):
+        urls[_KEYS[(medium.kind, medium.secureboot)]] = medium.url
+        if medium.kind == "pxe":
+            urls["ipxe"] = ipxe_line(medium.url)
     return urls
