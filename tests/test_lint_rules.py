@@ -473,7 +473,7 @@ B200_SET = ext_id(
 
 
 def lint_for(tmp_path: Path, files: dict[str, str], hardware: str | None) -> list[Finding]:
-    from schematic.profiles import load_profile
+    from schematic.inputs.profiles import load_profile
 
     write(tmp_path, files)
     profile = load_profile(hardware) if hardware else None
@@ -500,7 +500,8 @@ def test_ts155_passes_with_ib_umad_on_hopper_or_without_the_hardware(tmp_path: P
 
 
 def test_ts155_passes_on_the_generated_b200_output(tmp_path: Path) -> None:
-    from schematic.cluster import parse_cluster, plan_cluster
+    from schematic.cluster import plan_cluster
+    from schematic.inputs.cluster_file import parse_cluster
     from schematic.render.files import render_files
 
     text = "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - {name: b200, profile: hgx-b200}\n"

@@ -69,7 +69,7 @@ def lint(
     try:
         profile = None
         if hardware is not None:
-            from schematic.profiles import load_profile
+            from schematic.inputs.profiles import load_profile
 
             profile = load_profile(hardware)
         if factory is None:

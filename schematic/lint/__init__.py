@@ -19,7 +19,7 @@ from schematic.lint.findings import RULES, Collector, Finding, Rule
 from schematic.model import Schematic
 
 if TYPE_CHECKING:
-    from schematic.profiles import HardwareProfile
+    from schematic.inputs.profile_values import HardwareProfile
 
 __all__ = ["RULES", "Finding", "LintReport", "Rule", "lint_paths"]
 

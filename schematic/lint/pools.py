@@ -30,7 +30,7 @@ from schematic.nvidia import (
 )
 
 if TYPE_CHECKING:
-    from schematic.profiles import HardwareProfile
+    from schematic.inputs.profile_values import HardwareProfile
 
 __all__ = ["LintContext", "check_clusters", "check_pools", "gpu_candidates"]
 
