@@ -20,6 +20,7 @@ from schematic.catalog import check_extensions, normalise_extension_name, resolv
 from schematic.chart_targets import ChartTarget, assumed_target, chart_target
 from schematic.decode import canonical_tree
 from schematic.errors import ClusterFileError, TalosSchematicError
+from schematic.gpupath import HamiRequest
 from schematic.inputs.cluster_values import ClusterFile, PoolSpec, TalosSettings
 from schematic.inputs.profile_values import HardwareProfile
 from schematic.inputs.profiles import load_profile, profile_from_mapping
@@ -131,6 +132,8 @@ class ClusterPlan:
     pools: tuple[PoolPlan, ...]
     # The chart target the cluster file names (`cozystack.version`), canonical; None: none.
     cozystack_version: str | None = None
+    # `addons.hami` of the cluster file (checked by schematic.gpupath.check_hami).
+    hami: HamiRequest = field(default_factory=HamiRequest)
 
     @property
     def cozystack_target(self) -> ChartTarget:

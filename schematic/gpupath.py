@@ -124,17 +124,22 @@ def _passthrough_pools(plan: ClusterPlan) -> list[PoolPlan]:
 def management_gpus(plan: ClusterPlan) -> tuple[ManagementGpu, ...]:
     """Every distinct GPU of the plan's KubeVirt pools, in file order, with its pools."""
     by_selector = {entry.pci_vendor_selector: entry for entry in passthrough_defaults()}
-    found: dict[tuple[str, str], tuple[str, list[str]]] = {}
+    found: dict[tuple[str, str], tuple[str, dict[str, None]]] = {}
+    # Thousands of pools share a few profiles: resolve each profile's GPUs once.
+    resolved: dict[int, list[tuple[str, str, str]]] = {}
     for pool in _passthrough_pools(plan):
-        requests = tuple(
-            GpuRequest(id=gpu.id, count=gpu.count, architecture=gpu.architecture)
-            for gpu in pool.profile.nvidia_gpus
-        )
-        for gpu, _count in resolve_gpus(requests).gpus:
-            key = (gpu.id, gpu.kubevirt_resource_name)
-            label, pools = found.setdefault(key, (gpu.label, []))
-            if pool.name not in pools:
-                pools.append(pool.name)
+        key = id(pool.profile)
+        if key not in resolved:
+            requests = tuple(
+                GpuRequest(id=gpu.id, count=gpu.count, architecture=gpu.architecture)
+                for gpu in pool.profile.nvidia_gpus
+            )
+            resolved[key] = [
+                (gpu.id, gpu.kubevirt_resource_name, gpu.label)
+                for gpu, _count in resolve_gpus(requests).gpus
+            ]
+        for gpu_id, resource, label in resolved[key]:
+            found.setdefault((gpu_id, resource), (label, {}))[1][pool.name] = None
     gpus = []
     for (gpu_id, resource), (label, pools) in found.items():
         default = by_selector.get(pci_vendor_selector(gpu_id))
@@ -154,13 +159,17 @@ def management_gpus(plan: ClusterPlan) -> tuple[ManagementGpu, ...]:
     return tuple(gpus)
 
 
-def platform_values(plan: ClusterPlan) -> dict[str, Any] | None:
+def platform_values(
+    plan: ClusterPlan, gpus: Sequence[ManagementGpu] | None = None
+) -> dict[str, Any] | None:
     """The platform values that permit the GPUs the default list lacks; None when none lacks.
 
     The chart adds ``gpu.permittedHostDevices.pciHostDevices`` to its defaults while
-    ``gpu.replaceDefaults`` stays false, so only the missing entries are written.
+    ``gpu.replaceDefaults`` stays false, so only the missing entries are written. ``gpus`` is
+    :func:`management_gpus` of the plan when the caller has it already.
     """
-    missing = [gpu for gpu in management_gpus(plan) if not gpu.permitted_by_default]
+    gpus = management_gpus(plan) if gpus is None else gpus
+    missing = [gpu for gpu in gpus if not gpu.permitted_by_default]
     if not missing:
         return None
     entries = [

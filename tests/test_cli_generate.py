@@ -62,7 +62,7 @@ def test_out_tree_matches_golden(tmp_path: Path) -> None:
     result = run("generate", str(EXAMPLE), "--out", str(out))
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
-    assert "4 pools, 21 files written to" in result.stderr
+    assert "4 pools, 26 files written to" in result.stderr
     golden = GOLDEN / "out"
     if REGENERATE:
         shutil.rmtree(golden, ignore_errors=True)
@@ -80,7 +80,7 @@ def test_output_is_identical_across_runs(tmp_path: Path) -> None:
 
 def test_summary_shape() -> None:
     summary = json.loads(run("generate", str(EXAMPLE), "--format", "json").stdout)
-    assert list(summary) == ["cluster", "talos", "cozystack", "pools"]
+    assert list(summary) == ["cluster", "talos", "cozystack", "pools", "gpuPath"]
     assert (summary["cluster"], summary["talos"]) == ("mycluster", "v1.13.9")
     for pool in summary["pools"]:
         assert list(pool) == [
@@ -92,12 +92,22 @@ def test_summary_shape() -> None:
             "installer",
             "image",
             "values",
+            "smokeTest",
         ]
+        assert (pool["smokeTest"] is None) == ("gpus" not in pool["values"])
         assert pool["installer"].endswith(f"/{pool['schematicID']}:v1.13.9")
         assert f"/image/{pool['schematicID']}/" in pool["image"]
         assert pool["values"]["osImage"]["factory"]["schematicID"] == pool["schematicID"]
         has_gpu = "gpus" in pool["values"]
         assert has_gpu == any("nvidia" in name for name in pool["extensions"])
+    gpu_path = summary["gpuPath"]
+    assert list(gpu_path) == ["gpuOperatorShape", "addons", "passthrough", "platformValues"]
+    assert gpu_path["addons"]["addons"]["gpuOperator"]["enabled"] is True
+    assert [gpu["id"] for gpu in gpu_path["passthrough"] if not gpu["permittedByDefault"]] == [
+        "10de:2bb5"
+    ]
+    missing = gpu_path["platformValues"]["gpu"]["permittedHostDevices"]["pciHostDevices"]
+    assert [entry["pciVendorSelector"] for entry in missing] == ["10DE:2BB5"]
 
 
 def test_manifests_are_kubernetes_nodes_per_pool() -> None:

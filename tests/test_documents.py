@@ -326,7 +326,7 @@ def test_generated_cluster_files_render_or_fail_with_a_user_error(
     # Whatever the file says, planning and every output kind and layout either work or raise
     # the error the CLI prints; never another exception (a traceback for the user).
     from schematic.cluster import plan_cluster
-    from schematic.render.files import KINDS, render_files, render_stream
+    from schematic.render.files import INDEX, KINDS, POOL_FILES, render_files, render_stream
 
     text = yaml.safe_dump(document)
     try:
@@ -335,6 +335,9 @@ def test_generated_cluster_files_render_or_fail_with_a_user_error(
         return
     for layout in ("osimage", "schematicid", "talos"):
         files = render_files(plan, KINDS, layout)
-        assert len(files) == 2 + len(plan.pools) * (len(KINDS) - 1)
+        # The GPU path's files are not in every pool's directory: the index lists them.
+        gpu_files = yaml.safe_load(files[INDEX]).get("gpuFiles", [])
+        assert set(gpu_files) <= set(files)
+        assert len(files) == 2 + len(plan.pools) * len(POOL_FILES) + len(gpu_files)
         for kind in KINDS:
             assert render_stream(plan, kind, layout)

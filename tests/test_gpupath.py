@@ -33,7 +33,7 @@ from schematic.gpupath import (
 from schematic.inputs.cluster_file import load_cluster, parse_cluster
 from schematic.lint.addons import CDI_DEFAULTS
 from schematic.nvidia import all_gpus
-from schematic.render.gpupath import addons_text, platform_text, smoke_test_text
+from schematic.render.gpupath import SmokeTests, addons_text, platform_text, smoke_test_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"
@@ -322,3 +322,16 @@ def test_smoke_test_text_says_how_to_read_it_and_that_cdi_is_decided_at_admissio
     assert "nvidia-smi -L" in text and "No devices found" in text
     assert "decided when a pod is admitted" in text and "recreate" in text
     assert yaml.safe_load(text) == smoke_test_pod(plan, plan.pools[0])
+
+
+@pytest.mark.parametrize("name", ["gpu", "123", "true", "on", "a-b"])
+def test_shared_smoke_test_rendering_equals_the_direct_one(name: str) -> None:
+    plan = plan_of(
+        f"- {{name: x, profile: kubevirt-l40s}}\n- {{name: '{name}', profile: kubevirt-l40s}}\n"
+    )
+    smoke_tests = SmokeTests(plan)
+    for pool in plan.pools:
+        assert smoke_tests.text(pool) == smoke_test_text(plan, pool)
+    text = smoke_tests.text(plan.pools[1])
+    assert text is not None
+    assert yaml.safe_load(text)["metadata"]["annotations"]["talos-schematic/pool"] == name

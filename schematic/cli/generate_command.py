@@ -44,6 +44,9 @@ class OutputFormat(StrEnum):
     schematic = "schematic"
     json = "json"
     urls = "urls"
+    addons = "addons"
+    platform = "platform"
+    smoke_test = "smoke-test"
 
 
 class CheckReport(StrEnum):
@@ -71,7 +74,10 @@ FormatOption = Annotated[
         "-f",
         help=(
             "what to print (default cozystack); with --out, write only this kind "
-            "(default: every kind except json)"
+            "(default: every kind except json). addons: the tenant Kubernetes app's GPU "
+            "Operator values (with --out -f cozystack, the whole Kubernetes object); platform: "
+            "the management cluster's passthrough entries for GPUs its defaults lack; "
+            "smoke-test: an nvidia-smi -L pod per GPU pool"
         ),
     ),
 ]
@@ -432,8 +438,9 @@ def _choice(choices: type[_Choice], value: object) -> _Choice | None:
 
 def _print_notes(plan: ClusterPlan, fit: ChartFit) -> None:
     from schematic.cluster import unloaded_module_notes
+    from schematic.gpupath import check_hami
 
-    for warning in fit.warnings:
+    for warning in [*fit.warnings, *check_hami(plan, plan.hami)]:
         print(f"talos-schematic: warning: {warning}", file=sys.stderr)
     for note in [*unloaded_module_notes(plan), *fit.notes]:
         print(f"talos-schematic: note: {note}", file=sys.stderr)

@@ -7,26 +7,31 @@ The decisions are :mod:`schematic.gpupath`'s; this module only words and lays th
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from typing import Any
 
+from schematic.charts import ChartFit
 from schematic.cluster import ClusterPlan, PoolPlan
 from schematic.gpupath import (
     HamiRequest,
     OperatorRelease,
     management_gpus,
+    operator_release_for_chart,
     platform_values,
     smoke_test_pod,
     tenant_addons,
 )
 from schematic.render import yamltext
-from schematic.render.cozystack import API_VERSION
+from schematic.render.cozystack import API_VERSION, LayoutOrFit
 
 __all__ = [
     "ADDONS_FILE",
     "PLATFORM_FILE",
     "SMOKE_TEST_FILE",
+    "SmokeTests",
     "addons_text",
     "kubernetes_addons_object",
+    "operator_release_of",
     "platform_text",
     "smoke_test_text",
 ]
@@ -34,6 +39,11 @@ __all__ = [
 ADDONS_FILE = "cluster/kubernetes-addons.yaml"
 PLATFORM_FILE = "management/platform-gpu-values.yaml"
 SMOKE_TEST_FILE = "smoke-test.yaml"  # under <pool>/
+
+
+def operator_release_of(layout: LayoutOrFit) -> OperatorRelease:
+    """The GPU Operator addon shape that goes with the chart target (the default without)."""
+    return operator_release_for_chart(layout.target.name if isinstance(layout, ChartFit) else None)
 
 
 def _comment(lines: list[str]) -> str:
@@ -81,7 +91,8 @@ def addons_text(
 
 def platform_text(plan: ClusterPlan) -> str | None:
     """``management/platform-gpu-values.yaml``, only when a pool GPU is not permitted."""
-    values = platform_values(plan)
+    gpus = management_gpus(plan)
+    values = platform_values(plan, gpus)
     if values is None:
         return None
     lines = _wrapped(
@@ -93,7 +104,7 @@ def platform_text(plan: ClusterPlan) -> str | None:
         "if you already list pciHostDevices there, keep yours and add these (a list is "
         "replaced, not merged)."
     )
-    for gpu in management_gpus(plan):
+    for gpu in gpus:
         if gpu.permitted_by_default:
             continue
         pools = ", ".join(gpu.pools)
@@ -104,6 +115,28 @@ def platform_text(plan: ClusterPlan) -> str | None:
                 "check `kubectl describe node` on a GPU host for the name advertised)"
             )
     return _comment(lines) + yamltext.dump(values)
+
+
+class SmokeTests:
+    """``<pool>/smoke-test.yaml`` for many pools: pools alike but for their name share one
+    rendering (the name is put in afterwards where YAML writes it as it is)."""
+
+    _MARKER = "poolnamemarker"
+
+    def __init__(self, plan: ClusterPlan) -> None:
+        self.plan = plan
+        self.texts: dict[tuple[Any, ...], str | None] = {}
+
+    def text(self, pool: PoolPlan) -> str | None:
+        if pool.nvidia is None:
+            return None
+        if yamltext.dump(pool.name) != f"{pool.name}\n" or self._MARKER in pool.name:
+            return smoke_test_text(self.plan, pool)
+        key = (pool.gpu_resources, pool.talos.version)
+        if key not in self.texts:
+            self.texts[key] = smoke_test_text(self.plan, replace(pool, name=self._MARKER))
+        text = self.texts[key]
+        return None if text is None else text.replace(self._MARKER, pool.name)
 
 
 def smoke_test_text(plan: ClusterPlan, pool: PoolPlan) -> str | None:

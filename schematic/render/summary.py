@@ -7,15 +7,19 @@ from typing import Any
 
 from schematic.charts import ChartFit
 from schematic.cluster import ClusterPlan
+from schematic.gpupath import management_gpus, platform_values, smoke_test_pod, tenant_addons
 from schematic.render.cozystack import LayoutOrFit, pool_values
+from schematic.render.gpupath import operator_release_of
 from schematic.render.urls import boot_image_url, installer_image
 
 __all__ = ["summary", "summary_json"]
 
 
 def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any]:
-    """``{"cluster", "talos", "pools": [...]}``; each pool's ``values`` is in ``layout``
-    (and ``cozystack`` names the chart target when ``layout`` is a ChartFit)."""
+    """``{"cluster", "talos", "pools": [...], "gpuPath": {...}}``; each pool's ``values`` is
+    in ``layout`` (and ``cozystack`` names the chart target when ``layout`` is a ChartFit).
+    ``gpuPath`` holds the tenant addons values, each passed-through GPU and whether Cozystack's
+    default list permits it, and the platform values for those it does not (or null)."""
     head: dict[str, Any] = {"cluster": plan.cluster, "talos": plan.talos.version}
     if isinstance(layout, ChartFit):
         head["cozystack"] = layout.target.name
@@ -33,9 +37,30 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
                 "installer": installer_image(pool),
                 "image": boot_image_url(pool),
                 "values": pool_values(plan.cluster, pool, layout),
+                # The tenant-cluster Pod that proves the pool's GPUs work (None: no GPU).
+                "smokeTest": smoke_test_pod(plan, pool),
             }
             for pool in plan.pools
         ],
+        "gpuPath": _gpu_path(plan, layout),
+    }
+
+
+def _gpu_path(plan: ClusterPlan, layout: LayoutOrFit) -> dict[str, Any]:
+    release = operator_release_of(layout)
+    return {
+        "gpuOperatorShape": release.name,
+        "addons": tenant_addons(plan, release, plan.hami),
+        "passthrough": [
+            {
+                "id": gpu.gpu_id,
+                "resourceName": gpu.resource_name,
+                "pools": list(gpu.pools),
+                "permittedByDefault": gpu.permitted_by_default,
+            }
+            for gpu in management_gpus(plan)
+        ],
+        "platformValues": platform_values(plan),
     }
 
 

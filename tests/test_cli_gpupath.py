@@ -1,0 +1,166 @@
+"""`generate` / `check` / `lint` on the GPU path's files: addons, platform values, smoke tests."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import yaml
+from typer.testing import CliRunner, Result
+
+from schematic.cli import _register_commands, app
+from schematic.lint.addons import CDI_DEFAULTS
+
+_register_commands()
+runner = CliRunner()
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "cluster.yaml"
+GPU_FILES = [
+    "cluster/kubernetes-addons.yaml",
+    "management/platform-gpu-values.yaml",
+    "rtx6000/smoke-test.yaml",
+    "l40s/smoke-test.yaml",
+    "v100/smoke-test.yaml",
+]
+
+
+def run(*args: str) -> Result:
+    return runner.invoke(app, list(args))
+
+
+def generated(tmp_path: Path, *args: str) -> Path:
+    out = tmp_path / "out"
+    result = run("generate", str(EXAMPLE), "--out", str(out), *args)
+    assert result.exit_code == 0, result.stderr
+    return out
+
+
+def test_out_holds_the_gpu_path_and_index_lists_it(tmp_path: Path) -> None:
+    out = generated(tmp_path)
+    for name in GPU_FILES:
+        assert (out / name).is_file(), name
+    assert not (out / "cpu" / "smoke-test.yaml").exists()
+    index = yaml.safe_load((out / "index.yaml").read_text())
+    assert index["gpuFiles"] == GPU_FILES
+    addons = yaml.safe_load((out / "cluster" / "kubernetes-addons.yaml").read_text())
+    env = addons["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"]["devicePlugin"]["env"]
+    assert [(item["name"], item["value"]) for item in env] == list(CDI_DEFAULTS)
+    platform = yaml.safe_load((out / "management" / "platform-gpu-values.yaml").read_text())
+    entries = platform["gpu"]["permittedHostDevices"]["pciHostDevices"]
+    assert [entry["pciVendorSelector"] for entry in entries] == ["10DE:2BB5"]
+    pod = yaml.safe_load((out / "l40s" / "smoke-test.yaml").read_text())
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2}
+
+
+def test_lint_on_the_generated_output_finds_nothing(tmp_path: Path) -> None:
+    out = generated(tmp_path)
+    result = run("lint", str(out))
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout == ""
+    assert "0 errors, 0 warnings, 0 notes" in result.stderr
+
+
+def _with_one_env_var(addons: dict[str, Any]) -> dict[str, Any]:
+    operator = addons["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"]
+    operator["devicePlugin"]["env"] = [{"name": "MY_EXTRA", "value": "1"}]
+    return addons
+
+
+def test_lint_on_an_override_that_adds_one_variable_reports_ts140(tmp_path: Path) -> None:
+    out = generated(tmp_path)
+    path = out / "cluster" / "kubernetes-addons.yaml"
+    path.write_text(yaml.safe_dump(_with_one_env_var(yaml.safe_load(path.read_text()))))
+    result = run("lint", str(out), "--format", "json")
+    assert result.exit_code == 3
+    codes = [finding["code"] for finding in yaml.safe_load(result.stdout)["findings"]]
+    assert codes == ["TS140"]
+
+
+def test_check_covers_the_gpu_path_files(tmp_path: Path) -> None:
+    out = generated(tmp_path)
+    assert run("check", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    (out / "management" / "platform-gpu-values.yaml").unlink()
+    (out / "v100" / "smoke-test.yaml").write_text("changed\n")
+    result = run("check", str(EXAMPLE), "--out", str(out))
+    assert result.exit_code == 3
+    assert "missing: management/platform-gpu-values.yaml" in result.stderr
+    assert "changed: v100/smoke-test.yaml" in result.stderr
+
+
+def test_manifests_only_write_the_whole_kubernetes_object(tmp_path: Path) -> None:
+    out = generated(tmp_path, "--format", "cozystack")
+    document = yaml.safe_load((out / "cluster" / "kubernetes-addons.yaml").read_text())
+    assert document["kind"] == "Kubernetes"
+    assert document["metadata"] == {"name": "mycluster", "namespace": "tenant-ml"}
+    assert document["spec"]["addons"]["gpuOperator"]["enabled"] is True
+    assert not (out / "management").exists()
+    assert run("check", str(EXAMPLE), "--out", str(out)).exit_code == 0
+
+
+def test_stdout_carries_each_kind() -> None:
+    addons = run("generate", str(EXAMPLE), "-f", "addons")
+    assert addons.exit_code == 0, addons.stderr
+    assert yaml.safe_load(addons.stdout)["addons"]["gpuOperator"]["enabled"] is True
+    platform = run("generate", str(EXAMPLE), "-f", "platform")
+    assert "pciHostDevices" in yaml.safe_load(platform.stdout)["gpu"]["permittedHostDevices"]
+    pods = list(yaml.safe_load_all(run("generate", str(EXAMPLE), "-f", "smoke-test").stdout))
+    assert [pod["metadata"]["name"] for pod in pods] == [
+        "gpu-smoke-test-rtx6000",
+        "gpu-smoke-test-l40s",
+        "gpu-smoke-test-v100",
+    ]
+
+
+def test_nothing_missing_means_no_platform_file(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        textwrap.dedent(
+            """\
+            cluster: c
+            talos: {version: v1.13.9}
+            pools:
+              - {name: gpu, profile: kubevirt-l40s}
+            """
+        )
+    )
+    out = tmp_path / "out"
+    assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
+    assert not (out / "management").exists()
+    assert (out / "cluster" / "kubernetes-addons.yaml").is_file()
+    stdout = run("generate", str(cluster), "-f", "platform").stdout
+    assert stdout.startswith("#") and yaml.safe_load(stdout) is None
+
+
+def test_a_cpu_only_cluster_gets_no_gpu_files(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - {name: cpu, profile: kubevirt-cpu}\n"
+    )
+    out = tmp_path / "out"
+    assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
+    assert not (out / "cluster").exists() and not (out / "management").exists()
+    assert "gpuFiles" not in yaml.safe_load((out / "index.yaml").read_text())
+
+
+def test_gpu_files_are_the_tools_own_and_go_when_no_longer_needed(tmp_path: Path) -> None:
+    from schematic.render.files import owned_paths
+
+    out = generated(tmp_path)
+    index = (out / "index.yaml").read_bytes()
+    owned = owned_paths(index)
+    assert owned is not None and set(GPU_FILES) <= owned
+    # The slow path (an index in another shape) reads them too.
+    reshaped = yaml.safe_dump(yaml.safe_load(index)).encode()
+    assert set(GPU_FILES) <= (owned_paths(b"# talos-schematic\n" + reshaped) or set())
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: mycluster\ntalos: {version: v1.13.9}\npools:\n"
+        "  - {name: l40s, profile: kubevirt-l40s}\n"
+    )
+    result = run("generate", str(cluster), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert not (out / "management" / "platform-gpu-values.yaml").exists()
+    assert not (out / "rtx6000" / "smoke-test.yaml").exists()
+    assert (out / "l40s" / "smoke-test.yaml").is_file()
