@@ -20,8 +20,7 @@ from schematic.catalog import check_extensions, normalise_extension_name, resolv
 from schematic.chart_targets import ChartTarget, assumed_target, chart_target
 from schematic.decode import canonical_tree
 from schematic.errors import ClusterFileError, TalosSchematicError
-from schematic.gpupath import HamiRequest
-from schematic.inputs.cluster_values import ClusterFile, PoolSpec, TalosSettings
+from schematic.inputs.cluster_values import ClusterFile, HamiRequest, PoolSpec, TalosSettings
 from schematic.inputs.profile_values import HardwareProfile
 from schematic.inputs.profiles import load_profile, profile_from_mapping
 from schematic.media import ImageOptions
@@ -41,6 +40,7 @@ __all__ = [
     "ClusterPlan",
     "KernelModulesState",
     "PoolPlan",
+    "hami_notes",
     "plan_cluster",
     "pools_by_schematic",
     "pools_label",
@@ -132,7 +132,7 @@ class ClusterPlan:
     pools: tuple[PoolPlan, ...]
     # The chart target the cluster file names (`cozystack.version`), canonical; None: none.
     cozystack_version: str | None = None
-    # `addons.hami` of the cluster file (checked by schematic.gpupath.check_hami).
+    # `addons.hami` of the cluster file (see :func:`hami_notes`).
     hami: HamiRequest = field(default_factory=HamiRequest)
 
     @property
@@ -259,14 +259,17 @@ def plan_cluster(
             raise
         except TalosSchematicError as err:
             raise ClusterFileError(_in_pool(source, pool.name, str(err))) from None
-    return ClusterPlan(
+    plan = ClusterPlan(
         cluster=cluster.cluster,
         namespace=cluster.namespace,
         talos=talos,
         source=source,
         pools=tuple(pools),
         cozystack_version=cluster.cozystack_version,
+        hami=cluster.hami,
     )
+    hami_notes(plan)  # refuses HAMi on Talos GPU pools unless forced
+    return plan
 
 
 def with_factory_schematics(
@@ -290,6 +293,34 @@ def with_factory_schematics(
         for pool in plan.pools
     )
     return replace(plan, pools=pools)
+
+
+def hami_notes(plan: ClusterPlan) -> list[str]:
+    """Raise ClusterFileError when ``addons.hami.enabled`` meets Talos GPU pools without
+    ``force``; with ``force``, the warning saying what HAMi lacks there."""
+    hami = plan.hami
+    pools = [pool.name for pool in plan.pools if pool.nvidia is not None]
+    if not hami.enabled or not pools:
+        return []
+    named = ", ".join(f'"{name}"' for name in pools[:3])
+    if len(pools) > 3:
+        named += f" and {len(pools) - 3} more"
+    lacking = (
+        "HAMi's device plugin has no CDI wiring for Talos: it hands pods the GPU device but "
+        "not the driver files the Talos extensions keep on the host, so CUDA finds no driver. "
+        "It would need to set CDI annotations (cdi.k8s.io/) resolved with the host's "
+        "/usr/local/bin/nvidia-ctk, as the GPU Operator's device plugin does here"
+    )
+    if not hami.force:
+        raise ClusterFileError(
+            f"{plan.source}: addons.hami.enabled: refused for the Talos GPU pools {named}; "
+            f"{lacking}. Leave HAMi off (the GPU Operator's device plugin serves the GPUs), "
+            "or set addons.hami.force: true to write it anyway"
+        )
+    return [
+        f"{plan.source}: addons.hami.force: HAMi enabled for the Talos GPU pools {named}, "
+        f"with the GPU Operator's device plugin off; {lacking} (talos-schematic explain TS142)"
+    ]
 
 
 def unloaded_module_notes(plan: ClusterPlan) -> list[str]:

@@ -17,8 +17,8 @@ from the cluster plan (pure functions; rendering them is :mod:`schematic.render.
   :func:`smoke_test_pod` gives one per GPU pool to prove it.
 
 HAMi brings its own device plugin, which has no CDI wiring for Talos yet: asking for it on
-Talos GPU pools is refused (:func:`check_hami`) unless forced, and then the operator's device
-plugin is switched off, never run beside HAMi's.
+Talos GPU pools is refused by planning (:func:`schematic.cluster.hami_notes`) unless forced,
+and then the operator's device plugin is switched off, never run beside HAMi's.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from schematic.errors import ClusterFileError
+from schematic.inputs.cluster_values import HamiRequest
 from schematic.nvidia import GpuRequest, resolve_gpus
 from schematic.talos import TalosVersion
 
@@ -44,7 +44,6 @@ __all__ = [
     "ManagementGpu",
     "OperatorRelease",
     "PermittedDevice",
-    "check_hami",
     "management_gpus",
     "merge_overwrite",
     "merged_operator_values",
@@ -331,41 +330,8 @@ def merged_operator_values(
     return merge_overwrite(release.chart_defaults, release.hami_defaults if hami else {}, override)
 
 
-@dataclass(frozen=True)
-class HamiRequest:
-    """``addons.hami`` in the cluster file: HAMi wanted, and forced past the Talos refusal."""
-
-    enabled: bool = False
-    force: bool = False
-
-
 def _gpu_pools(plan: ClusterPlan) -> list[PoolPlan]:
     return [pool for pool in plan.pools if pool.nvidia is not None]
-
-
-def check_hami(plan: ClusterPlan, hami: HamiRequest) -> list[str]:
-    """Raise ClusterFileError when HAMi is asked for on Talos GPU pools without ``force``;
-    with ``force``, the notes saying what it lacks."""
-    pools = [pool.name for pool in _gpu_pools(plan)]
-    if not hami.enabled or not pools:
-        return []
-    named = ", ".join(f'"{name}"' for name in pools)
-    lacking = (
-        "HAMi's device plugin has no CDI wiring for Talos: it hands pods the GPU device "
-        "but not the driver files the Talos extensions keep on the host, so CUDA finds no "
-        "driver. It would need to set CDI annotations (cdi.k8s.io/) resolved with the host's "
-        "/usr/local/bin/nvidia-ctk, as the GPU Operator's device plugin does here"
-    )
-    if not hami.force:
-        raise ClusterFileError(
-            f"{plan.source}: addons.hami.enabled: refused for the Talos GPU pools {named}; "
-            f"{lacking}. Leave HAMi off (the GPU Operator's device plugin serves the GPUs), "
-            "or set addons.hami.force: true to write it anyway"
-        )
-    return [
-        f"{plan.source}: addons.hami.force: HAMi enabled for the Talos GPU pools {named}, "
-        f"with the GPU Operator's device plugin off; {lacking} (talos-schematic explain TS142)"
-    ]
 
 
 def tenant_addons(
@@ -373,7 +339,8 @@ def tenant_addons(
 ) -> dict[str, Any] | None:
     """The ``Kubernetes`` app's ``addons`` values for the plan's GPU pools; None without any.
 
-    Call :func:`check_hami` first: this writes HAMi when asked, forced or not.
+    Planning refuses HAMi on Talos GPU pools unless forced (:func:`schematic.cluster.hami_notes`):
+    here it is written when asked.
     """
     if not _gpu_pools(plan):
         return None

@@ -314,6 +314,8 @@ def test_the_fast_readers_know_exactly_the_models_keys() -> None:
     assert keys(documents.ClusterDocument) == cluster_file._CLUSTER_KEYS
     assert keys(documents.TalosDocument) == cluster_file._TALOS_KEYS
     assert keys(documents.NvidiaDocument) == cluster_file._NVIDIA_KEYS
+    assert keys(documents.AddonsDocument) == cluster_file._ADDONS_KEYS
+    assert keys(documents.HamiDocument) == cluster_file._HAMI_KEYS
     assert keys(documents.KernelModuleDocument) == cluster_file._MODULE_KEYS
     assert set(cluster_values.TOOL_KEYS) == keys(documents.PoolDocument)
 

@@ -11,12 +11,11 @@ import pytest
 import yaml
 
 from schematic.charts import chart_targets
-from schematic.cluster import ClusterPlan, plan_cluster
+from schematic.cluster import ClusterPlan, hami_notes, plan_cluster
 from schematic.errors import ClusterFileError
 from schematic.gpupath import (
     DEFAULT_RELEASE,
     HamiRequest,
-    check_hami,
     management_gpus,
     merge_overwrite,
     merged_operator_values,
@@ -259,19 +258,31 @@ def test_addons_validate_against_the_kubernetes_app_schema(as_object: bool) -> N
 # --- HAMi ------------------------------------------------------------------------------------
 
 
-def test_hami_on_talos_gpu_pools_is_refused_with_the_reason() -> None:
+def _with_hami(hami: str) -> str:
+    text = EXAMPLE.read_text()
+    return text.replace("nvidia:\n", f"addons:\n  hami: {hami}\nnvidia:\n", 1)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_hami_on_talos_gpu_pools_is_refused_with_the_reason(fast: bool) -> None:
+    text = _with_hami("{enabled: true}")
+    if not fast:  # an unusual shape: the pydantic models read it
+        text = text.replace("maxReplicas: 4", "maxReplicas: 4.0")
     with pytest.raises(ClusterFileError) as caught:
-        check_hami(example_plan(), HamiRequest(enabled=True))
+        plan_cluster(parse_cluster(text, "cluster.yaml"), source="cluster.yaml", base_dir=ROOT)
     message = str(caught.value)
-    assert "addons.hami.enabled" in message and '"rtx6000", "l40s", "v100"' in message
+    assert message.startswith("cluster.yaml: addons.hami.enabled: refused")
+    assert '"rtx6000", "l40s", "v100"' in message
     assert "CDI" in message and "addons.hami.force: true" in message
 
 
-def test_forced_hami_is_written_with_the_operator_plugin_off_and_a_note() -> None:
-    plan = example_plan()
-    notes = check_hami(plan, HamiRequest(enabled=True, force=True))
+def test_forced_hami_is_written_with_the_operator_plugin_off_and_a_warning() -> None:
+    text = _with_hami("{enabled: true, force: true}")
+    plan = plan_cluster(parse_cluster(text, "cluster.yaml"), source="cluster.yaml", base_dir=ROOT)
+    assert plan.hami == HamiRequest(enabled=True, force=True)
+    notes = hami_notes(plan)
     assert len(notes) == 1 and "nvidia-ctk" in notes[0]
-    addons = tenant_addons(plan, operator_release(), HamiRequest(enabled=True, force=True))
+    addons = tenant_addons(plan, operator_release(), plan.hami)
     assert addons is not None
     assert addons["addons"]["hami"] == {"enabled": True}
     override = addons["addons"]["gpuOperator"]["valuesOverride"]
@@ -279,8 +290,18 @@ def test_forced_hami_is_written_with_the_operator_plugin_off_and_a_note() -> Non
 
 
 def test_hami_without_gpu_pools_is_no_concern() -> None:
-    plan = plan_of("- {name: cpu, profile: kubevirt-cpu}\n")
-    assert check_hami(plan, HamiRequest(enabled=True)) == []
+    text = (
+        "cluster: demo\naddons: {hami: {enabled: true}}\ntalos: {version: v1.13.9}\n"
+        "pools:\n  - {name: cpu, profile: kubevirt-cpu}\n"
+    )
+    plan = plan_cluster(parse_cluster(text, "cluster.yaml"), source="cluster.yaml")
+    assert hami_notes(plan) == []
+    assert tenant_addons(plan, operator_release(), plan.hami) is None
+
+
+def test_a_misspelt_addons_key_names_the_right_one() -> None:
+    with pytest.raises(ClusterFileError, match=r"addons\.hami\.enable: unknown key; did you mean"):
+        parse_cluster(_with_hami("{enable: true}"), "cluster.yaml")
 
 
 # --- the smoke test --------------------------------------------------------------------------

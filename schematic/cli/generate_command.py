@@ -437,10 +437,9 @@ def _choice(choices: type[_Choice], value: object) -> _Choice | None:
 
 
 def _print_notes(plan: ClusterPlan, fit: ChartFit) -> None:
-    from schematic.cluster import unloaded_module_notes
-    from schematic.gpupath import check_hami
+    from schematic.cluster import hami_notes, unloaded_module_notes
 
-    for warning in [*fit.warnings, *check_hami(plan, plan.hami)]:
+    for warning in [*fit.warnings, *hami_notes(plan)]:
         print(f"talos-schematic: warning: {warning}", file=sys.stderr)
     for note in [*unloaded_module_notes(plan), *fit.notes]:
         print(f"talos-schematic: note: {note}", file=sys.stderr)

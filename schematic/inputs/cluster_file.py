@@ -22,6 +22,7 @@ from schematic.inputs.cluster_values import (
     TOOL_KEYS,
     ClusterFile,
     Flavour,
+    HamiRequest,
     KernelModuleSpec,
     NvidiaSettings,
     PoolSpec,
@@ -50,7 +51,11 @@ from schematic.inputs.plain import (
 
 __all__ = ["cluster_from_mapping", "cluster_json_schema", "load_cluster", "parse_cluster"]
 
-_CLUSTER_KEYS = frozenset({"cluster", "namespace", "cozystack", "talos", "nvidia", "pools"})
+_CLUSTER_KEYS = frozenset(
+    {"cluster", "namespace", "cozystack", "addons", "talos", "nvidia", "pools"}
+)
+_ADDONS_KEYS = frozenset({"hami"})
+_HAMI_KEYS = frozenset({"enabled", "force"})
 _TALOS_KEYS = frozenset(
     {"version", "imageFactoryURL", "installerRepository", "registryMirrors", "imageFactoryCA"}
 )
@@ -129,6 +134,14 @@ def _plain_pool(data: object) -> PoolSpec:
     return pool
 
 
+def _plain_hami(data: object) -> HamiRequest:
+    hami = plain_keys(plain_keys(data, _ADDONS_KEYS).get("hami", {}), _HAMI_KEYS)
+    enabled, force = hami.get("enabled", False), hami.get("force", False)
+    if type(enabled) is not bool or type(force) is not bool:
+        raise UnusualShapeError
+    return HamiRequest(enabled=enabled, force=force)
+
+
 def _plain_cluster(data: object) -> ClusterFile:
     """The cluster file, if ``data`` has the usual shape and is valid.
 
@@ -147,6 +160,7 @@ def _plain_cluster(data: object) -> ClusterFile:
         nvidia=_plain_nvidia(doc.get("nvidia", {})),
         pools=tuple(_plain_pool(pool) for pool in pools),
         cozystack_version=None if chart is None else check_chart(plain_text(chart)),
+        hami=_plain_hami(doc.get("addons", {})),
     )
     check_unique_pools(cluster.pools)
     return cluster

@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_INSTALLER_REPOSITORY",
     "TOOL_KEYS",
     "ClusterFile",
+    "HamiRequest",
     "KernelModuleSpec",
     "NvidiaSettings",
     "PoolSpec",
@@ -94,6 +95,14 @@ class PoolSpec:
     passthrough: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
+@dataclass(frozen=True)
+class HamiRequest:
+    """``addons.hami``: HAMi wanted on the tenant, and forced past the Talos refusal."""
+
+    enabled: bool = False
+    force: bool = False
+
+
 @dataclass(frozen=True, kw_only=True)
 class ClusterFile:
     """A Cozystack tenant cluster's worker pools."""
@@ -105,6 +114,7 @@ class ClusterFile:
     pools: tuple[PoolSpec, ...]
     # The chart target (`cozystack.version`), canonical; None: not given.
     cozystack_version: str | None = None
+    hami: HamiRequest = field(default_factory=HamiRequest)
 
 
 @functools.cache

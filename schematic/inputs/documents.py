@@ -333,6 +333,29 @@ class CozystackDocument(_Document):
         return None if value is None else cl.check_chart(value)
 
 
+class HamiDocument(_Document):
+    """HAMi on the tenant cluster (``addons.hami`` of the Kubernetes app)."""
+
+    enabled: bool = Field(
+        default=False,
+        description="ask for HAMi; refused on Talos GPU pools (its device plugin lacks CDI "
+        "wiring) unless force is true",
+    )
+    force: bool = Field(
+        default=False,
+        description="write HAMi anyway, with the GPU Operator's device plugin off",
+    )
+
+    def value(self) -> cl.HamiRequest:
+        return cl.HamiRequest(enabled=self.enabled, force=self.force)
+
+
+class AddonsDocument(_Document):
+    """Tenant add-ons the generated Kubernetes app values decide."""
+
+    hami: HamiDocument = Field(default_factory=HamiDocument)
+
+
 class ClusterDocument(_Document):
     """A Cozystack tenant cluster's worker pools."""
 
@@ -341,6 +364,7 @@ class ClusterDocument(_Document):
         default=None, description="tenant namespace written into each KubernetesNodes object"
     )
     cozystack: CozystackDocument = Field(default_factory=CozystackDocument)
+    addons: AddonsDocument = Field(default_factory=AddonsDocument)
     talos: TalosDocument
     nvidia: NvidiaDocument = Field(default_factory=NvidiaDocument)
     pools: tuple[PoolDocument, ...] = Field(min_length=1)
@@ -363,6 +387,7 @@ class ClusterDocument(_Document):
             nvidia=self.nvidia.value(),
             pools=tuple(pool.value() for pool in self.pools),
             cozystack_version=self.cozystack.version,
+            hami=self.addons.hami.value(),
         )
 
 
@@ -384,6 +409,8 @@ _KEYS_AT = {
     ("talos",): _model_keys(TalosDocument),
     ("nvidia",): _model_keys(NvidiaDocument),
     ("cozystack",): _model_keys(CozystackDocument),
+    ("addons",): _model_keys(AddonsDocument),
+    ("addons", "hami"): _model_keys(HamiDocument),
 }
 
 
