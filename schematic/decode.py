@@ -24,6 +24,7 @@ import yaml
 from schematic.canonical import GoMap, GoTime, emit_document, sha256_hex, string_scalar
 from schematic.errors import SchematicError
 from schematic.goscalar import resolve_plain
+from schematic.safe_yaml import YamlLimitError, compose_first
 
 __all__ = ["BOOTLOADERS", "canonical_tree", "decode_fields", "go_value", "schematic_id_of"]
 
@@ -294,46 +295,37 @@ def _text(body: str | bytes, source: str) -> str:
         raise SchematicError(f"not valid UTF-8 text ({err.reason})", source=source) from None
 
 
-class _RedefiningLoader(yaml.SafeLoader):
-    """PyYAML's Python composer, letting an anchor be defined again as go-yaml does.
-
-    libyaml's composer (the fast one) refuses a repeated anchor name; YAML and go-yaml let the
-    later definition win. Only documents that repeat an anchor take this slower path.
-    """
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        return _UNTAGGED
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if not self.check_event(yaml.AliasEvent):
-            anchor = self.peek_event().anchor  # type: ignore[no-untyped-call]
-            if anchor is not None:
-                self.anchors.pop(anchor, None)
-        return super().compose_node(parent, index)
+def _untagged(kind: Any, value: Any, implicit: Any) -> str:
+    return _UNTAGGED
 
 
 def _document(text: str, source: str) -> yaml.Node:
+    """The first document's root node, composed with go-yaml's alias and depth rules.
+
+    Aliases are counted, never expanded, while composing (:mod:`schematic.safe_yaml`): a
+    document the factory would refuse as "excessive aliasing" is refused here before any value
+    is built. An anchor may be defined again, as go-yaml allows; the later definition wins.
+    """
     try:
         text = _with_quote_escapes_resolved(text)
         if "\\/" in text:
             _refuse_slash_escapes(text)
-        try:
-            for node in yaml.compose_all(text, Loader=_Loader):
-                return node
-        except yaml.composer.ComposerError as err:
-            if "duplicate anchor" not in str(err.context):
-                raise
-            for node in yaml.compose_all(text, Loader=_RedefiningLoader):
-                return node
+        node = compose_first(text, _untagged)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         reason = " ".join(filter(None, [err.context, err.problem]))
+        if isinstance(err, YamlLimitError):
+            raise SchematicError(
+                reason, source=source, line=mark.line + 1 if mark else None
+            ) from None
         raise SchematicError(
             f"invalid YAML: {reason}", source=source, line=mark.line + 1 if mark else None
         ) from None
     except yaml.YAMLError as err:
         raise SchematicError(f"invalid YAML: {err}", source=source) from None
-    raise SchematicError("empty schematic: the body holds no YAML document", source=source)
+    if node is None:
+        raise SchematicError("empty schematic: the body holds no YAML document", source=source)
+    return node
 
 
 # The two places where go-yaml's scanner and libyaml's disagree on double-quoted escapes:
@@ -357,11 +349,69 @@ def _refuse_slash_escapes(text: str) -> None:
                 at += 2
 
 
+def _double_quoted_spans(text: str) -> list[tuple[int, int]] | None:
+    """``(start, end)`` of each double-quoted scalar as libyaml scans ``text``; None on error."""
+    spans = []
+    try:
+        for token in yaml.scan(text, Loader=_Loader):
+            if isinstance(token, yaml.ScalarToken) and token.style == '"':
+                spans.append((token.start_mark.index, token.end_mark.index))
+    except yaml.YAMLError:
+        return None
+    return spans
+
+
 def _with_quote_escapes_resolved(text: str) -> str:
+    """``text`` with each ``\\'`` inside a double-quoted scalar written as a plain quote.
+
+    libyaml refuses the escape, so it cannot say where the double-quoted scalars are; with every
+    ``\\'`` written as the same-length ``\\"`` it scans the same tokens (outside double quotes
+    only a single-quoted scalar gives a quote meaning, and that case is caught below). One scan
+    finds the scalars, the escapes inside them are rewritten, and a second scan confirms each
+    rewrite sits inside a double-quoted scalar: linear in the text, whatever the escape count.
+    """
     if "\\'" not in text:
         return text
-    # libyaml stops at each \' it meets in a double-quoted scalar; each stop is one to rewrite.
-    for _ in range(text.count("\\'")):
+    spans = _double_quoted_spans(text.replace("\\'", '\\"'))
+    if spans is not None:
+        pieces: list[str] = []
+        rewritten: list[int] = []
+        length = done = 0
+        for start, end in spans:
+            at = start + 1
+            while (at := text.find("\\", at, end)) != -1:
+                if text[at + 1 : at + 2] == "'":
+                    pieces.append(text[done:at])
+                    length += at - done
+                    rewritten.append(length)
+                    done = at + 1  # drop the backslash, keep the quote
+                at += 2
+        pieces.append(text[done:])
+        result = "".join(pieces)
+        if _all_inside(rewritten, _double_quoted_spans(result)):
+            return result
+    return _quote_escapes_one_by_one(text)
+
+
+def _all_inside(positions: list[int], spans: list[tuple[int, int]] | None) -> bool:
+    if spans is None:
+        return False
+    index = 0
+    for position in positions:  # both in text order
+        while index < len(spans) and spans[index][1] <= position:
+            index += 1
+        if index == len(spans) or not spans[index][0] < position:
+            return False
+    return True
+
+
+# A document that defeats the one-scan rewrite (a ``\\'`` closing a single-quoted scalar) is
+# rewritten one libyaml stop at a time, each stop costing a scan: bounded, as that is quadratic.
+_ONE_BY_ONE_LIMIT = 64
+
+
+def _quote_escapes_one_by_one(text: str) -> str:
+    for _ in range(min(text.count("\\'"), _ONE_BY_ONE_LIMIT)):
         try:
             for _token in yaml.scan(text, Loader=_Loader):
                 pass

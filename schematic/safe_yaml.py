@@ -1,0 +1,380 @@
+"""Reading input files and composing their YAML with bounded time and memory.
+
+Every YAML file the tool reads (schematics, cluster files, profiles, lint inputs, hardware dumps)
+goes through here, so one hostile file ends in one clear error instead of a hang, a memory blow-up
+or a traceback:
+
+- **Size**: a file is read at most ``max_input_size()`` bytes far (16 MiB unless
+  ``--max-input-size`` says otherwise), so ``/dev/zero`` stops at the cap. Too large is an
+  :class:`InputTooLargeError`, which is an ``OSError``: readers report it as "cannot read".
+- **Text**: UTF-8 (a BOM is dropped) or UTF-16 with a BOM; anything else is one
+  :class:`NotTextError` (also an ``OSError``) naming the byte.
+- **Aliases**: the Image Factory decodes with go-yaml, whose ``DefaultAliasCheck`` refuses a
+  document "containing excessive aliasing". The same rule is applied here while composing, from
+  counts alone: aliases are never expanded, so a billion-laughs document costs what its text
+  costs. See :func:`excessive_aliasing`.
+- **Depth**: go-yaml's ``DefaultDepthCheck`` refuses nesting deeper than 10,000 levels ("exceeded
+  max depth of 10000") and libyaml, PyYAML's fast parser, deeper than 1,000. The readers built on
+  the composed nodes (and the canonical emitter, whose output grows with the square of the depth)
+  recurse once or twice per level, so nesting deeper than :data:`MAX_NESTING` levels is refused
+  here first, long before Python's recursion limit, at the line where it happens. A schematic
+  nested 101 to 10,000 levels deep is therefore refused here though the factory would take it.
+
+Source of the go-yaml rules: ``internal/libyaml/options.go`` (``DefaultAliasCheck``,
+``DefaultDepthCheck``) and ``internal/libyaml/constructor.go`` (where the counts are kept) of
+go-yaml v4 (github.com/yaml/go-yaml, tag v4.0.0-rc.6), recorded in ``schematic/data/SOURCES.md``.
+
+The composer here is iterative (no recursion at any depth) and builds the same ``yaml.Node``
+graph PyYAML's would, an alias being the anchored node itself; unlike PyYAML's, and like
+go-yaml's, it lets an anchor be defined again (the later definition wins).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "DEFAULT_MAX_INPUT_SIZE",
+    "GO_YAML_MAX_DEPTH",
+    "MAX_NESTING",
+    "InputTooLargeError",
+    "NotTextError",
+    "Resolver",
+    "YamlLimitError",
+    "compose_all",
+    "compose_first",
+    "compose_single",
+    "decode_text",
+    "excessive_aliasing",
+    "format_size",
+    "max_input_size",
+    "parse_size",
+    "read_bytes",
+    "read_text",
+    "set_max_input_size",
+]
+
+DEFAULT_MAX_INPUT_SIZE = 16 * 1024 * 1024
+GO_YAML_MAX_DEPTH = 10_000
+MAX_NESTING = 100
+
+_TOO_DEEP = (
+    f"nested deeper than {MAX_NESTING} levels, the most talos-schematic reads "
+    f"(go-yaml, the factory's parser, stops at {GO_YAML_MAX_DEPTH})"
+)
+
+_FastLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# How a reader types untagged nodes: PyYAML's ``resolve(kind, value, implicit)``.
+Resolver = Callable[[type[yaml.Node], Any, Any], str]
+
+_max_input_size = DEFAULT_MAX_INPUT_SIZE
+
+
+class InputTooLargeError(OSError):
+    """An input larger than the size limit (an ``OSError``, so readers say "cannot read")."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            errno.EFBIG,
+            f"larger than the {format_size(limit)} input limit (raise it with --max-input-size)",
+        )
+
+
+class NotTextError(OSError):
+    """An input that is not UTF-8 (or BOM-marked UTF-16) text."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(errno.EILSEQ, f"not UTF-8 text ({reason})")
+
+
+class YamlLimitError(yaml.MarkedYAMLError):
+    """A document refused by a go-yaml safety rule or the nesting limit, before it is built."""
+
+
+def set_max_input_size(limit: int) -> None:
+    """Set the size limit for every input read from now on (``--max-input-size``)."""
+    global _max_input_size
+    if limit < 1:
+        raise ValueError("the input size limit must be at least 1 byte")
+    _max_input_size = limit
+
+
+def max_input_size() -> int:
+    """The size limit inputs are read with."""
+    return _max_input_size
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "ki": 1024,
+    "kib": 1024,
+    "mi": 1024**2,
+    "mib": 1024**2,
+    "gi": 1024**3,
+    "gib": 1024**3,
+}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``16MiB``, ``64M``, ``500k`` or ``1048576``; ValueError when unreadable."""
+    cleaned = text.strip().replace("_", "").lower()
+    digits = cleaned.rstrip("abcdefghijklmnopqrstuvwxyz ")
+    unit = cleaned[len(digits) :].strip()
+    if not digits or unit not in _UNITS:
+        raise ValueError(f"{text!r} is not a size (e.g. 16MiB, 64M, 1048576)")
+    try:
+        number = float(digits)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a size (e.g. 16MiB, 64M, 1048576)") from None
+    size = int(number * _UNITS[unit])
+    if size < 1:
+        raise ValueError(f"{text!r}: the size must be at least 1 byte")
+    return size
+
+
+def format_size(size: int) -> str:
+    """``16 MiB`` for 16777216; bytes when not a whole number of KiB/MiB/GiB."""
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size} bytes"
+
+
+def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
+    """At most ``limit`` bytes of ``path`` (``-`` is standard input); InputTooLargeError beyond.
+
+    Reads with ``os.read`` in bounded chunks, so a device or pipe that never ends (``/dev/zero``)
+    costs at most the limit.
+    """
+    cap = _max_input_size if limit is None else limit
+    if str(path) == "-":
+        data = sys.stdin.buffer.read(cap + 1)
+        if len(data) > cap:
+            raise InputTooLargeError(cap)
+        return data
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        chunks: list[bytes] = []
+        total = 0
+        while total <= cap:
+            chunk = os.read(descriptor, min(1 << 20, cap + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(descriptor)
+    if total > cap:
+        raise InputTooLargeError(cap)
+    return b"".join(chunks)
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 text (BOM dropped), or UTF-16 text with a BOM; NotTextError otherwise."""
+    try:
+        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            return data.decode("utf-16")
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise NotTextError(f"{err.reason} at byte {err.start}") from None
+
+
+def read_text(path: str | Path, limit: int | None = None) -> str:
+    """:func:`read_bytes` then :func:`decode_text`: every error is an ``OSError``."""
+    return decode_text(read_bytes(path, limit))
+
+
+def excessive_aliasing(alias_count: int, construct_count: int) -> bool:
+    """go-yaml's ``DefaultAliasCheck``: too large a share of the document comes from aliases.
+
+    ``construct_count`` counts every node go-yaml constructs (an alias's target once per alias);
+    ``alias_count`` those constructed inside an alias. Past 100 aliased and 1,000 constructed
+    nodes the aliased share may be at most 0.99 up to 400,000 nodes, falling linearly to 0.10 at
+    4,000,000 and staying there.
+    """
+    if alias_count <= 100 or construct_count <= 1000:
+        return False
+    low, high = 400_000, 4_000_000
+    if construct_count <= low:
+        allowed = 0.99
+    elif construct_count >= high:
+        allowed = 0.10
+    else:
+        allowed = 0.99 - 0.89 * ((construct_count - low) / (high - low))
+    return alias_count / construct_count > allowed
+
+
+# PyYAML's own typing of plain scalars (YAML 1.1), for readers that bring none.
+_default_resolver: Resolver = yaml.resolver.Resolver().resolve
+
+
+_STARTS = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+
+
+class _Open:
+    """A collection being composed: its node, the key awaiting its value, its expanded size."""
+
+    __slots__ = ("anchor", "key", "node", "size")
+
+    def __init__(self, node: yaml.Node, anchor: str | None) -> None:
+        self.node = node
+        self.anchor = anchor
+        self.key: yaml.Node | None = None
+        self.size = 1
+
+
+def _refusal(problem: str, event: Any) -> YamlLimitError:
+    return YamlLimitError(problem=problem, problem_mark=event.start_mark)
+
+
+def _events(text: str, loader: type[Any]) -> Iterator[Any]:
+    parser = loader(text)
+    try:
+        while parser.check_event():
+            yield parser.get_event()
+    finally:
+        parser.dispose()
+
+
+def compose_all(
+    text: str,
+    resolve: Resolver | None = None,
+    *,
+    loader: type[Any] | None = None,
+) -> Iterator[yaml.Node]:
+    """The root node of each document of ``text``, composed with go-yaml's safety rules.
+
+    ``resolve`` types untagged nodes (PyYAML's resolver by default); ``loader`` picks the parser
+    (libyaml's by default). Raises ``yaml.YAMLError``: :class:`YamlLimitError` for excessive
+    aliasing, nesting deeper than :data:`MAX_NESTING` or an anchor that contains itself.
+    """
+    resolve = resolve or _default_resolver
+    anchors: dict[str, tuple[yaml.Node, int | None]] = {}
+    stack: list[_Open] = []
+    root: yaml.Node | None = None
+    constructed = aliased = 0
+    try:
+        for event in _events(text, loader or _FastLoader):
+            kind = type(event)
+            if kind is yaml.DocumentStartEvent:
+                anchors, stack, root = {}, [], None
+                constructed, aliased = 1, 0  # go-yaml counts the document node too
+                continue
+            if kind is yaml.DocumentEndEvent:
+                if root is not None:
+                    yield root
+                continue
+            if kind is yaml.AliasEvent:
+                found = anchors.get(event.anchor)
+                if found is None:
+                    raise yaml.composer.ComposerError(
+                        None, None, f"unknown anchor '{event.anchor}' referenced", event.start_mark
+                    )
+                node, size = found
+                if size is None:
+                    raise _refusal(f"anchor '{event.anchor}' value contains itself", event)
+                # The alias node, then its target's whole tree inside the alias. The aliased
+                # share only grows along that run, so checking at its end is checking each step.
+                constructed += 1
+                if excessive_aliasing(aliased, constructed):
+                    raise _refusal("document contains excessive aliasing", event)
+                constructed += size
+                aliased += size
+                if excessive_aliasing(aliased, constructed):
+                    raise _refusal("document contains excessive aliasing", event)
+                size += 1
+            else:
+                if kind is yaml.ScalarEvent or kind in _STARTS:
+                    constructed += 1
+                    if excessive_aliasing(aliased, constructed):
+                        raise _refusal("document contains excessive aliasing", event)
+                if kind is yaml.ScalarEvent:
+                    tag = event.tag
+                    if tag is None or tag == "!":
+                        tag = resolve(yaml.ScalarNode, event.value, event.implicit)
+                    node = yaml.ScalarNode(
+                        tag, event.value, event.start_mark, event.end_mark, style=event.style
+                    )
+                    size = 1
+                    if event.anchor is not None:
+                        anchors[event.anchor] = (node, 1)
+                elif kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
+                    if len(stack) >= MAX_NESTING:
+                        raise _refusal(_TOO_DEEP, event)
+                    sequence = kind is yaml.SequenceStartEvent
+                    node_type = yaml.SequenceNode if sequence else yaml.MappingNode
+                    tag = event.tag
+                    if tag is None or tag == "!":
+                        tag = resolve(node_type, None, event.implicit)
+                    node = node_type(tag, [], event.start_mark, None, flow_style=event.flow_style)
+                    if event.anchor is not None:
+                        anchors[event.anchor] = (node, None)  # open: an alias to it is a loop
+                    stack.append(_Open(node, event.anchor))
+                    continue
+                elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
+                    done = stack.pop()
+                    node = done.node
+                    node.end_mark = event.end_mark
+                    size = done.size
+                    if done.anchor is not None and anchors.get(done.anchor, (None,))[0] is node:
+                        anchors[done.anchor] = (node, size)
+                else:
+                    continue  # stream start/end
+            if not stack:
+                root = node
+                continue
+            parent = stack[-1]
+            parent.size += size
+            if type(parent.node) is yaml.SequenceNode:
+                parent.node.value.append(node)
+            elif parent.key is None:
+                parent.key = node
+            else:
+                parent.node.value.append((parent.key, node))
+                parent.key = None
+    except yaml.scanner.ScannerError as err:
+        # libyaml's scanner reads ahead and has a nesting limit of its own (1,000 levels).
+        if "maximum nesting depth" not in str(err.problem):
+            raise
+        raise YamlLimitError(problem=_TOO_DEEP, problem_mark=err.problem_mark) from None
+
+
+def compose_first(
+    text: str, resolve: Resolver | None = None, *, loader: type[Any] | None = None
+) -> yaml.Node | None:
+    """The first document's root node (what go-yaml's ``Unmarshal`` reads), or None."""
+    for node in compose_all(text, resolve, loader=loader):
+        return node
+    return None
+
+
+def compose_single(
+    text: str, resolve: Resolver | None = None, *, loader: type[Any] | None = None
+) -> yaml.Node | None:
+    """The only document's root node, or None for an empty stream; a second one is an error."""
+    documents = compose_all(text, resolve, loader=loader)
+    first = next(documents, None)
+    second = next(documents, None)
+    if second is not None and first is not None:
+        raise yaml.composer.ComposerError(
+            "expected a single document in the stream",
+            first.start_mark,
+            "but found another document",
+            second.start_mark,
+        )
+    return first
