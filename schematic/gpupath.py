@@ -49,6 +49,7 @@ __all__ = [
     "merged_operator_values",
     "operator_release",
     "operator_release_for_chart",
+    "operator_release_named",
     "operator_releases",
     "operator_values",
     "passthrough_defaults",
@@ -260,6 +261,27 @@ def operator_release_for_chart(chart: str | None) -> OperatorRelease:
     (:mod:`schematic.charts` names them); None or an unlisted target: the released default."""
     name = _operator_data()["charts"].get(chart or "", DEFAULT_RELEASE)
     return operator_releases()[name]
+
+
+def operator_release_named(name: str) -> OperatorRelease:
+    """The addon shape for what a user names: a shape (``pr3585``), a release line or version
+    (``v1.6``, ``v1.6.2``), or a chart target (``main``, ``osimage``, ...). ValueError naming
+    the choices otherwise."""
+    try:
+        return operator_release(name)
+    except ValueError:
+        pass
+    from schematic.chart_targets import check_chart_name
+
+    try:
+        return operator_release_for_chart(check_chart_name(name))
+    except ValueError:
+        charts = ", ".join(_operator_data()["charts"])
+        raise ValueError(
+            f"{name!r}: not a Cozystack release this tool knows; one of "
+            f"{', '.join(operator_releases())} (GPU Operator addon shapes) or {charts} "
+            "(chart targets)"
+        ) from None
 
 
 def talos_device_plugin_env() -> tuple[tuple[str, str], ...]:

@@ -686,6 +686,66 @@ def test_ts140_in_a_rendered_gpu_operator_release(tmp_path: Path) -> None:
     assert "TS140" in codes(run(tmp_path, {"hr.yaml": release}))
 
 
+def test_ts140_against_the_pending_release_names_its_default_list(tmp_path: Path) -> None:
+    override = "        devicePlugin:\n          env:\n            - {name: MY_VAR, value: x}"
+    write(tmp_path, {"values.yaml": values(override)})
+    report = lint_paths([str(tmp_path)], talos="v1.13.6", cozystack="pr3585")
+    hit = finding(list(report.findings), "TS140")
+    assert "replaces the chart's default list (Cozystack pr3585)" in hit.message
+    assert "CDI_ANNOTATION_PREFIX=cdi.k8s.io/" in hit.message
+    full = lint_paths([str(tmp_path)], talos="v1.13.6", cozystack="v1.6.2").findings
+    assert "replaces the default list and lacks" in finding(list(full), "TS140").message
+    with pytest.raises(ValueError, match="pr3585"):
+        lint_paths([str(tmp_path)], cozystack="v0.1")
+
+
+PLATFORM = """\
+apiVersion: cozystack.io/v1alpha1
+kind: Package
+metadata:
+  name: cozystack.cozystack-platform
+spec:
+  components:
+    platform:
+      values:
+        gpu:
+{gpu}
+"""
+RTX = "nvidia.com/GB202GL_RTX_PRO_6000_BLACKWELL_SERVER_EDITION"
+
+
+def test_ts143_gpu_the_management_cluster_does_not_permit(tmp_path: Path) -> None:
+    pools = nodes("a", gpus=(H200,), schematic=OPEN_PROD) + "---\n"
+    pools += nodes("b", gpus=(RTX,), schematic=OPEN_PROD)
+    platform = PLATFORM.replace("{gpu}", "          replaceDefaults: false")
+    found = run(tmp_path, {"pools.yaml": pools, "platform.yaml": platform}, talos="v1.13.6")
+    assert [(f.code, f.object) for f in found if f.code == "TS143"] == [("TS143", "b")]
+    hit = finding(found, "TS143")
+    assert RTX in hit.message and "platform.yaml" in hit.message
+
+
+def test_ts143_passes_once_permitted_and_needs_the_platform_values(tmp_path: Path) -> None:
+    pools = nodes("b", gpus=(RTX,), schematic=OPEN_PROD)
+    entry = (
+        "          permittedHostDevices:\n            pciHostDevices:\n"
+        f"              - {{pciVendorSelector: '10DE:2BB5', resourceName: {RTX}, "
+        "externalResourceProvider: true}"
+    )
+    bare = "gpu:\n" + textwrap.dedent(entry.replace("          ", "  ", 1))
+    assert "TS143" not in codes(run(tmp_path, {"pools.yaml": pools}, talos="v1.13.6"))
+    assert "TS143" not in codes(
+        run(tmp_path, {"pools.yaml": pools, "p.yaml": PLATFORM.replace("{gpu}", entry)})
+    )
+    assert "TS143" not in codes(run(tmp_path, {"pools.yaml": pools, "p.yaml": bare}))
+
+
+def test_ts143_replace_defaults_drops_the_default_list(tmp_path: Path) -> None:
+    pools = nodes("a", gpus=(H200,), schematic=OPEN_PROD)
+    platform = "gpu:\n  replaceDefaults: true\n  permittedHostDevices: {pciHostDevices: []}\n"
+    found = run(tmp_path, {"pools.yaml": pools, "p.yaml": platform}, talos="v1.13.6")
+    assert codes(found) == {"TS143"}
+
+
 # --- TS150 / TS151: extension names and order -------------------------------------------------
 
 

@@ -53,6 +53,15 @@ def lint(
             "machine configs are for; they do not say which GPUs the node has.",
         ),
     ] = None,
+    cozystack: Annotated[
+        str | None,
+        typer.Option(
+            "--cozystack",
+            metavar="RELEASE",
+            help="Cozystack release the Kubernetes apps run, for the GPU Operator addon's "
+            "defaults TS140 compares with: v1.6 (default), pr3585, or a chart target.",
+        ),
+    ] = None,
 ) -> None:
     """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error.
 
@@ -66,6 +75,13 @@ def lint(
         raise typer.BadParameter(
             f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
         )
+    if cozystack is not None:
+        from schematic.gpupath import operator_release_named
+
+        try:
+            operator_release_named(cozystack)
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--cozystack") from None
     try:
         profile = None
         if hardware is not None:
@@ -73,7 +89,7 @@ def lint(
 
             profile = load_profile(hardware)
         if factory is None:
-            report = lint_paths(paths, talos=talos, hardware=profile)
+            report = lint_paths(paths, talos=talos, hardware=profile, cozystack=cozystack)
         else:
             from schematic.factory import FactoryClient
             from schematic.model import Schematic
@@ -86,7 +102,9 @@ def lint(
                         return None
                     return Schematic.from_yaml(body, f"{factory}/schematics/{schematic_id}")
 
-                report = lint_paths(paths, talos=talos, fetch=fetch, hardware=profile)
+                report = lint_paths(
+                    paths, talos=talos, fetch=fetch, hardware=profile, cozystack=cozystack
+                )
     except TalosSchematicError as err:
         raise fail(err) from None
     sys.stdout.write(render(report, output_format))

@@ -54,22 +54,28 @@ def lint_paths(
     talos: str | None = None,
     fetch: Callable[[str], Schematic | None] | None = None,
     hardware: HardwareProfile | None = None,
+    cozystack: str | None = None,
 ) -> LintReport:
     """Lint every YAML file below ``paths``.
 
     ``talos`` overrides the Talos version the objects state; ``fetch`` resolves schematic IDs
     the inputs and the well-known table do not (e.g. an Image Factory's GET /schematics/{id});
-    ``hardware`` is the machine that standalone Talos machine configs are for (they do not say).
-    Raises LintInputError for a path that cannot be read.
+    ``hardware`` is the machine that standalone Talos machine configs are for (they do not say);
+    ``cozystack`` is the Cozystack release the Kubernetes apps run (its GPU Operator addon
+    defaults; :func:`schematic.gpupath.operator_release_named`), the released one if None.
+    Raises LintInputError for a path that cannot be read, ValueError for an unknown release.
     """
+    from schematic.gpupath import operator_release, operator_release_named
     from schematic.lint.addons import check_addons
     from schematic.lint.extensions import check_extension_names, check_extension_order
     from schematic.lint.inventory import build_inventory
     from schematic.lint.loader import collect_files, load_paths
     from schematic.lint.manifests import check_manifests
+    from schematic.lint.passthrough import check_passthrough
     from schematic.lint.pools import LintContext, check_clusters, check_pools
     from schematic.lint.schematics import SchematicResolver
 
+    release = operator_release() if cozystack is None else operator_release_named(cozystack)
     documents, problems = load_paths(paths)
     out = Collector()
     for problem in problems:
@@ -97,6 +103,7 @@ def lint_paths(
     ctx = LintContext(SchematicResolver(local, fetch), talos, out, hardware)
     check_pools(inventory, ctx)
     check_clusters(inventory, ctx)
-    check_addons(inventory, out)
+    check_addons(inventory, out, release)
+    check_passthrough(inventory, out)
     check_manifests(inventory, out)
     return LintReport(findings=tuple(out.findings), files=len(collect_files(paths)))

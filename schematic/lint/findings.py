@@ -421,8 +421,9 @@ def _rules() -> tuple[Rule, ...]:
             confirm="`kubectl -n cozy-gpu-operator get ds nvidia-device-plugin-daemonset -o "
             "yaml` shows the env without the CDI variables. CDI injection is decided at pod "
             "admission: pods created before the fix must be recreated.",
-            remedy="Write the full list: the five defaults plus your variables. Recreate GPU "
-            "pods afterwards.",
+            remedy="Write the full list: the five defaults plus your variables (with `lint "
+            "--cozystack RELEASE`, the list of that release's chart). `talos-schematic generate` "
+            "writes it whole in cluster/kubernetes-addons.yaml. Recreate GPU pods afterwards.",
         ),
         Rule(
             code="TS141",
@@ -446,6 +447,27 @@ def _rules() -> tuple[Rule, ...]:
             "is disabled.",
             confirm="`kubectl describe pod` of a GPU pod shows no CDI annotation.",
             remedy="Set `addons.hami.enabled: false` and use the GPU Operator's device plugin.",
+        ),
+        Rule(
+            code="TS143",
+            title="pool GPU not permitted by the management cluster (KubeVirt passthrough)",
+            severity="error",
+            fix="add the GPU to gpu.permittedHostDevices.pciHostDevices in the platform values "
+            "(talos-schematic generate writes management/platform-gpu-values.yaml)",
+            seen="The pool's VMs never start: KubeVirt's admission refuses a VM whose GPU "
+            "resource is not in permittedHostDevices, and the pool stays at zero nodes.",
+            why="Cozystack's platform chart permits its default list of datacenter GPUs (unless "
+            "gpu.replaceDefaults: true) plus the gpu.permittedHostDevices.pciHostDevices of "
+            "its values. A GPU outside both, such as the RTX PRO 6000 Blackwell Server "
+            "(10DE:2BB5), is not passed through.",
+            confirm="`kubectl get kubevirt -A -o yaml` on the management cluster: "
+            "spec.configuration.permittedHostDevices.pciHostDevices lacks the resource name; "
+            "the VM's events say the host device is not permitted.",
+            remedy="Under spec.components.platform.values of the cozystack-platform Package, add "
+            "{pciVendorSelector: '10DE:<device>', resourceName: <the pool's gpus[] name>, "
+            "externalResourceProvider: true} to gpu.permittedHostDevices.pciHostDevices, "
+            "keeping any entries already there (a list is replaced, not merged). `talos-schematic "
+            "generate` writes the entries for a cluster file's pools.",
         ),
         Rule(
             code="TS150",

@@ -11,6 +11,9 @@ Recognised (by ``kind`` where there is one, else by keys):
   reconcile ``Job`` whose command carries a TalosConfigTemplate heredoc, ``Service`` and
   ``KamajiControlPlane``;
 - schematic files (top-level keys among ``owner``, ``overlay``, ``customization``);
+- the management cluster's platform values (a top-level ``gpu`` mapping with
+  ``permittedHostDevices`` or ``replaceDefaults``, bare or in the ``cozystack-platform``
+  ``Package`` under ``spec.components.platform.values``): which GPUs KubeVirt may pass through;
 - Talos machine configs and patches (a top-level ``machine`` mapping, with the
   ``KernelModuleConfig`` documents of the same file), e.g. the generator's
   ``machine-config-patch.yaml`` or what `talosctl gen config` wrote: one pool per file, whose
@@ -150,6 +153,8 @@ class Inventory:
     services: list[Place] = field(default_factory=list)
     control_planes: list[Place] = field(default_factory=list)
     operator_values: list[Place] = field(default_factory=list)  # gpu-operator HelmRelease values
+    # The platform values' `gpu` mappings: what the management cluster permits for passthrough.
+    platform_gpu: list[Place] = field(default_factory=list)
 
 
 def _str(value: Any) -> str:
@@ -170,6 +175,14 @@ def _name(doc: Document) -> str:
 
 def _is_schematic(data: dict[str, Any]) -> bool:
     return bool(data) and set(data) <= _SCHEMATIC_KEYS and "kind" not in data
+
+
+_PLATFORM_GPU_KEYS = ("permittedHostDevices", "replaceDefaults")
+
+
+def _platform_gpu(data: dict[str, Any]) -> bool:
+    gpu = data.get("gpu")
+    return isinstance(gpu, dict) and any(key in gpu for key in _PLATFORM_GPU_KEYS)
 
 
 def _is_app_values(values: dict[str, Any]) -> bool:
@@ -552,6 +565,12 @@ def build_inventory(documents: list[Document]) -> Inventory:
             inventory.services.append(Place(doc))
         elif kind == "KamajiControlPlane":
             inventory.control_planes.append(Place(doc))
+        elif kind == "Package" and "cozystack" in _str(data.get("apiVersion")):
+            values_path: Path_ = ("spec", "components", "platform", "values")
+            if _platform_gpu(_dict(doc.get(values_path))):
+                inventory.platform_gpu.append(Place(doc, (*values_path, "gpu")))
+        elif not kind and _platform_gpu(data):
+            inventory.platform_gpu.append(Place(doc, ("gpu",)))
         elif not kind and _is_schematic(data):
             _schematic_file(doc, inventory)
         elif not kind and _is_app_values(data):
