@@ -253,15 +253,37 @@ def plan_target(
             _retarget(pool, release) for pool in whole.pools
         )
     except ClusterFileError:
-        # Some pool cannot follow: plan them one by one to tell which, and why.
-        pools = tuple(
-            _plan_one(target, pool, release, options, stay_on=stay_on) for pool in cluster.pools
-        )
+        # Some pool cannot follow: plan them one by one to tell which, and why. Pools alike
+        # but for their name and pass-through values plan alike, so each shape is planned once.
+        shapes: dict[tuple[Any, ...], PoolPlan | PoolRefusal] = {}
+        planned: list[PoolPlan | PoolRefusal] = []
+        for pool in cluster.pools:
+            shape = _shape(pool)
+            if shape not in shapes:
+                shapes[shape] = _plan_one(target, pool, release, options, stay_on=stay_on)
+            known = shapes[shape]
+            if isinstance(known, PoolRefusal):
+                planned.append(replace(known, name=pool.name))
+            else:
+                planned.append(replace(known, name=pool.name, passthrough=pool.passthrough))
+        pools = tuple(planned)
     return TargetPlan(
         cluster=cluster.cluster,
         talos=release,
         pools=pools,
         notes=(note,) if note else (),
+    )
+
+
+def _shape(pool: PoolSpec) -> tuple[Any, ...]:
+    """What a pool's plan depends on besides its name and pass-through values."""
+    return (
+        pool.profile,
+        repr(pool.hardware),
+        pool.extensions,
+        pool.kernel_args,
+        pool.kernel_modules,
+        pool.nvidia,
     )
 
 
@@ -321,7 +343,7 @@ def _setting_fixes(
             continue
         value = settings.tier if key == "tier" else settings.flavour
         yield (
-            f'pin nvidia.{key}: {value} on pool "{pool.name}" (Talos {release} then runs '
+            f"pin nvidia.{key}: {value} on this pool (Talos {release} then runs "
             f"{DriverState(plan.nvidia.flavour, plan.nvidia.tier, plan.nvidia.driver, '')})"
         )
 
@@ -569,15 +591,49 @@ def _removed_pool(old: PoolPlan) -> PoolChange:
     )
 
 
+def _comparison_key(pool: PoolPlan | PoolRefusal) -> tuple[Any, ...]:
+    """What a comparison reads of a pool besides its name. Pools planned alike share their
+    profile and NVIDIA decision objects (planning caches them), so identity stands for them
+    while the plans are alive."""
+    if isinstance(pool, PoolRefusal):
+        return ("refused", pool.reason, pool.fixes)
+    return (
+        pool.schematic_id,
+        pool.extensions,
+        pool.kernel_args,
+        id(pool.nvidia),
+        id(pool.profile),
+        pool.kernel_modules,
+        tuple(pool.sysctls.items()),
+        pool.talos,
+        repr(pool.registry_mirrors),
+    )
+
+
 def compare_plans(old: ClusterPlan, new: TargetPlan) -> UpgradeReport:
     """Compare a cluster's plan with its plan at another release (or another revision of the
     file), pool by pool: matched by name, in the old plan's order, then the pools only the
     target has. A pool the target plan refuses is breaking."""
     by_name = {pool.name: pool for pool in new.pools}
     changes = []
+    # Thousands of pools share a few shapes: compare each pair of shapes once.
+    compared: dict[tuple[Any, ...], PoolChange] = {}
     for pool in old.pools:
         target = by_name.pop(pool.name, None)
-        changes.append(_removed_pool(pool) if target is None else _compare_pool(pool, target))
+        if target is None:
+            changes.append(_removed_pool(pool))
+            continue
+        key = (_comparison_key(pool), _comparison_key(target))
+        known = compared.get(key)
+        if known is None:
+            compared[key] = known = _compare_pool(pool, target)
+        elif isinstance(target, PoolPlan):
+            # The patch command names the pool's directory.
+            actions = tuple(_actions(pool, target, known.machine_config))
+            known = replace(known, name=pool.name, actions=actions)
+        else:
+            known = replace(known, name=pool.name, refusal=target)
+        changes.append(known)
     changes += [_added_pool(pool) for pool in by_name.values()]
     return UpgradeReport(
         cluster=old.cluster,

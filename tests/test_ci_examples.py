@@ -259,7 +259,7 @@ def test_the_github_upgrade_step_reports_the_breaking_pool(
     report = summary.read_text()
     assert report.startswith("### Talos v1.12.6 → v1.13.9 for `mycluster`")
     assert "| `v100` | **BREAKS** |" in report
-    assert 'pin nvidia.tier: lts on pool "v100"' in report
+    assert "pin nvidia.tier: lts on this pool" in report
 
 
 def test_the_gitlab_script_checks_and_fails_on_the_breaking_pool(pull_request: Path) -> None:

@@ -66,7 +66,7 @@ def test_volta_on_production_breaks_from_1_12_to_1_13_with_the_fixes() -> None:
     assert "595.91.07 does not drive 10de:1db4" in v100.refusal.reason
     fixes = v100.refusal.fixes
     assert fixes[0] == (
-        'pin nvidia.tier: lts on pool "v100" (Talos v1.13.9 then runs proprietary lts 580.178.04)'
+        "pin nvidia.tier: lts on this pool (Talos v1.13.9 then runs proprietary lts 580.178.04)"
     )
     assert "stay on Talos v1.12.6 for now" in fixes
     assert any(fix.startswith("replace the card") for fix in fixes)
@@ -273,3 +273,29 @@ def test_pools_only_on_one_side_are_removed_or_added() -> None:
     assert (removed.schematic_after, added.schematic_before) == (None, None)
     assert added.added == ("siderolabs/qemu-guest-agent",)
     assert not report.breaking
+
+
+def test_pools_of_one_shape_are_compared_once_and_reported_under_their_own_names() -> None:
+    text = """\
+cluster: c
+talos: {version: v1.12.6}
+pools:
+  - {name: a, profile: kubevirt-l4, maxReplicas: 1}
+  - {name: b, profile: kubevirt-l4, maxReplicas: 2}
+  - {name: old-a, profile: kubevirt-v100-pcie-16gb, nvidia: {tier: production}}
+  - {name: old-b, profile: kubevirt-v100-pcie-16gb, nvidia: {tier: production}}
+"""
+    report = report_for(text, "v1.13.9")
+    assert [pool.name for pool in report.pools] == ["a", "b", "old-a", "old-b"]
+    a, b, old_a, old_b = report.pools
+    patches = [
+        [action.command for action in pool.actions if action.kind == "patch"] for pool in (a, b)
+    ]
+    assert patches == [
+        ["talosctl patch machineconfig --nodes <node> --patch @a/machine-config-patch.yaml"],
+        ["talosctl patch machineconfig --nodes <node> --patch @b/machine-config-patch.yaml"],
+    ]
+    assert replace(a, name="b", actions=b.actions) == b
+    assert old_a.refusal is not None and old_b.refusal is not None
+    assert (old_a.refusal.name, old_b.refusal.name) == ("old-a", "old-b")
+    assert old_a.refusal.reason == old_b.refusal.reason

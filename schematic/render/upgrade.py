@@ -162,16 +162,21 @@ def _pool_json(pool: PoolChange) -> dict[str, Any]:
 
 
 def upgrade_json(report: UpgradeReport) -> str:
-    """The report as stable JSON text, ending in a newline."""
-    document = {
+    """The report as stable JSON text ending in a newline: the report's keys indented, each
+    pool on one line (a cluster may have thousands; json's indenting encoder is the slow one)."""
+    head = {
         "cluster": report.cluster,
         "source": report.source,
         "talos": {"before": report.talos_before, "after": report.talos_after},
         "breaking": report.breaking,
         "notes": list(report.notes),
-        "pools": [_pool_json(pool) for pool in report.pools],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(head, indent=2, ensure_ascii=False)
+    pools = ",\n".join(
+        "    " + json.dumps(_pool_json(pool), ensure_ascii=False) for pool in report.pools
+    )
+    body = f"[\n{pools}\n  ]" if pools else "[]"
+    return f'{text.removesuffix("}").rstrip()},\n  "pools": {body}\n}}\n'
 
 
 def _cell(parts: list[str]) -> str:
