@@ -174,6 +174,14 @@ def test_ts103_passes_with_open_modules(tmp_path: Path) -> None:
     assert [f for f in found if f.severity != "note"] == []
 
 
+def test_ts103_gb10_follows_the_rules_table(tmp_path: Path) -> None:
+    gb10 = "nvidia.com/GB20B_GB10"
+    found = run(tmp_path / "a", {"n.yaml": nodes("g", gpus=(gb10,), schematic=OPEN_PROD)})
+    assert "proprietary modules (the NVIDIA rules table)" in finding(found, "TS103").message
+    fine = run(tmp_path / "b", {"n.yaml": nodes("g", gpus=(gb10,), schematic=PROP_PROD)})
+    assert "TS103" not in codes(fine)
+
+
 def test_ts104_pascal_with_open_modules(tmp_path: Path) -> None:
     found = run(tmp_path, {"n.yaml": nodes("g", gpus=(P100,), schematic=OPEN_LTS)})
     assert "TS104" in codes(found)

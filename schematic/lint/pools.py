@@ -272,11 +272,12 @@ class _PoolCheck:
                 "no device",
                 use.place,
             )
-        if kmod.flavour == "open" and all(g.gb10 for g in candidates):
+        gb10 = self._gb10_flavour() if all(g.gb10 for g in candidates) else None
+        if gb10 is not None and kmod.flavour != gb10:
             self.add(
                 "TS103",
-                f"{where}: {what} (GB10) works on Talos only with the proprietary modules and "
-                f"kernel arg arm64.nobti, not {kmod.name}",
+                f"{where}: {what} (GB10) works on Talos {self.talos or '1.13+'} only with the "
+                f"{gb10} modules (the NVIDIA rules table), not {kmod.name}",
                 use.place,
             )
         if kmod.flavour == "open" and all(g.pre_turing for g in candidates):
@@ -382,6 +383,19 @@ class _PoolCheck:
             "1.10; extensions come only from the image's schematic",
             place,
         )
+
+    def _gb10_flavour(self) -> str | None:
+        """The flavour the rules table gives GB10 on this pool's Talos (proprietary if unknown)."""
+        from schematic.errors import TalosSchematicError
+        from schematic.nvidia_rules import release_rule
+
+        try:
+            answer = release_rule("gb10-flavour", self.talos or "v1.13.0")
+        except TalosSchematicError:
+            return None
+        if answer is None or answer.value not in ("open", "proprietary"):
+            return None
+        return answer.value
 
     def nvlink5_fabric_manager(
         self, use: SchematicUse, where: str, nvidia: list[NvidiaExtension]
