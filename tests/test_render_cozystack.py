@@ -212,3 +212,16 @@ def test_namespace_is_optional() -> None:
     )
     plan = plan_cluster(parse_cluster(text, "c.yaml"))
     assert kubernetes_nodes(plan, plan.pools[0])["metadata"] == {"name": "c-p"}
+
+
+def test_talos_1_14_values_name_the_metal_installer_the_chart_does_not_default_to() -> None:
+    from schematic.cluster import plan_cluster
+    from schematic.inputs.cluster_file import parse_cluster
+    from schematic.render.cozystack import tool_values
+
+    text = "cluster: c\ntalos: {version: v1.14.0}\npools:\n  - {name: p, profile: kubevirt-l40s}\n"
+    plan = plan_cluster(parse_cluster(text, "c.yaml")).pools[0]
+    values = tool_values(plan)
+    assert values["talos"]["installerRepository"] == "factory.talos.dev/metal-installer"
+    older = text.replace("v1.14.0", "v1.13.9")
+    assert "talos" not in tool_values(plan_cluster(parse_cluster(older, "c.yaml")).pools[0])

@@ -52,7 +52,8 @@ def test_talos_1_14_uses_one_kernel_module_document_per_module() -> None:
     first, *modules = machine_config_patch(plan)
     assert first == {
         "machine": {
-            "install": {"image": f"factory.talos.dev/installer/{plan.schematic_id}:v1.14.0"}
+            # Talos 1.14 defaults to the factory's metal-installer (no plain installer image).
+            "install": {"image": f"factory.talos.dev/metal-installer/{plan.schematic_id}:v1.14.0"}
         }
     }
     assert modules == [
@@ -104,6 +105,27 @@ def test_talos_1_14_module_documents_validate_against_the_1_14_schema() -> None:
         assert [error.message for error in validator.iter_errors(document)] == []
     # The 1.14 schema leaves out the deprecated v1alpha1 fields Talos still accepts
     # (machine.install, machine.kernel); the v1alpha1 part validates against the 1.13 schema.
+    assert [error.message for error in _validator("v1.13.9").iter_errors(first)] == []
+
+
+@pytest.mark.skipif(not TALOS.is_dir(), reason=f"Talos config schemas not available at {TALOS}")
+def test_talos_1_14_b200_patch_validates_and_installs_from_the_metal_installer() -> None:
+    plan = pool("metal-hgx-b200-8x", "v1.14.0")
+    first, *modules = machine_config_patch(plan)
+    image = first["machine"]["install"]["image"]
+    assert image == f"factory.talos.dev/metal-installer/{plan.schematic_id}:v1.14.0"
+    assert [m["name"] for m in modules][-1] == "ib_umad"
+    validator = _validator("v1.14.0-rc.1")
+    for document in modules:
+        assert [error.message for error in validator.iter_errors(document)] == []
+    # Where the 1.14 schema itself names the installer (UnattendedInstall's installer.image),
+    # the same reference is valid too.
+    unattended = {
+        "apiVersion": "v1alpha1",
+        "kind": "UnattendedInstall",
+        "installer": {"image": image},
+    }
+    assert [error.message for error in validator.iter_errors(unattended)] == []
     assert [error.message for error in _validator("v1.13.9").iter_errors(first)] == []
 
 

@@ -251,3 +251,19 @@ def test_pxe_of_a_self_hosted_factory_is_on_the_factory() -> None:
         image_factory_url="https://factory.internal",
     )
     assert url == f"https://factory.internal/pxe/{ID}/v1.13.9/metal-amd64"
+
+
+def test_talos_1_14_installs_from_the_factorys_metal_installer() -> None:
+    plan = pool("profile: metal-hgx-b200-8x", talos="v1.14.0")
+    assert installer_image(plan) == (
+        f"factory.talos.dev/metal-installer/{plan.schematic_id}:v1.14.0"
+    )
+    assert parse_installer_name("metal-installer") == ("metal", False)
+    # A repository the user names is kept on every release.
+    mirrored = pool(
+        "profile: metal-intel", ", installerRepository: reg.internal/installer", talos="v1.14.0"
+    )
+    assert installer_image(mirrored) == f"reg.internal/installer/{mirrored.schematic_id}:v1.14.0"
+    assert installer_image(pool("profile: metal-intel", talos="v1.13.9")).startswith(
+        "factory.talos.dev/installer/"
+    )

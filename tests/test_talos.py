@@ -153,3 +153,34 @@ def test_packaged_table_matches_the_shared_facts() -> None:
         for r in driver_table()
     ]
     assert rows == lines
+
+
+# --- the installer a release upgrades from -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "repository"),
+    [
+        ("v1.5.0", "factory.talos.dev/installer"),
+        ("v1.13.9", "factory.talos.dev/installer"),
+        ("v1.14.0-rc.1", "factory.talos.dev/metal-installer"),
+        ("v1.14.0", "factory.talos.dev/metal-installer"),
+        ("v1.15.2", "factory.talos.dev/metal-installer"),
+    ],
+)
+def test_default_installer_repository_per_release(version: str, repository: str) -> None:
+    from schematic.talos import default_installer_repository
+
+    assert default_installer_repository(version) == repository
+
+
+def test_vanilla_installer_image_per_release() -> None:
+    from schematic.talos import EMPTY_SCHEMATIC_ID, vanilla_installer_image
+
+    assert vanilla_installer_image("v1.13.9") == "ghcr.io/siderolabs/installer:v1.13.9"
+    assert vanilla_installer_image("v1.14.0") == (
+        f"factory.talos.dev/metal-installer/{EMPTY_SCHEMATIC_ID}:v1.14.0"
+    )
+    from schematic.model import Schematic
+
+    assert Schematic.from_extensions(()).id == EMPTY_SCHEMATIC_ID

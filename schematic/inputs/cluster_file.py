@@ -18,7 +18,6 @@ import yaml
 from schematic.errors import ClusterFileError
 from schematic.inputs.cluster_values import (
     DEFAULT_IMAGE_FACTORY_URL,
-    DEFAULT_INSTALLER_REPOSITORY,
     TOOL_KEYS,
     ClusterFile,
     Flavour,
@@ -91,7 +90,8 @@ def _plain_talos(data: object) -> TalosSettings:
     if "version" not in talos:
         raise UnusualShapeError
     url = plain_text(talos.get("imageFactoryURL", DEFAULT_IMAGE_FACTORY_URL))
-    repository = plain_text(talos.get("installerRepository", DEFAULT_INSTALLER_REPOSITORY))
+    # Unset: the release's default (TalosSettings fills it in).
+    repository = plain_text(talos.get("installerRepository", ""))
     return TalosSettings(
         version=check_release(plain_text(talos["version"])),
         image_factory_url=check_http_url(normal_endpoint(url)),

@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 DEFAULT_IMAGE_FACTORY_URL = "https://factory.talos.dev"
+# The charts' default installerRepository; the tool's default follows the Talos release
+# (schematic.talos.default_installer_repository: metal-installer from Talos 1.14).
 DEFAULT_INSTALLER_REPOSITORY = "factory.talos.dev/installer"
 # Kubernetes object names: the KubernetesNodes object is named <cluster>-<pool>.
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -47,11 +49,21 @@ class TalosSettings:
 
     version: str
     image_factory_url: str = DEFAULT_IMAGE_FACTORY_URL
-    installer_repository: str = DEFAULT_INSTALLER_REPOSITORY
+    # "" (unset): the release's default, filled in below.
+    installer_repository: str = ""
     # Left out of the hash (a mapping has none); equal settings still hash alike.
     registry_mirrors: dict[str, Any] | None = field(default=None, hash=False)
     # PEM CA bundle CDI trusts the factory with (Cozystack talos.imageFactoryCA, PR #3797).
     image_factory_ca: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.installer_repository:
+            from schematic.talos import default_installer_repository
+
+            # Frozen: set once, as if the caller had passed it.
+            object.__setattr__(
+                self, "installer_repository", default_installer_repository(self.version)
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -176,9 +176,11 @@ class TalosDocument(_Document):
         description="Image Factory serving boot images (no trailing slash)",
     )
     installer_repository: str = Field(
-        default=cl.DEFAULT_INSTALLER_REPOSITORY,
+        default="",
         alias="installerRepository",
-        description="OCI repository of the installer: <repository>/<schematicID>:<version>",
+        description="OCI repository of the installer: <repository>/<schematicID>:<version>; "
+        "default factory.talos.dev/installer up to Talos 1.13, factory.talos.dev/metal-installer "
+        "from 1.14 (the plain ghcr.io/siderolabs/installer is no longer published)",
     )
     registry_mirrors: dict[str, Any] | None = Field(
         default=None,
