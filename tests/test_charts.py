@@ -469,3 +469,62 @@ def test_a_module_change_without_a_schematic_change_gets_a_note(tmp_path: Path) 
     result = run("generate", str(cluster), "--out", str(out))
     assert result.exit_code == 0, result.stderr
     assert "reaches only workers" not in result.stderr
+
+
+# --- a directory Flux can read -------------------------------------------------------------------
+
+
+def test_kustomization_lists_only_the_manifests(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cluster = write(tmp_path, with_target("osimage"))
+    assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
+    kustomization = yaml.safe_load((out / "kustomization.yaml").read_text())
+    assert kustomization["kind"] == "Kustomization"
+    listed = kustomization["resources"]
+    assert listed == [f"{pool}/kubernetes-nodes.yaml" for pool in ("gpu", "cpu", "storage")]
+    for path in sorted(out.rglob("*.yaml")):
+        name = path.relative_to(out).as_posix()
+        documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        is_object = all("apiVersion" in d and "kind" in d for d in documents)
+        if name in listed:
+            assert is_object and documents[0]["kind"] == "KubernetesNodes"
+        else:
+            # Values, patches, schematics, URLs, the index: not Kubernetes objects to apply.
+            assert name == "kustomization.yaml" or not documents[0].get("kind", "").endswith(
+                ("KubernetesNodes", "HelmRelease")
+            )
+    assert yaml.safe_load((out / "index.yaml").read_text())["kustomization"] == (
+        "kustomization.yaml"
+    )
+    values_only = tmp_path / "values"
+    assert run("generate", str(cluster), "--out", str(values_only), "-f", "values").exit_code == 0
+    assert not (values_only / "kustomization.yaml").exists()
+
+
+def test_helmrelease_for_flux_users(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cluster = write(tmp_path, with_target("v1.6"))
+    result = run("generate", str(cluster), "--out", str(out), "-f", "helmrelease")
+    assert result.exit_code == 0, result.stderr
+    assert yaml.safe_load((out / "kustomization.yaml").read_text())["resources"] == [
+        f"{pool}/helmrelease.yaml" for pool in ("gpu", "cpu", "storage")
+    ]
+    release = yaml.safe_load((out / "gpu" / "helmrelease.yaml").read_text())
+    assert release["apiVersion"] == "helm.toolkit.fluxcd.io/v2"
+    assert release["kind"] == "HelmRelease"
+    # The chart refuses a release not named kubernetes-nodes-<cluster>-<pool>.
+    assert release["metadata"] == {"name": "kubernetes-nodes-demo-gpu", "namespace": "tenant-ml"}
+    assert release["spec"]["chart"]["spec"]["chart"] == "kubernetes-nodes"
+    plan = plan_of(with_target("v1.6"))
+    assert release["spec"]["values"] == pool_values(plan.cluster, plan.pools[0], fit_plan(plan))
+    assert run("check", str(cluster), "--out", str(out)).exit_code == 0
+    # lint reads it as the chart's values (the schematic is one of the UI's NVIDIA sets).
+    lint = run("lint", str(out / "gpu" / "helmrelease.yaml"), "--format", "json")
+    assert lint.exit_code == 0, lint.stdout
+    assert json.loads(lint.stdout)["summary"]["files"] == 1
+
+
+def test_helmrelease_is_never_written_beside_the_kubernetes_nodes_object(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("generate", str(write(tmp_path, CLUSTER)), "--out", str(out)).exit_code == 0
+    assert not list(out.rglob("helmrelease.yaml"))

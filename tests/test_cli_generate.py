@@ -62,7 +62,7 @@ def test_out_tree_matches_golden(tmp_path: Path) -> None:
     result = run("generate", str(EXAMPLE), "--out", str(out))
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
-    assert "4 pools, 26 files written to" in result.stderr
+    assert "4 pools, 27 files written to" in result.stderr
     golden = GOLDEN / "out"
     if REGENERATE:
         shutil.rmtree(golden, ignore_errors=True)

@@ -60,8 +60,12 @@ def test_a_helm_chart_repository_is_not_replaced(tmp_path: Path) -> None:
 
 def test_a_foreign_kustomization_survives_generate_and_is_not_drift(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert run("generate", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    # The user's own kustomization, there before the tool wrote anything (one the tool wrote
+    # is the tool's: its index records it, and it is regenerated like the other files).
+    out.mkdir()
     (out / "kustomization.yaml").write_text("resources: [rtx6000/kubernetes-nodes.yaml]\n")
+    assert run("generate", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    assert "kustomization" not in (out / "index.yaml").read_text()
     (out / "rtx6000" / "NOTES.md").write_text("ours, not the tool's\n")
     assert run("generate", str(EXAMPLE), "--out", str(out), "--layout", "talos").exit_code == 0
     assert (

@@ -340,6 +340,7 @@ def test_generated_cluster_files_render_or_fail_with_a_user_error(
         # The GPU path's files are not in every pool's directory: the index lists them.
         gpu_files = yaml.safe_load(files[INDEX]).get("gpuFiles", [])
         assert set(gpu_files) <= set(files)
-        assert len(files) == 2 + len(plan.pools) * len(POOL_FILES) + len(gpu_files)
+        # Besides: summary.json, index.yaml, kustomization.yaml.
+        assert len(files) == 3 + len(plan.pools) * len(POOL_FILES) + len(gpu_files)
         for kind in KINDS:
             assert render_stream(plan, kind, layout)

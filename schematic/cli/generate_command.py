@@ -47,6 +47,7 @@ class OutputFormat(StrEnum):
     addons = "addons"
     platform = "platform"
     smoke_test = "smoke-test"
+    helmrelease = "helmrelease"
 
 
 class CheckReport(StrEnum):
@@ -74,10 +75,12 @@ FormatOption = Annotated[
         "-f",
         help=(
             "what to print (default cozystack); with --out, write only this kind "
-            "(default: every kind except json). addons: the tenant Kubernetes app's GPU "
-            "Operator values (with --out -f cozystack, the whole Kubernetes object); platform: "
-            "the management cluster's passthrough entries for GPUs its defaults lack; "
-            "smoke-test: an nvidia-smi -L pod per GPU pool"
+            "(default: every kind except json and helmrelease). addons: the tenant Kubernetes "
+            "app's GPU Operator values (with --out -f cozystack, the whole Kubernetes object); "
+            "platform: the management cluster's passthrough entries for GPUs its defaults "
+            "lack; smoke-test: an nvidia-smi -L pod per GPU pool; helmrelease: a Flux "
+            "HelmRelease of the kubernetes-nodes chart per pool, instead of the "
+            "KubernetesNodes object"
         ),
     ),
 ]
@@ -269,10 +272,10 @@ def _consult_factory(
 
 
 def _kinds(output_format: OutputFormat | None) -> tuple[Kind, ...]:
-    from schematic.render.files import KINDS
+    from schematic.render.files import DEFAULT_KINDS, KINDS
 
     if output_format is None:
-        return tuple(kind for kind in KINDS if kind != "json")
+        return DEFAULT_KINDS
     return tuple(kind for kind in KINDS if kind == output_format.value)
 
 
@@ -338,7 +341,8 @@ def generate(
             from schematic.output import write_outputs
             from schematic.render.files import INDEX, owned_paths, render_files
 
-            files = render_files(plan, _kinds(output_format), fit)
+            kustomization = _own_kustomization(out)
+            files = render_files(plan, _kinds(output_format), fit, kustomization=kustomization)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
             unreachable = _unreachable_changes(out, plan, files)
@@ -415,6 +419,16 @@ def _unreachable_changes(out: Path, plan: ClusterPlan, files: dict[str, bytes]) 
     return unreachable_changes(plan.source, before, files)
 
 
+def _own_kustomization(out: Path) -> bool:
+    """Whether to write kustomization.yaml: not when DIR holds one this tool did not write
+    (its index.yaml does not record it), which is the user's to keep."""
+    from schematic.render.files import KUSTOMIZATION
+
+    if not (out / KUSTOMIZATION).exists():
+        return True
+    return _recorded_options(out).get("kustomization") == KUSTOMIZATION
+
+
 def _recorded_options(out: Path) -> dict[str, object]:
     """The chart target, layout, format and --allow-ignored-keys DIR's index.yaml records."""
     import yaml
@@ -427,7 +441,7 @@ def _recorded_options(out: Path) -> dict[str, object]:
         return {}
     if not isinstance(index, dict):
         return {}
-    keys = ("cozystack", "layout", "format", "allowIgnoredKeys")
+    keys = ("cozystack", "layout", "format", "allowIgnoredKeys", "kustomization")
     return {key: index[key] for key in keys if key in index}
 
 
@@ -517,7 +531,8 @@ def check(
             from schematic.render.files import INDEX, owned_paths, render_files
 
             plan = with_factory_schematics(plan, _recorded_registrations(out, plan))
-            files = render_files(plan, _kinds(output_format), fit)
+            kustomization = _own_kustomization(out)
+            files = render_files(plan, _kinds(output_format), fit, kustomization=kustomization)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
             drift = compare_outputs(out, files, index=INDEX, ownership=owned_paths)

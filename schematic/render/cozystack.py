@@ -22,6 +22,7 @@ __all__ = [
     "LAYOUTS",
     "Layout",
     "LayoutOrFit",
+    "helm_release",
     "image_factory_ca",
     "kubernetes_nodes",
     "layout_and_keys",
@@ -137,6 +138,33 @@ def tool_values(pool: PoolPlan, layout: LayoutOrFit = "osimage") -> dict[str, An
 def pool_values(cluster: str, pool: PoolPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any]:
     """The pool's ``KubernetesNodes`` spec: what ``--values-only`` prints."""
     return user_values(cluster, pool) | tool_values(pool, layout)
+
+
+HELM_RELEASE_API_VERSION = "helm.toolkit.fluxcd.io/v2"
+# Where Cozystack's own HelmReleases find the application charts; edit it if your Flux
+# serves the chart from elsewhere.
+CHART_SOURCE = {"kind": "HelmRepository", "name": "cozystack-apps", "namespace": "cozy-public"}
+
+
+def helm_release(plan: ClusterPlan, pool: PoolPlan) -> dict[str, Any]:
+    """A Flux ``HelmRelease`` of the kubernetes-nodes chart for the pool, without its values.
+
+    The chart derives the pool from the release name and refuses any other, so the release is
+    named ``kubernetes-nodes-<cluster>-<pool>``, as Cozystack names the one it makes from a
+    KubernetesNodes object.
+    """
+    metadata: dict[str, Any] = {"name": f"kubernetes-nodes-{plan.cluster}-{pool.name}"}
+    if plan.namespace:
+        metadata["namespace"] = plan.namespace
+    return {
+        "apiVersion": HELM_RELEASE_API_VERSION,
+        "kind": "HelmRelease",
+        "metadata": metadata,
+        "spec": {
+            "interval": "5m",
+            "chart": {"spec": {"chart": "kubernetes-nodes", "sourceRef": dict(CHART_SOURCE)}},
+        },
+    }
 
 
 def kubernetes_nodes(

@@ -16,6 +16,7 @@ from schematic.cluster import ClusterPlan, PoolPlan
 from schematic.render import yamltext
 from schematic.render.cozystack import (
     LayoutOrFit,
+    helm_release,
     image_factory_ca,
     kubernetes_nodes,
     layout_and_keys,
@@ -37,9 +38,11 @@ from schematic.render.urls import pool_urls
 
 __all__ = [
     "CLUSTER_FILES",
+    "DEFAULT_KINDS",
     "GENERATOR",
     "INDEX",
     "KINDS",
+    "KUSTOMIZATION",
     "LOCK",
     "POOL_FILES",
     "SUMMARY",
@@ -58,6 +61,7 @@ Kind = Literal[
     "addons",
     "platform",
     "smoke-test",
+    "helmrelease",
     "json",
 ]
 KINDS: tuple[Kind, ...] = (
@@ -69,8 +73,12 @@ KINDS: tuple[Kind, ...] = (
     "addons",
     "platform",
     "smoke-test",
+    "helmrelease",
     "json",
 )
+# What --out writes without --format. A HelmRelease deploys the same chart release the
+# KubernetesNodes object makes Cozystack deploy, so the two are never written together.
+DEFAULT_KINDS: tuple[Kind, ...] = tuple(k for k in KINDS if k not in ("helmrelease", "json"))
 # The file each per-pool kind is written to, under <out>/<pool>/.
 POOL_FILES: dict[Kind, str] = {
     "cozystack": "kubernetes-nodes.yaml",
@@ -78,7 +86,12 @@ POOL_FILES: dict[Kind, str] = {
     "machine-config": "machine-config-patch.yaml",
     "schematic": "schematic.yaml",
     "urls": "urls.yaml",
+    "helmrelease": "helmrelease.yaml",
 }
+# What kustomization.yaml lists: the pools' objects. Not the addons (a partial Kubernetes app
+# to merge, never to apply over the user's) nor the smoke tests (pods run once, by hand).
+MANIFEST_KINDS: tuple[Kind, ...] = ("cozystack", "helmrelease")
+KUSTOMIZATION = "kustomization.yaml"
 SUMMARY = "summary.json"
 INDEX = "index.yaml"
 # Written beside the index by `generate --out DIR --live-catalogue`.
@@ -109,7 +122,7 @@ class _Renderer:
         wanted = set(kinds)
         out: dict[Kind, str] = {}
         values = ""
-        if wanted & {"cozystack", "values"}:
+        if wanted & {"cozystack", "values", "helmrelease"}:
             # The user's keys and the tool's are disjoint, so the two dumps concatenate.
             values = self.user_text(pool) + self.tool_text(pool)
         if "cozystack" in wanted:
@@ -119,6 +132,13 @@ class _Renderer:
             out["cozystack"] = f"{yamltext.dump(head)}spec:\n{_indented(values)}"
         if "values" in wanted:
             out["values"] = values
+        if "helmrelease" in wanted:
+            head = helm_release(self.plan, pool)
+            spec = head.pop("spec")
+            out["helmrelease"] = (
+                f"{yamltext.dump(head)}spec:\n{_indented(yamltext.dump(spec))}"
+                f"  values:\n{_indented(_indented(values))}"
+            )
         if "machine-config" in wanted:
             out["machine-config"] = self.patch(pool)
         if "schematic" in wanted:
@@ -194,8 +214,22 @@ def _gpu_path_files(
     return files
 
 
+def _kustomization(manifests: list[str]) -> str:
+    document = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": manifests,
+    }
+    return _HEADER + yamltext.dump(document)
+
+
 def _index(
-    plan: ClusterPlan, kinds: tuple[Kind, ...], layout: LayoutOrFit, gpu_files: Iterable[str]
+    plan: ClusterPlan,
+    kinds: tuple[Kind, ...],
+    layout: LayoutOrFit,
+    gpu_files: Iterable[str],
+    *,
+    kustomization: bool,
 ) -> str:
     per_pool = [kind for kind in kinds if kind in POOL_FILES]
     index: dict[str, Any] = {
@@ -222,6 +256,8 @@ def _index(
         index["format"] = kinds[0]  # written with --format: `check` reads it back
     if "json" in kinds:
         index["summary"] = SUMMARY
+    if kustomization:
+        index["kustomization"] = KUSTOMIZATION
     return _HEADER + yamltext.dump(index)
 
 
@@ -249,17 +285,19 @@ def owned_paths(text: bytes) -> frozenset[str] | None:
         listing = _parsed_listing(text)
     if listing is None:
         return None
-    pools, files, summary, gpu_files = listing
+    pools, files, summary, gpu_files, kustomization = listing
     owned = {INDEX, LOCK}
     if _plain_name(summary):
         owned.add(summary)
+    if kustomization == KUSTOMIZATION:
+        owned.add(KUSTOMIZATION)
     good_files = [file for file in files if _plain_name(file)]
     owned.update(f"{name}/{file}" for name in pools if _plain_name(name) for file in good_files)
     owned.update(path for path in gpu_files if _plain_path(path))
     return frozenset(owned)
 
 
-_Listing = tuple[list[object], list[object], object, list[object]]
+_Listing = tuple[list[object], list[object], object, list[object], object]
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)*")
 _TOP_LINE = re.compile(r"([A-Za-z][A-Za-z0-9]*):(?: (.*))?")
@@ -278,6 +316,7 @@ def _fast_listing(text: bytes) -> _Listing | None:
     files: list[object] = []
     gpu_files: list[object] = []
     summary: object = None
+    kustomization: object = None
     section = ""
     for line in lines[2:-1]:
         if line.startswith("  "):
@@ -307,7 +346,9 @@ def _fast_listing(text: bytes) -> _Listing | None:
             section = top[1] if top[2] is None else ""
             if top[1] == "summary":
                 summary = top[2]
-    return pools, files, summary, gpu_files
+            elif top[1] == "kustomization":
+                kustomization = top[2]
+    return pools, files, summary, gpu_files, kustomization
 
 
 def _parsed_listing(text: bytes) -> _Listing | None:
@@ -327,7 +368,8 @@ def _parsed_listing(text: bytes) -> _Listing | None:
         return None
     names = [entry.get("name") for entry in pools if isinstance(entry, dict)]
     gpu_files = index.get("gpuFiles")
-    return names, files, index.get("summary"), gpu_files if isinstance(gpu_files, list) else []
+    listed = gpu_files if isinstance(gpu_files, list) else []
+    return names, files, index.get("summary"), listed, index.get("kustomization")
 
 
 def _plain_name(value: object) -> TypeGuard[str]:
@@ -343,10 +385,18 @@ def _plain_path(value: object) -> TypeGuard[str]:
 
 
 def render_files(
-    plan: ClusterPlan, kinds: Iterable[Kind] = KINDS[:-1], layout: LayoutOrFit = "osimage"
+    plan: ClusterPlan,
+    kinds: Iterable[Kind] = DEFAULT_KINDS,
+    layout: LayoutOrFit = "osimage",
+    *,
+    kustomization: bool = True,
 ) -> dict[str, bytes]:
     """The ``--out`` tree: ``<pool>/<file>`` per pool and kind, the GPU path's files
-    (:data:`CLUSTER_FILES`, ``<pool>/smoke-test.yaml``), ``summary.json``, ``index.yaml``."""
+    (:data:`CLUSTER_FILES`, ``<pool>/smoke-test.yaml``), ``summary.json``, ``index.yaml``, and
+    ``kustomization.yaml`` listing only the pools' objects (Flux builds a kustomization of
+    every YAML file otherwise, and values, patches, schematics and the index are not objects).
+
+    ``kustomization=False`` leaves it out (the directory holds the user's own)."""
     wanted = tuple(kind for kind in KINDS if kind in set(kinds))
     per_pool = [kind for kind in wanted if kind in POOL_FILES]
     renderer = _Renderer(plan, layout)
@@ -360,7 +410,16 @@ def render_files(
         files[name] = text.encode()
     if "json" in wanted:
         files[SUMMARY] = summary_json(plan, layout).encode()
-    files[INDEX] = _index(plan, wanted, layout, gpu_files).encode()
+    manifests = [
+        f"{pool.name}/{POOL_FILES[kind]}"
+        for pool in plan.pools
+        for kind in MANIFEST_KINDS
+        if kind in wanted
+    ]
+    listed = kustomization and bool(manifests)
+    if listed:
+        files[KUSTOMIZATION] = _kustomization(manifests).encode()
+    files[INDEX] = _index(plan, wanted, layout, gpu_files, kustomization=listed).encode()
     return files
 
 
