@@ -45,9 +45,11 @@ __all__ = [
     "assumed_target",
     "chart_target",
     "chart_targets",
+    "charts_with",
     "check_chart_name",
     "check_module_guards",
     "fit_plan",
+    "ignored_consequence",
     "resolve_target",
     "unreachable_changes",
 ]
@@ -140,6 +142,19 @@ _CONSEQUENCES = {
 
 def _consequence(key: str) -> str:
     return _CONSEQUENCES.get(key, "the setting would have no effect")
+
+
+def ignored_consequence(key: str) -> str:
+    """What does not happen when a chart ignores the value ``key`` (``talos.x`` for talos)."""
+    for layout, layout_key in LAYOUT_KEYS.items():
+        if key == layout_key:
+            return _layout_consequence(layout).replace(" every pool ", " the pool ")
+    return _consequence(key)
+
+
+def charts_with(key: str) -> str:
+    """The targets whose chart reads ``key``, for a message ("pr3571 or osimage")."""
+    return _charts_with(key)
 
 
 def _layouts_for(target: ChartTarget) -> str:

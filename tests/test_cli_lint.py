@@ -130,7 +130,9 @@ def test_every_rule_explains_how_to_confirm() -> None:
     for known in RULES.values():
         assert known.seen and known.why and known.confirm and known.remedy and known.fix
     assert "chroot /host /usr/local/bin/nvidia-smi -L" in RULES["TS103"].explain()
-    assert "same uptime" in RULES["TS131"].explain()
+    # TS131's confirmation is trustd's, not the NVIDIA reboot loop's.
+    assert "port 50001" in RULES["TS131"].confirm
+    assert "startAllServices" not in RULES["TS131"].confirm
 
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"

@@ -846,3 +846,129 @@ def test_every_rule_is_tested_here() -> None:
     source = Path(__file__).read_text()
     untested = [code for code in RULES if f"test_{code.lower()}" not in source]
     assert untested == []
+
+
+# --- the chart the values are for: PR #3294's node-group union, TS180, TS181, TS123 per chart --
+
+
+def run_for(tmp_path: Path, files: dict[str, str], chart: str) -> list[Finding]:
+    from schematic.chart_targets import chart_target
+
+    write(tmp_path, files)
+    return list(lint_paths([str(tmp_path)], chart=chart_target(chart)).findings)
+
+
+GROUP_IMAGE = """\
+apiVersion: apps.cozystack.io/v1alpha1
+kind: Kubernetes
+metadata:
+  name: prod
+spec:
+  talos:
+    version: v1.13.6
+  nodeGroups:
+    gpu:
+      gpus:
+        - name: {gpu}
+      image:
+        {form}:
+          schematicID: {id}
+          version: {version}
+    cpu:
+      instanceType: u1.large
+      image:
+        factory:
+          schematicID: {cpu_id}
+"""
+
+
+def test_pr3294_node_group_image_union_is_read(tmp_path: Path) -> None:
+    files = {
+        "app.yaml": GROUP_IMAGE.format(
+            gpu=H200, form="factory", id=OPEN_LTS, version="v1.13.6", cpu_id=COZY
+        )
+    }
+    # The group's own schematic is the NVIDIA one: no false TS110 / TS111, no TS101 elsewhere.
+    assert codes(run(tmp_path, files)) == set()
+
+
+def test_pr3294_node_group_image_union_finds_ts101_and_ts103(tmp_path: Path) -> None:
+    files = {
+        "app.yaml": GROUP_IMAGE.format(
+            gpu=BLACKWELL, form="builtin", id=PROP_LTS, version="v1.13.6", cpu_id=OPEN_LTS
+        )
+    }
+    found = run(tmp_path, files)
+    assert {"TS101", "TS103"} <= codes(found)
+    assert "TS110" not in codes(found) and "TS111" not in codes(found)
+    assert "image.builtin.schematicID" in finding(found, "TS103").message
+    assert finding(found, "TS101").object == "prod nodeGroups.cpu"
+
+
+def test_ts180_image_version_differs_from_talos_version(tmp_path: Path) -> None:
+    files = {
+        "app.yaml": GROUP_IMAGE.format(
+            gpu=H200, form="factory", id=OPEN_LTS, version="v1.13.9", cpu_id=COZY
+        )
+    }
+    hit = finding(run(tmp_path, files), "TS180")
+    assert hit.severity == "warning"
+    assert "image.factory.version v1.13.9 differs from talos.version v1.13.6" in hit.message
+    extra = "\n  osImage:\n    factory:\n      version: v1.12.4"
+    found = run(tmp_path / "nodes", {"n.yaml": nodes("n", schematic=COZY, extra=extra)})
+    assert "osImage.factory.version v1.12.4 differs from talos.version v1.13.6" in (
+        finding(found, "TS180").message
+    )
+
+
+def test_ts180_passes_when_the_versions_agree(tmp_path: Path) -> None:
+    found = run(tmp_path, {"n.yaml": nodes("n", schematic=COZY, layout="osImage")})
+    assert "TS180" not in codes(found)
+
+
+def test_ts181_a_value_the_chart_ignores(tmp_path: Path) -> None:
+    files = {"n.yaml": nodes("n", gpus=(H200,), schematic=OPEN_LTS, layout="osImage")}
+    found = run_for(tmp_path, files, "v1.6")
+    hit = finding(found, "TS181")
+    assert hit.severity == "error"
+    assert "osImage: Cozystack v1.6.x's kubernetes-nodes chart has no osImage value" in (
+        hit.message
+    )
+    assert "default schematic" in hit.message
+    assert "osimage" in hit.fix
+    # Without --chart nothing is assumed; on the chart that has osImage it is fine.
+    assert "TS181" not in codes(run(tmp_path, files))
+    assert "TS181" not in codes(run_for(tmp_path, files, "osimage"))
+
+
+def test_ts181_passes_image_factory_ca_where_the_chart_has_it(tmp_path: Path) -> None:
+    extra = "\n  kernelModules: []"
+    text = nodes("n", schematic=COZY, layout="osImage", extra=extra) + (
+        "  talos:\n    imageFactoryCA: |\n      -----BEGIN CERTIFICATE-----\n"
+        "      -----END CERTIFICATE-----\n"
+    )
+    assert "TS181" not in codes(run_for(tmp_path, {"n.yaml": text}, "osimage"))
+    found = run_for(tmp_path, {"n.yaml": text}, "pr3571")
+    ignored = [f.message.split(": ")[1] for f in found if f.code == "TS181"]
+    assert ignored == ["osImage", "talos.imageFactoryCA"]
+
+
+def test_ts123_per_chart_for_values_without_kernel_modules(tmp_path: Path) -> None:
+    files = {"n.yaml": nodes("g", gpus=(H200,), schematic=OPEN_LTS)}
+    hit = finding(run_for(tmp_path, files, "v1.6"), "TS123")
+    assert "Cozystack v1.6.x's chart loads no nvidia module (it has no kernelModules)" in (
+        hit.message
+    )
+    assert "no durable way" in hit.message
+    assert hit.fix == "move to a chart with kernelModules (--chart pr3571 or osimage)"
+    # PR #3571's chart loads the NVIDIA set when kernelModules is unset.
+    assert "TS123" not in codes(run_for(tmp_path, files, "pr3571"))
+    assert "TS123" not in codes(run(tmp_path, files))
+
+
+def test_ts123_fix_follows_the_chart_for_rendered_machine_configs(tmp_path: Path) -> None:
+    files = {"kmt.yaml": kmt(OPEN_PROD), "tct.yaml": tct(OPEN_PROD, modules="")}
+    default = finding(run(tmp_path, files), "TS123").fix
+    assert default == RULES["TS123"].fix
+    assert "unset" in finding(run_for(tmp_path, files, "pr3571"), "TS123").fix
+    assert "--chart pr3571" in finding(run_for(tmp_path, files, "v1.6"), "TS123").fix

@@ -44,6 +44,16 @@ def lint(
             help="Resolve unknown schematic IDs with GET URL/schematics/{id}.",
         ),
     ] = None,
+    chart: Annotated[
+        str | None,
+        typer.Option(
+            "--chart",
+            metavar="TARGET",
+            help="The Cozystack kubernetes-nodes chart the values are for: v1.6, main, pr3571, "
+            "osimage. Keys it ignores are reported (TS181) and kernel-module findings follow "
+            "what it loads.",
+        ),
+    ] = None,
     hardware: Annotated[
         str | None,
         typer.Option(
@@ -83,13 +93,23 @@ def lint(
         except ValueError as err:
             raise typer.BadParameter(str(err), param_hint="--cozystack") from None
     try:
+        target = None
+        if chart is not None:
+            from schematic.chart_targets import chart_target
+
+            try:
+                target = chart_target(chart)
+            except ValueError as err:
+                raise typer.BadParameter(str(err), param_hint="--chart") from None
         profile = None
         if hardware is not None:
             from schematic.inputs.profiles import load_profile
 
             profile = load_profile(hardware)
         if factory is None:
-            report = lint_paths(paths, talos=talos, hardware=profile, cozystack=cozystack)
+            report = lint_paths(
+                paths, talos=talos, hardware=profile, cozystack=cozystack, chart=target
+            )
         else:
             from schematic.factory import FactoryClient
             from schematic.model import Schematic
@@ -103,7 +123,12 @@ def lint(
                     return Schematic.from_yaml(body, f"{factory}/schematics/{schematic_id}")
 
                 report = lint_paths(
-                    paths, talos=talos, fetch=fetch, hardware=profile, cozystack=cozystack
+                    paths,
+                    talos=talos,
+                    fetch=fetch,
+                    hardware=profile,
+                    cozystack=cozystack,
+                    chart=target,
                 )
     except TalosSchematicError as err:
         raise fail(err) from None

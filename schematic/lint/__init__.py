@@ -19,6 +19,7 @@ from schematic.lint.findings import RULES, Collector, Finding, Rule
 from schematic.model import Schematic
 
 if TYPE_CHECKING:
+    from schematic.chart_targets import ChartTarget
     from schematic.inputs.profile_values import HardwareProfile
 
 __all__ = ["RULES", "Finding", "LintReport", "Rule", "lint_paths"]
@@ -55,6 +56,7 @@ def lint_paths(
     fetch: Callable[[str], Schematic | None] | None = None,
     hardware: HardwareProfile | None = None,
     cozystack: str | None = None,
+    chart: ChartTarget | None = None,
 ) -> LintReport:
     """Lint every YAML file below ``paths``.
 
@@ -62,7 +64,9 @@ def lint_paths(
     the inputs and the well-known table do not (e.g. an Image Factory's GET /schematics/{id});
     ``hardware`` is the machine that standalone Talos machine configs are for (they do not say);
     ``cozystack`` is the Cozystack release the Kubernetes apps run (its GPU Operator addon
-    defaults; :func:`schematic.gpupath.operator_release_named`), the released one if None.
+    defaults; :func:`schematic.gpupath.operator_release_named`), the released one if None;
+    ``chart`` the kubernetes-nodes chart the values are for (keys it ignores are reported, and
+    kernel-module findings follow what it loads).
     Raises LintInputError for a path that cannot be read, ValueError for an unknown release.
     """
     from schematic.gpupath import operator_release, operator_release_named
@@ -100,7 +104,7 @@ def lint_paths(
         line = place.line + error.line - 1 if error.line else place.line
         field = f"{error.path}: " if error.path else ""
         out.add("TS004", f"schematic: {field}{error.reason}", place.file, line)
-    ctx = LintContext(SchematicResolver(local, fetch), talos, out, hardware)
+    ctx = LintContext(SchematicResolver(local, fetch), talos, out, hardware, chart)
     check_pools(inventory, ctx)
     check_clusters(inventory, ctx)
     check_addons(inventory, out, release)

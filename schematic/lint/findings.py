@@ -4,7 +4,7 @@ and the long text `explain` prints).
 Codes are stable: a rule keeps its code for life and a retired code is never reused.
 ``TS0xx`` are about the input itself, ``TS1xx`` about pools, schematics and GPUs,
 ``TS12x`` kernel modules, ``TS13x`` rendered manifests, ``TS14x`` add-ons, ``TS15x``
-extension names.
+extension names, ``TS18x`` values against the chart they are for.
 """
 
 from __future__ import annotations
@@ -346,7 +346,14 @@ def _rules() -> tuple[Rule, ...]:
             "(`machine.kernel.modules`, or KernelModuleConfig documents from Talos 1.14).",
             confirm="`talosctl read /proc/modules | grep nvidia` prints nothing.",
             remedy="Load `nvidia`, `nvidia_uvm`, `nvidia_drm` and `nvidia_modeset`, in that "
-            "order (unset `kernelModules` does it on Cozystack).",
+            "order. Which way depends on the chart: from Cozystack PR #3571 (and PR #4171's "
+            "osImage chart) leaving `kernelModules` unset loads them on a pool with an "
+            "`nvidia.com/*` GPU, or list them; released Cozystack v1.6.x and main have no "
+            "`kernelModules` and their talos-reconcile Job rewrites the TalosConfigTemplate "
+            "from a fixed template, so there is no durable way there: move to a chart with "
+            "`kernelModules`. Outside Cozystack, add them to the machine config "
+            "(`machine.kernel.modules`, or KernelModuleConfig documents from Talos 1.14). "
+            "`lint --chart TARGET` says which applies.",
         ),
         Rule(
             code="TS124",
@@ -402,10 +409,17 @@ def _rules() -> tuple[Rule, ...]:
             "plane endpoint; without it certificate signing fails and the boot sequence times "
             "out. This is the other cause of a 70-minute reboot cycle: rule it out before "
             "blaming the schematic.",
-            confirm=_REBOOT_CONFIRM
-            + "\nThe console shows trustd / certificate requests to :50001 timing out.",
+            confirm="`kubectl get svc <cluster> -o yaml` (the control-plane Service) lists no "
+            "port 50001. On a worker's serial console (`virtctl console <vm>`, attached across "
+            "the reboot) the certificate requests to `<endpoint>:50001` time out and the boot "
+            "sequence gives up about 70 minutes in; the node has no kubelet serving "
+            "certificate (`talosctl -n <worker> get certificates` shows none issued), while "
+            "the NVIDIA services, if any, run. A worker's first boot can also fail this way; "
+            "a schematic problem instead shows `ext-nvidia-persistenced` waiting.",
             remedy="Add `{name: talos-trustd, port: 50001, targetPort: 50001}` to the Service "
-            "(on Kamaji: `spec.network.additionalServicePorts` of the KamajiControlPlane).",
+            "(on Kamaji: `spec.network.additionalServicePorts` of the KamajiControlPlane). "
+            "Cozystack's kubernetes chart adds it to the KamajiControlPlane it renders; a "
+            "hand-made or older control plane may lack it.",
         ),
         Rule(
             code="TS140",
@@ -539,6 +553,42 @@ def _rules() -> tuple[Rule, ...]:
             "schematic ID (the generated machine-config patch does), or the empty schematic's "
             "ID for vanilla Talos.",
         ),
+        Rule(
+            code="TS180",
+            title="osImage version differs from talos.version",
+            severity="warning",
+            fix="set osImage.factory.version (or image.*.version) and talos.version alike",
+            seen="The pool boots one Talos release while its values (and everything that reads "
+            "`talos.version`) name another; on a chart without the image union the pool "
+            "boots `talos.version` instead.",
+            why="The image union's `version` overrides `talos.version` for this pool's boot "
+            "disk and installer on the charts that have it (Cozystack PR #4171 for "
+            "KubernetesNodes, PR #3294 for node groups); charts without the union ignore it "
+            "and use `talos.version`. Two releases in one pool's values means the release it "
+            "runs depends on which chart reads them.",
+            confirm="`talosctl -n <worker> version` prints the Talos release the node runs; "
+            "compare it with both keys.",
+            remedy="Write one release in both places (the generator writes the cluster file's "
+            "`talos.version` into both), or remove the override.",
+        ),
+        Rule(
+            code="TS181",
+            title="value the chart ignores",
+            severity="error",
+            fix="remove the key, or target a chart that has it",
+            seen="The values validate and the object is accepted, but the setting has no "
+            "effect; for `osImage` or a root `schematicID` the pool boots Cozystack's default "
+            "schematic, and GPU pools come up without a driver.",
+            why="No kubernetes-nodes chart sets `additionalProperties: false`, so a key written "
+            "for another chart generation (PR #4171's `osImage`, PR #3571's `schematicID` and "
+            "`kernelModules`, PR #3797's `talos.imageFactoryCA`) is silently ignored by a chart "
+            "that lacks it. Reported only when `lint --chart TARGET` says which chart the "
+            "values are for.",
+            confirm="`helm template` the chart with these values and look for the setting in "
+            "the rendered objects: it is not there.",
+            remedy="Write the values for the chart you run (`talos-schematic generate --chart "
+            "TARGET`), or upgrade the chart.",
+        ),
     )
 
 
@@ -558,8 +608,16 @@ class Collector:
         self._once: set[str] = set()
 
     def add(
-        self, code: str, message: str, file: str, line: int | None = None, obj: str = ""
+        self,
+        code: str,
+        message: str,
+        file: str,
+        line: int | None = None,
+        obj: str = "",
+        *,
+        fix: str | None = None,
     ) -> None:
+        """Record a finding; ``fix`` replaces the rule's one-line fix (e.g. per chart)."""
         known = RULES[code]
         key = (code, file, line, obj, message)
         self._found.setdefault(
@@ -568,7 +626,7 @@ class Collector:
                 code=code,
                 severity=known.severity,
                 message=message,
-                fix=known.fix,
+                fix=fix or known.fix,
                 file=file,
                 line=line,
                 object=obj,

@@ -6,7 +6,8 @@ Recognised (by ``kind`` where there is one, else by keys):
   either chart; all three schematic layouts (``talos.schematicID``, root ``schematicID``,
   ``osImage.factory|builtin``);
 - ``Kubernetes`` app objects and bare kubernetes values (``nodeGroups``, ``addons``,
-  cluster-wide ``talos``);
+  cluster-wide ``talos``); a node group's own schematic in PR #3294's union
+  (``nodeGroups.<g>.image.factory|builtin``) or PR #3571's flat ``nodeGroups.<g>.schematicID``;
 - rendered ``KubevirtMachineTemplate``, ``TalosConfigTemplate``, ``MachineDeployment``, the
   reconcile ``Job`` whose command carries a TalosConfigTemplate heredoc, ``Service`` and
   ``KamajiControlPlane``;
@@ -126,6 +127,13 @@ class Pool:
     install_extensions: Place | None = None
     # Where a machine config names the plain ghcr.io/siderolabs/installer (vanilla Talos).
     plain_installer: Place | None = None
+    # The Talos release the pool's image union pins (osImage / image .factory|builtin .version)
+    # and the talos.version beside it (a node group's: the app's), each with where it is.
+    image_version: tuple[str, Place, str] | None = None
+    talos_version: tuple[str, Place, str] | None = None
+    # A KubernetesNodes pool described by values: each top-level key and talos.<key> it sets,
+    # to hold against the chart the values are for (lint --chart).
+    value_keys: dict[str, Place] | None = None
 
     @property
     def nvidia_gpus(self) -> list[GpuUse]:
@@ -206,12 +214,14 @@ def _is_nodes_values(values: dict[str, Any]) -> bool:
 # --- pools described by values ---------------------------------------------------------------
 
 
-def _own_schematic(doc: Document, base: Path_) -> SchematicUse | None:
-    """The pool's own schematic, newest layout first (osImage, root schematicID, talos)."""
+def _own_schematic(doc: Document, base: Path_, union: str = "osImage") -> SchematicUse | None:
+    """The pool's own schematic, newest layout first (the image union, root schematicID,
+    talos). ``union`` is ``osImage`` for a KubernetesNodes pool, ``image`` for a node group of
+    the kubernetes chart (PR #3294)."""
     for source in ("factory", "builtin"):
-        path = (*base, "osImage", source, "schematicID")
+        path = (*base, union, source, "schematicID")
         if _str(doc.get(path)):
-            return SchematicUse(doc.get(path), Place(doc, path), f"osImage.{source}.schematicID")
+            return SchematicUse(doc.get(path), Place(doc, path), f"{union}.{source}.schematicID")
     for path, role in (
         ((*base, "schematicID"), "schematicID"),
         ((*base, "talos", "schematicID"), "talos.schematicID"),
@@ -221,14 +231,21 @@ def _own_schematic(doc: Document, base: Path_) -> SchematicUse | None:
     return None
 
 
-def _own_talos(doc: Document, base: Path_) -> tuple[str, Place] | None:
-    for path in (
-        (*base, "osImage", "factory", "version"),
-        (*base, "osImage", "builtin", "version"),
-        (*base, "talos", "version"),
-    ):
+def _image_version(doc: Document, base: Path_, union: str) -> tuple[str, Place, str] | None:
+    for source in ("factory", "builtin"):
+        path = (*base, union, source, "version")
         if _str(doc.get(path)):
-            return doc.get(path), Place(doc, path)
+            return doc.get(path), Place(doc, path), f"{union}.{source}.version"
+    return None
+
+
+def _own_talos(doc: Document, base: Path_, union: str = "osImage") -> tuple[str, Place] | None:
+    image = _image_version(doc, base, union)
+    if image is not None:
+        return image[0], image[1]
+    path = (*base, "talos", "version")
+    if _str(doc.get(path)):
+        return doc.get(path), Place(doc, path)
     return None
 
 
@@ -256,20 +273,37 @@ def _kernel_modules(doc: Document, base: Path_) -> KernelModules:
     return KernelModules("list", tuple(n for n in names if n), Place(doc, path))
 
 
-def _values_pool(doc: Document, base: Path_, name: str, cluster: str) -> Pool:
+def _values_pool(
+    doc: Document, base: Path_, name: str, cluster: str, union: str = "osImage"
+) -> Pool:
     pool = Pool(name=name, place=Place(doc, base), cluster=cluster)
     pool.gpus = _gpus(doc, (*base, "gpus"))
     pool.modules = _kernel_modules(doc, base)
-    talos = _own_talos(doc, base)
+    talos = _own_talos(doc, base, union)
     if talos is not None:
         pool.talos, pool.talos_place = talos
+    pool.image_version = _image_version(doc, base, union)
+    path = (*base, "talos", "version")
+    if _str(doc.get(path)):
+        pool.talos_version = (doc.get(path), Place(doc, path), "talos.version")
     return pool
+
+
+def _value_keys(doc: Document, base: Path_) -> dict[str, Place]:
+    keys: dict[str, Place] = {}
+    for key in _dict(doc.get(base)):
+        keys[str(key)] = Place(doc, (*base, key))
+        if key == "talos":
+            for sub in _dict(doc.get((*base, "talos"))):
+                keys[f"talos.{sub}"] = Place(doc, (*base, "talos", sub))
+    return keys
 
 
 def _nodes_pool(doc: Document, base: Path_) -> Pool:
     name = _name(doc) or doc.file
     cluster = _str(doc.get((*base, "cluster")))
     pool = _values_pool(doc, base, name, _cluster_key(cluster))
+    pool.value_keys = _value_keys(doc, base)
     own = _own_schematic(doc, base)
     if own is None:
         # The chart's default applies: the vanilla Cozystack schematic.
@@ -295,13 +329,17 @@ def _app(doc: Document, base: Path_, inventory: Inventory) -> None:
     groups = _dict(doc.get((*base, "nodeGroups")))
     for group in groups:
         group_base = (*base, "nodeGroups", group)
-        pool = _values_pool(doc, group_base, f"{name} nodeGroups.{group}", cluster.name)
-        own = _own_schematic(doc, group_base)
+        pool = _values_pool(
+            doc, group_base, f"{name} nodeGroups.{group}", cluster.name, union="image"
+        )
+        own = _own_schematic(doc, group_base, union="image")
         if own is None:
             own = SchematicUse(wide.id, wide.place, wide.role, inherited=True)
         pool.schematics.append(own)
         if pool.talos is None and talos:
             pool.talos, pool.talos_place = talos, Place(doc, talos_path)
+        if pool.talos_version is None and talos:
+            pool.talos_version = (talos, Place(doc, talos_path), "talos.version")
         cluster.pools.append(pool)
         inventory.pools.append(pool)
     inventory.clusters.append(cluster)

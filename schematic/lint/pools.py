@@ -30,6 +30,7 @@ from schematic.nvidia import (
 )
 
 if TYPE_CHECKING:
+    from schematic.chart_targets import ChartTarget
     from schematic.inputs.profile_values import HardwareProfile
 
 __all__ = ["LintContext", "check_clusters", "check_pools", "gpu_candidates"]
@@ -46,6 +47,8 @@ class LintContext:
     out: Collector = field(default_factory=Collector)
     # --hardware: the machine standalone machine configs are for (they name no GPU).
     hardware: HardwareProfile | None = None
+    # --chart: the kubernetes-nodes chart the values are for; None: not said.
+    chart: ChartTarget | None = None
 
 
 # --- GPUs from resource names -----------------------------------------------------------------
@@ -173,6 +176,41 @@ class _PoolCheck:
         self.boot_versus_installer()
         self.install_extensions()
         self.plain_installer()
+        self.image_version()
+        self.ignored_values()
+
+    def image_version(self) -> None:
+        """TS180: the image union pins another release than talos.version."""
+        image, talos = self.pool.image_version, self.pool.talos_version
+        if image is None or talos is None or image[0] == talos[0]:
+            return
+        self.add(
+            "TS180",
+            f"pool {self.pool.name!r}: {image[2]} {image[0]} differs from {talos[2]} "
+            f"{talos[0]} ({talos[1].file}:{talos[1].line}); the release the pool runs then "
+            "depends on whether its chart reads the image union",
+            image[1],
+        )
+
+    def ignored_values(self) -> None:
+        """TS181: keys the chart named by --chart does not read (it ignores them silently)."""
+        from schematic.charts import charts_with, ignored_consequence
+
+        chart, keys = self.ctx.chart, self.pool.value_keys
+        if chart is None or keys is None:
+            return
+        for key, place in keys.items():
+            if key == "talos" or chart.accepts(key):
+                continue
+            self.out.add(
+                "TS181",
+                f"pool {self.pool.name!r}: {key}: {chart.title}'s kubernetes-nodes chart has no "
+                f"{key} value and ignores it, so {ignored_consequence(key)}",
+                place.file,
+                place.line,
+                self.pool.name,
+                fix=f"remove {key}, or target a chart with it ({charts_with(key)})",
+            )
 
     def schematic(self, use: SchematicUse, schematic: Schematic) -> None:
         pool = self.pool
@@ -340,6 +378,33 @@ class _PoolCheck:
                 pool.modules.place,
             )
         self.machine_config_loads(where, has_kmods, pool.machine_config_modules)
+        self.chart_loads(where, has_kmods)
+
+    def chart_loads(self, where: str, has_kmods: bool) -> None:
+        """TS123 for values: on a chart without kernelModules (v1.6.x, main), an NVIDIA GPU
+        pool's machine config loads no NVIDIA module, whatever the values say."""
+        chart, pool = self.ctx.chart, self.pool
+        if chart is None or chart.nvidia_modules_by_default or pool.rendered:
+            return
+        if not (pool.nvidia_gpus and has_kmods) or pool.machine_config_modules is not None:
+            return
+        if pool.modules.state == "list" and not chart.kernel_modules:
+            listed = "its kernelModules list is ignored"
+        elif pool.modules.state == "unset":
+            listed = "it has no kernelModules"
+        else:
+            return
+        self.out.add(
+            "TS123",
+            f"{where}: {chart.title}'s chart loads no nvidia module ({listed}); the extensions "
+            "do not load it themselves, and the talos-reconcile Job rewrites the "
+            "TalosConfigTemplate from a fixed template, so there is no durable way to load it "
+            "on this chart",
+            pool.place.file,
+            pool.place.line,
+            pool.name,
+            fix="move to a chart with kernelModules (--chart pr3571 or osimage)",
+        )
 
     def machine_config_loads(
         self, where: str, has_kmods: bool, modules: KernelModules | None
@@ -348,11 +413,20 @@ class _PoolCheck:
         if modules is None or not gpu_pool or not has_kmods:
             return
         if "nvidia" not in modules.names:
-            self.add(
+            chart = self.ctx.chart
+            fix = None
+            if chart is not None and chart.nvidia_modules_by_default:
+                fix = "leave kernelModules unset (the chart loads the NVIDIA set) or list them"
+            elif chart is not None:
+                fix = "move to a chart with kernelModules (--chart pr3571 or osimage)"
+            self.out.add(
                 "TS123",
                 f"{where}: the machine config loads no nvidia module; the extensions do not "
                 "load it themselves",
-                modules.place,
+                getattr(modules.place, "file", self.pool.place.file),
+                getattr(modules.place, "line", self.pool.place.line),
+                self.pool.name,
+                fix=fix,
             )
 
     def nvidia_sysctl(self, where: str, has_kmods: bool) -> None:
