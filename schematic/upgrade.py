@@ -27,7 +27,7 @@ from schematic.render.machineconfig import (
     MIRROR_DOCUMENTS_FROM,
     machine_config_patch,
 )
-from schematic.render.urls import installer_image
+from schematic.render.urls import boot_image_url, installer_image
 from schematic.talos import TalosVersion
 
 __all__ = [
@@ -467,22 +467,31 @@ def _patch_without_image(pool: PoolPlan) -> list[dict[str, Any]]:
 def _actions(old: PoolPlan, new: PoolPlan, config: Sequence[str]) -> list[NodeAction]:
     actions: list[NodeAction] = []
     image = installer_image(new)
+    # On Cozystack a new boot-disk URL (schematic or release) rolls the pool: its machines are
+    # replaced, booting the new image with the new machine config.
+    rolls = boot_image_url(new) != boot_image_url(old)
     if image != installer_image(old):
         actions.append(
             NodeAction(
                 "image",
-                "new image: upgrade each node to the new installer",
+                "new image: on Cozystack the boot-disk URL changes and the pool's machines are "
+                "replaced from it; on plain Talos upgrade each node to the new installer",
                 f"talosctl upgrade --nodes <node> --image {image}",
             )
         )
     if old.kernel_modules != new.kernel_modules:
+        immutable = (
+            f"Cozystack's TalosConfigTemplate is immutable ({COZYSTACK_IMMUTABLE_CONFIG_ISSUE}),"
+            " so only machines created from now on load the new set"
+        )
         actions.append(
             NodeAction(
                 "recreate",
-                "kernelModules change: on Cozystack the pool's TalosConfigTemplate is immutable "
-                f"({COZYSTACK_IMMUTABLE_CONFIG_ISSUE}), so the pool's machines must be "
-                "recreated to load the new set (roll them one by one, or scale the pool down "
-                "and up)",
+                f"kernelModules change: {immutable}; the roll the new image starts recreates "
+                "them all"
+                if rolls
+                else f"kernelModules change with the same image: {immutable}; recreate the "
+                "pool's machines (delete them one at a time, or scale the pool to zero and back)",
             )
         )
     if config:

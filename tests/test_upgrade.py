@@ -177,8 +177,27 @@ pools:
     recreate = [action for action in l40s.actions if action.kind == "recreate"]
     assert len(recreate) == 1
     assert COZYSTACK_IMMUTABLE_CONFIG_ISSUE in recreate[0].text
-    # Same Talos release, new schematic: a new installer all the same.
+    # Same Talos release, new schematic: a new image, whose roll recreates the machines.
     assert "image" in [action.kind for action in l40s.actions]
+    assert "the roll the new image starts recreates them" in recreate[0].text
+
+
+def test_a_module_change_with_the_same_image_needs_machines_recreated_by_hand() -> None:
+    text = """\
+cluster: c
+talos: {version: v1.13.9}
+pools:
+  - name: l40s
+    profile: kubevirt-l40s
+"""
+    old = plan_cluster(cluster_of(text))
+    changed = text + "    kernelModules: [{name: nvidia}, {name: nvidia_uvm}]\n"
+    l40s = compare_plans(old, plan_target(cluster_of(changed), "v1.13.9")).pools[0]
+    assert l40s.schematic_after == l40s.schematic_before
+    assert [action.kind for action in l40s.actions] == ["recreate", "patch"]
+    assert "with the same image" in l40s.actions[0].text
+    assert COZYSTACK_IMMUTABLE_CONFIG_ISSUE in l40s.actions[0].text
+    assert l40s.machine_config[0].startswith("kernel modules: nvidia (NVreg_NvLinkDisable=1)")
 
 
 def test_the_same_release_changes_nothing_and_asks_nothing() -> None:
