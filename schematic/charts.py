@@ -333,12 +333,14 @@ def fit_plan(
 def _pool_values(files: Mapping[str, bytes], pool: str) -> dict[str, Any] | None:
     import yaml
 
+    from schematic.safe_yaml import load
+
     for name, inner in (("values.yaml", False), ("kubernetes-nodes.yaml", True)):
         text = files.get(f"{pool}/{name}")
         if text is None:
             continue
         try:
-            document = yaml.safe_load(text)
+            document = load(text)
         except yaml.YAMLError:
             return None
         if inner and isinstance(document, dict):
@@ -350,8 +352,10 @@ def _pool_values(files: Mapping[str, bytes], pool: str) -> dict[str, Any] | None
 def _index_ids(files: Mapping[str, bytes]) -> dict[str, str]:
     import yaml
 
+    from schematic.safe_yaml import load
+
     try:
-        index = yaml.safe_load(files.get("index.yaml", b"") or b"{}")
+        index = load(files.get("index.yaml", b"") or b"{}")
     except yaml.YAMLError:
         return {}
     entries = index.get("pools") if isinstance(index, dict) else None

@@ -59,6 +59,7 @@ from typing import Any
 import yaml
 
 from schematic.errors import DetectError
+from schematic.safe_yaml import MAX_NESTING, compose_all, nesting_exceeds
 
 __all__ = [
     "Machine",
@@ -355,13 +356,24 @@ def _json_values(text: str, source: str) -> list[tuple[int, Any]]:
             value, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as err:
             raise DetectError(f"{source}:{err.lineno}: invalid JSON: {err.msg}") from None
+        except RecursionError:  # Python's JSON decoder recurses: deeper than the limit below
+            raise DetectError(_too_deep(source, line)) from None
+        if nesting_exceeds(value, MAX_NESTING):
+            raise DetectError(_too_deep(source, line))
         values.append((line, value))
+
+
+def _too_deep(source: str, line: int) -> str:
+    return (
+        f"{source}:{line}: JSON nested deeper than {MAX_NESTING} levels, "
+        "the most talos-schematic reads"
+    )
 
 
 def _yaml_values(text: str, source: str) -> list[tuple[int, Any]]:
     # BaseLoader keeps every scalar a string, so "0x10de" or 2335 are never turned into ints.
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.BaseLoader))
+        nodes = list(compose_all(text, _strings_only))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
@@ -370,6 +382,9 @@ def _yaml_values(text: str, source: str) -> list[tuple[int, Any]]:
             f"(YAML: {getattr(err, 'problem', None) or err})"
         ) from None
     return [(node.start_mark.line + 1, _plain(node)) for node in nodes if node is not None]
+
+
+_strings_only = yaml.resolver.BaseResolver().resolve
 
 
 class _Lined(dict[str, Any]):

@@ -7,8 +7,9 @@ or a traceback:
 - **Size**: a file is read at most ``max_input_size()`` bytes far (16 MiB unless
   ``--max-input-size`` says otherwise), so ``/dev/zero`` stops at the cap. Too large is an
   :class:`InputTooLargeError`, which is an ``OSError``: readers report it as "cannot read".
-- **Text**: UTF-8 (a BOM is dropped) or UTF-16 with a BOM; anything else is one
-  :class:`NotTextError` (also an ``OSError``) naming the byte.
+- **Text**: UTF-8 (a BOM is dropped); anything else is one :class:`NotTextError` (also an
+  ``OSError``) naming the byte. (Schematic bodies may also be UTF-16, as the factory's are:
+  :mod:`schematic.decode` decodes those itself.)
 - **Aliases**: the Image Factory decodes with go-yaml, whose ``DefaultAliasCheck`` refuses a
   document "containing excessive aliasing". The same rule is applied here while composing, from
   counts alone: aliases are never expanded, so a billion-laughs document costs what its text
@@ -54,9 +55,12 @@ __all__ = [
     "decode_text",
     "excessive_aliasing",
     "format_size",
+    "load",
     "max_input_size",
+    "nesting_exceeds",
     "parse_size",
     "read_bytes",
+    "read_problem",
     "read_text",
     "set_max_input_size",
 ]
@@ -185,10 +189,8 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
 
 
 def decode_text(data: bytes) -> str:
-    """UTF-8 text (BOM dropped), or UTF-16 text with a BOM; NotTextError otherwise."""
+    """UTF-8 text (a BOM is dropped); NotTextError otherwise."""
     try:
-        if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-            return data.decode("utf-16")
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise NotTextError(f"{err.reason} at byte {err.start}") from None
@@ -197,6 +199,30 @@ def decode_text(data: bytes) -> str:
 def read_text(path: str | Path, limit: int | None = None) -> str:
     """:func:`read_bytes` then :func:`decode_text`: every error is an ``OSError``."""
     return decode_text(read_bytes(path, limit))
+
+
+def nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether lists and dicts nest deeper than ``limit`` levels in ``value`` (no recursion)."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth + 1 > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
+def read_problem(err: OSError) -> str:
+    """What to say after the file name when reading it failed."""
+    if isinstance(err, NotTextError):
+        return str(err.strerror)
+    return f"cannot read: {err.strerror or err}"
 
 
 def excessive_aliasing(alias_count: int, construct_count: int) -> bool:
@@ -242,7 +268,7 @@ def _refusal(problem: str, event: Any) -> YamlLimitError:
     return YamlLimitError(problem=problem, problem_mark=event.start_mark)
 
 
-def _events(text: str, loader: type[Any]) -> Iterator[Any]:
+def _events(text: str | bytes, loader: type[Any]) -> Iterator[Any]:
     parser = loader(text)
     try:
         while parser.check_event():
@@ -252,7 +278,7 @@ def _events(text: str, loader: type[Any]) -> Iterator[Any]:
 
 
 def compose_all(
-    text: str,
+    text: str | bytes,
     resolve: Resolver | None = None,
     *,
     loader: type[Any] | None = None,
@@ -355,7 +381,7 @@ def compose_all(
 
 
 def compose_first(
-    text: str, resolve: Resolver | None = None, *, loader: type[Any] | None = None
+    text: str | bytes, resolve: Resolver | None = None, *, loader: type[Any] | None = None
 ) -> yaml.Node | None:
     """The first document's root node (what go-yaml's ``Unmarshal`` reads), or None."""
     for node in compose_all(text, resolve, loader=loader):
@@ -364,7 +390,7 @@ def compose_first(
 
 
 def compose_single(
-    text: str, resolve: Resolver | None = None, *, loader: type[Any] | None = None
+    text: str | bytes, resolve: Resolver | None = None, *, loader: type[Any] | None = None
 ) -> yaml.Node | None:
     """The only document's root node, or None for an empty stream; a second one is an error."""
     documents = compose_all(text, resolve, loader=loader)
@@ -378,3 +404,17 @@ def compose_single(
             second.start_mark,
         )
     return first
+
+
+def load(text: str | bytes, loader: type[Any] | None = None) -> Any:
+    """``yaml.load(text, Loader=loader)`` (one document) with this module's rules.
+
+    The loader's resolver types the scalars and its constructor builds the values (an alias
+    becomes the same object, not a copy); libyaml's safe loader by default.
+    """
+    instance = (loader or _FastLoader)("")
+    try:
+        node = compose_single(text, instance.resolve)
+        return None if node is None else instance.construct_document(node)
+    finally:
+        instance.dispose()

@@ -218,7 +218,7 @@ def test_unquoted_numeric_ids_stay_text(tmp_path: Path) -> None:
         ("platform: metal\nextensions: ['']\n", r"extensions: .*must not be empty"),
         ("name: Big GPU\nplatform: metal\n", r"name: .*lowercase"),
         ("- platform: metal\n", r"bad\.yaml: a hardware profile must be a YAML mapping"),
-        ("platform: [metal\n", r"bad\.yaml: not valid YAML"),
+        ("platform: [metal\n", r"bad\.yaml:2: not valid YAML: while parsing a flow sequence"),
     ],
 )
 def test_invalid_profiles_name_the_file_and_key(tmp_path: Path, text: str, message: str) -> None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Annotated
 
 import typer
 
 from schematic.errors import TalosSchematicError
 
-__all__ = ["app", "fail", "progress_line"]
+__all__ = ["MaxInputSizeOption", "app", "fail", "progress_line"]
 
 app = typer.Typer(
     name="talos-schematic",
@@ -48,3 +49,27 @@ def progress_line(label: str) -> Callable[[int, int], None] | None:
         print(f"\r{label} {done}/{total}", end=end, file=sys.stderr, flush=True)
 
     return show
+
+
+def _apply_max_input_size(value: str | None) -> str | None:
+    # Every run sets the limit, so one run's --max-input-size never outlives it.
+    from schematic.safe_yaml import DEFAULT_MAX_INPUT_SIZE, parse_size, set_max_input_size
+
+    try:
+        set_max_input_size(parse_size(value) if value else DEFAULT_MAX_INPUT_SIZE)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    return value
+
+
+MaxInputSizeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--max-input-size",
+        metavar="SIZE",
+        callback=_apply_max_input_size,
+        show_default=False,
+        help="Largest input file read, e.g. 64MiB or 500k (default 16MiB); "
+        "a larger one is an error, read no further than the limit.",
+    ),
+]

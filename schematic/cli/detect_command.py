@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from schematic.cli.base import app, fail
+from schematic.cli.base import MaxInputSizeOption, app, fail
 from schematic.errors import DetectError, TalosSchematicError
 
 
 def _read(path: str) -> tuple[str, str]:
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
+    from schematic.safe_yaml import read_bytes
+
+    shown = "<stdin>" if path == "-" else path
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace"), path
+        # Dumps may carry stray bytes in device names: they are replaced, not refused.
+        return read_bytes(path).decode("utf-8", errors="replace"), shown
     except OSError as err:
-        raise DetectError(f"{path}: cannot read: {err.strerror or err}") from None
+        raise DetectError(f"{shown}: cannot read: {err.strerror or err}") from None
 
 
 def _declared(profile: str) -> dict[str, Any]:
@@ -48,6 +49,7 @@ def detect(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+    max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Print a hardware profile per distinct machine in a hardware dump.
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schematic.cli.base import app, fail, progress_line
+from schematic.cli.base import MaxInputSizeOption, app, fail, progress_line
 from schematic.errors import OutputError, SchematicError, TalosSchematicError
 
 if TYPE_CHECKING:
@@ -48,12 +48,13 @@ def _client(factory: str | None, jobs: int = 8) -> FactoryClient:
 
 def _read_schematic(path: Path) -> Schematic:
     from schematic.model import Schematic
+    from schematic.safe_yaml import read_bytes, read_problem
 
     source = str(path)
     try:
-        text = sys.stdin.buffer.read() if source == "-" else path.read_bytes()
+        text = read_bytes(source)
     except OSError as exc:
-        raise SchematicError(f"cannot read the file: {exc.strerror}", source=source) from None
+        raise SchematicError(read_problem(exc), source=source) from None
     return Schematic.from_yaml(text, source=source)
 
 
@@ -65,6 +66,7 @@ def register(
     ],
     factory: FactoryOption = None,
     jobs: JobsOption = 8,
+    max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """POST each distinct schematic once and print `<id>  <file>` per file."""
     from schematic.factory import register_schematics
@@ -103,10 +105,12 @@ def _cluster_text(path: Path) -> str | None:
 
     if str(path) == "-" or not path.is_file():
         return None
+    from schematic.safe_yaml import load, read_text
+
     try:
-        text = path.read_text("utf-8")
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        text = read_text(path)
+        data = load(text)
+    except (OSError, yaml.YAMLError):
         return None  # read again as a schematic, whose error then says what is wrong
     return text if isinstance(data, dict) and "pools" in data else None
 
@@ -131,9 +135,11 @@ def _recorded_factory(urls_file: Path, schematic_id: str) -> str | None:
     """The factory a pool's ``urls.yaml`` boots from: the cluster file's imageFactoryURL."""
     import yaml
 
+    from schematic.safe_yaml import load, read_text
+
     try:
-        urls = yaml.safe_load(urls_file.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        urls = load(read_text(urls_file))
+    except (OSError, yaml.YAMLError):
         return None
     image = urls.get("image") if isinstance(urls, dict) else None
     marker = f"/image/{schematic_id}/"
@@ -148,10 +154,12 @@ def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], s
     ``urls.yaml`` files point at, if they were written."""
     import yaml
 
+    from schematic.safe_yaml import load, read_text
+
     index = directory / index_name
     try:
-        data = yaml.safe_load(index.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        data = load(read_text(index))
+    except (OSError, yaml.YAMLError) as err:
         raise OutputError(f"{index}: cannot read the generated index: {err}") from None
     pools = data.get("pools") if isinstance(data, dict) else None
     files = data.get("files") if isinstance(data, dict) else None
@@ -252,6 +260,7 @@ def verify(
         ),
     ] = None,
     jobs: JobsOption = 8,
+    max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """`GET /schematics/{id}` for every schematic: present, missing or different."""
     from schematic.factory import FACTORY_ENV, FactoryClient, resolve_factory_url, verify_ids

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from schematic.cli.base import app, fail, progress_line
+from schematic.cli.base import MaxInputSizeOption, app, fail, progress_line
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -315,6 +315,7 @@ def generate(
     ] = False,
     live_catalogue: LiveCatalogueOption = False,
     factory: FactoryOption = None,
+    max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Per pool: schematic and ID, Cozystack KubernetesNodes values, a Talos machine-config
     patch and the boot-image / installer URLs, all carrying the same schematic.
@@ -369,10 +370,11 @@ def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str
     from schematic.canonical import emit_document, sha256_hex
     from schematic.decode import canonical_tree, decode_fields
     from schematic.render.files import INDEX, POOL_FILES
+    from schematic.safe_yaml import load, read_text
 
     try:
-        index = yaml.safe_load((out / INDEX).read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        index = load(read_text(out / INDEX))
+    except (OSError, yaml.YAMLError):
         return {}
     entries = index.get("pools") if isinstance(index, dict) else None
     # Only the plan's own pool directories are read (an index entry names any path).
@@ -388,9 +390,9 @@ def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str
             continue
         path = out / name / POOL_FILES["schematic"]
         try:
-            body = path.read_text("utf-8")
+            body = read_text(path)
             fields = decode_fields(body, str(path))
-        except (OSError, UnicodeDecodeError, TalosSchematicError):
+        except (OSError, TalosSchematicError):
             continue
         fields.pop("owner", None)
         if sha256_hex(body) == stamped and (
@@ -434,10 +436,11 @@ def _recorded_options(out: Path) -> dict[str, object]:
     import yaml
 
     from schematic.render.files import INDEX
+    from schematic.safe_yaml import load, read_text
 
     try:
-        index = yaml.safe_load((out / INDEX).read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        index = load(read_text(out / INDEX))
+    except (OSError, yaml.YAMLError):
         return {}
     if not isinstance(index, dict):
         return {}
@@ -505,6 +508,7 @@ def check(
             ),
         ),
     ] = False,
+    max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
     missing or is extra (the GitOps drift gate).

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Annotated
 
 import typer
 
-from schematic.cli.base import app
+from schematic.cli.base import MaxInputSizeOption, app
 
 _FILES = typer.Argument(
     help="Schematic files (YAML or JSON). None, or '-', reads standard input.",
@@ -36,6 +35,7 @@ def id_command(
             help="Quote YAML-1.1 words the way Image Factory before v1.5.0 did (double quotes).",
         ),
     ] = False,
+    max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Print the schematic ID of each FILE, byte for byte what the factory would answer.
 
@@ -100,14 +100,7 @@ def _write(pending: list[str]) -> None:
 
 
 def _read(name: str) -> bytes:
-    if name == "-":
-        return sys.stdin.buffer.read()
-    # os.read skips the buffered file object, a noticeable share of the cost per small file.
-    descriptor = os.open(name, os.O_RDONLY)
-    try:
-        chunks = []
-        while chunk := os.read(descriptor, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(descriptor)
+    from schematic.safe_yaml import read_bytes
+
+    # Bounded by --max-input-size; os.read underneath skips the buffered file object.
+    return read_bytes(name)

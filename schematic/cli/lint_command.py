@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from schematic.cli.base import app, fail
+from schematic.cli.base import MaxInputSizeOption, app, fail
 from schematic.errors import TalosSchematicError
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).
@@ -72,6 +72,7 @@ def lint(
             "defaults TS140 compares with: v1.6 (default), pr3585, or a chart target.",
         ),
     ] = None,
+    max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error.
 

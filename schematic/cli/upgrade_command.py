@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schematic.cli.base import app, fail
+from schematic.cli.base import MaxInputSizeOption, app, fail
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -120,6 +120,7 @@ def upgrade(
             show_default=False,
         ),
     ] = None,
+    max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Per pool: schematic ID, extensions, NVIDIA driver, kernel modules and machine config
     before → after a Talos upgrade (or between --base and CLUSTER), and what the running

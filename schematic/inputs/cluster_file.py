@@ -47,6 +47,7 @@ from schematic.inputs.plain import (
     plain_text,
     plain_texts,
 )
+from schematic.safe_yaml import YamlLimitError, compose_single, read_problem, read_text
 
 __all__ = ["cluster_from_mapping", "cluster_json_schema", "load_cluster", "parse_cluster"]
 
@@ -169,9 +170,8 @@ def _plain_cluster(data: object) -> ClusterFile:
 # --- reading ----------------------------------------------------------------------------------
 
 
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TAG = "tag:yaml.org,2002:"
-_PLAIN = "?plain"  # the tag :class:`_Composer` gives every untagged plain scalar
+_PLAIN = "?plain"  # the tag :func:`_untyped` gives every untagged plain scalar
 _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
@@ -245,25 +245,25 @@ def _scalar(node: yaml.ScalarNode) -> Any:
     raise _YamlError(node, f"cannot read {text!r} as {tag}")
 
 
-class _Composer(_Loader):  # type: ignore[misc]
-    """Composes nodes only; plain scalars are left untyped for :func:`_scalar` to read."""
-
-    def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
-        if kind is yaml.ScalarNode:
-            return _PLAIN if implicit[0] else _TAG + "str"
-        return _TAG + ("seq" if kind is yaml.SequenceNode else "map")
+def _untyped(kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
+    """Plain scalars are left untyped for :func:`_scalar` to read."""
+    if kind is yaml.ScalarNode:
+        return _PLAIN if implicit[0] else _TAG + "str"
+    return _TAG + ("seq" if kind is yaml.SequenceNode else "map")
 
 
 def parse_cluster(text: str, source: str) -> ClusterFile:
     """A cluster file from its YAML text; errors name ``source``, the pool and the key."""
     try:
-        node = yaml.compose(text, Loader=_Composer)
+        # Aliases counted, never expanded, and nesting bounded before a value is built.
+        node = compose_single(text, _untyped)
         data = _value(node) if node is not None else None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
         reason = " ".join(filter(None, [err.context, err.problem]))
-        raise ClusterFileError(f"{where}: not valid YAML: {reason}") from None
+        kind = "" if isinstance(err, YamlLimitError) else "not valid YAML: "
+        raise ClusterFileError(f"{where}: {kind}{reason}") from None
     except yaml.YAMLError as err:
         raise ClusterFileError(f"{source}: not valid YAML: {err}") from None
     except _YamlError as err:
@@ -274,11 +274,9 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
 def load_cluster(path: Path) -> ClusterFile:
     """Read and validate a cluster file."""
     try:
-        text = path.read_text("utf-8")
+        text = read_text(path)
     except OSError as err:
-        raise ClusterFileError(f"{path}: cannot read: {err.strerror}") from None
-    except UnicodeDecodeError as err:
-        raise ClusterFileError(f"{path}: not UTF-8 text ({err.reason})") from None
+        raise ClusterFileError(f"{path}: {read_problem(err)}") from None
     return parse_cluster(text, str(path))
 
 

@@ -41,6 +41,7 @@ from schematic.inputs.profile_values import (
     known_architecture,
     normal_pci_id,
 )
+from schematic.safe_yaml import YamlLimitError, load, read_problem, read_text
 
 __all__ = [
     "list_profiles",
@@ -151,7 +152,13 @@ _ProfileLoader.add_implicit_resolver(
 
 def _parse(text: str, source: str, default_name: str) -> HardwareProfile:
     try:
-        data = yaml.load(text, Loader=_ProfileLoader)
+        data = load(text, _ProfileLoader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{source}:{mark.line + 1}" if mark else source
+        reason = " ".join(filter(None, [err.context, err.problem]))
+        kind = "" if isinstance(err, YamlLimitError) else "not valid YAML: "
+        raise ProfileError(f"{where}: {kind}{reason}") from None
     except yaml.YAMLError as err:
         raise ProfileError(f"{source}: not valid YAML: {err}") from None
     if not isinstance(data, dict):
@@ -192,9 +199,9 @@ def _user_files(extra_dirs: Iterable[Path]) -> dict[str, Path]:
 
 def _read_path(path: Path) -> HardwareProfile:
     try:
-        text = path.read_text("utf-8")
+        text = read_text(path)
     except OSError as err:
-        raise ProfileError(f"{path}: cannot read: {err.strerror}") from None
+        raise ProfileError(f"{path}: {read_problem(err)}") from None
     return _parse(text, str(path), path.stem)
 
 

@@ -106,8 +106,8 @@ def _rules() -> tuple[Rule, ...]:
             severity="error",
             fix="fix the YAML syntax at the reported line",
             seen="Nothing in this file was checked.",
-            why="The file does not parse as YAML (or JSON); Kubernetes and Helm would refuse "
-            "it too.",
+            why="The file does not parse as YAML (or JSON), or go-yaml's safety rules refuse "
+            "it (excessive aliasing, nesting too deep); Kubernetes and Helm would refuse it too.",
             confirm="`python -c 'import sys, yaml; list(yaml.safe_load_all(open(sys.argv[1])))' "
             "FILE` shows the same error.",
             remedy="Fix the syntax at the reported line.",

@@ -19,6 +19,7 @@ import yaml
 
 from schematic.errors import LintInputError
 from schematic.goscalar import resolve_plain
+from schematic.safe_yaml import compose_all, read_problem, read_text
 
 __all__ = [
     "Document",
@@ -34,7 +35,6 @@ Key = str | int
 Path_ = tuple[Key, ...]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,8 @@ def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int], offset: int) -
 def parse_yaml(text: str, file: str, line_offset: int = 0) -> list[Document]:
     """Every document of ``text``; raises yaml.YAMLError on a syntax error."""
     documents: list[Document] = []
-    for index, node in enumerate(yaml.compose_all(text, Loader=_Loader)):
+    # Aliases counted, never expanded, and nesting bounded: a bomb is a YAMLError like any other.
+    for index, node in enumerate(compose_all(text)):
         if node is None:
             continue
         lines: dict[Path_, int] = {}
@@ -147,13 +148,9 @@ def collect_files(paths: Sequence[str]) -> list[tuple[Path, str]]:
 
 def _read(path: Path, shown: str) -> str:
     try:
-        return path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise LintInputError(
-            f"{shown}: not UTF-8 text ({err.reason} at byte {err.start})"
-        ) from None
+        return read_text(path)
     except OSError as err:
-        raise LintInputError(f"{shown}: cannot read: {err.strerror or err}") from None
+        raise LintInputError(f"{shown}: {read_problem(err)}") from None
 
 
 def _problem(shown: str, text: str, err: yaml.YAMLError) -> LoadProblem:

@@ -354,10 +354,11 @@ def _fast_listing(text: bytes) -> _Listing | None:
 def _parsed_listing(text: bytes) -> _Listing | None:
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from schematic.safe_yaml import load
+
     try:
-        index = yaml.load(text, Loader=loader)
-    except (yaml.YAMLError, RecursionError, UnicodeDecodeError, ValueError):
+        index = load(text)
+    except (yaml.YAMLError, UnicodeDecodeError, ValueError):
         return None
     if not isinstance(index, dict):
         return None

@@ -1,0 +1,210 @@
+"""Hostile input files end in one clear message and exit 1, with bounded memory, for every reader.
+
+Each case runs the command in a child process and measures the child's peak memory with
+``resource`` where the platform has it. No wall-clock asserts: a generous timeout only keeps a
+regression from hanging the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PEAK_LIMIT_MB = 200
+_TIMEOUT = 120  # a ceiling against hangs, far above what any case needs
+
+# Runs the command as its own child and reports that child's peak resident set size.
+_MEASURE = """
+import subprocess, sys
+try:
+    import resource
+except ImportError:
+    resource = None
+done = subprocess.run(sys.argv[1:], capture_output=True)
+sys.stdout.buffer.write(done.stdout)
+sys.stderr.buffer.write(done.stderr)
+if resource is not None:
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # kilobytes on Linux, bytes on macOS
+    print(peak / 1024 if sys.platform != "darwin" else peak / 1024 / 1024, file=sys.stderr)
+sys.exit(done.returncode)
+"""
+
+
+def run_measured(*args: str, cwd: Path) -> tuple[int, str, list[str], float | None]:
+    """Exit code, stdout, stderr lines (the peak figure removed) and the peak in MB."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, sys.executable, "-m", "schematic", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=_TIMEOUT,
+        env={**os.environ, "TALOS_SCHEMATIC_FACTORY": "", "XDG_CACHE_HOME": str(cwd / ".c")},
+        check=False,
+    )
+    lines = done.stderr.splitlines()
+    peak = None
+    if lines and lines[-1].replace(".", "", 1).isdigit():
+        peak = float(lines.pop())
+    return done.returncode, done.stdout, lines, peak
+
+
+def assert_one_error(
+    result: tuple[int, str, list[str], float | None], *expected: str, code: int = 1
+) -> None:
+    exit_code, out, err, peak = result
+    assert exit_code == code, err
+    assert len(err) == 1, err
+    assert err[0].startswith("talos-schematic: "), err
+    for part in expected:
+        assert part in err[0], err
+    if code == 1:
+        assert out == ""
+    if peak is not None:
+        assert peak < PEAK_LIMIT_MB, f"peak {peak:.0f} MB"
+
+
+# The issue's bomb: nine anchors, each a list of ten aliases of the one before (10^9 nodes
+# if expanded), under overlay.options.
+BOMB = "".join(
+    [
+        "overlay:\n  name: n\n  image: i\n  options:\n",
+        "    k0: &a0 [x, x, x, x, x, x, x, x, x, x]\n",
+        *(f"    k{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 10)}]\n" for n in range(1, 9)),
+    ]
+)
+BOMB_LINES = "".join(BOMB.splitlines(keepends=True)[4:])  # the anchors alone
+DEEP = "[" * 10_001 + "]" * 10_001
+
+CLUSTER = """\
+talos:
+  version: v1.13.9
+pools:
+  - name: gpu
+    profile: metal-l40s
+"""
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def test_the_issues_bomb_is_refused_naming_the_file(workdir: Path) -> None:
+    (workdir / "bomb.yaml").write_text(BOMB)
+    assert_one_error(
+        run_measured("id", "bomb.yaml", cwd=workdir),
+        "bomb.yaml:8: document contains excessive aliasing",
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "expected"),
+    [
+        (["generate"], "talos:\n  version: v1.13.9\nextra:\n" + BOMB_LINES, "excessive aliasing"),
+        (["detect"], BOMB_LINES, "excessive aliasing"),
+        (["id"], "overlay:\n  options:\n    k: " + DEEP, "nested deeper than 100 levels"),
+        (["generate"], "talos: " + DEEP, "nested deeper than 100 levels"),
+        (["detect"], "a: " + DEEP, "nested deeper than 100 levels"),
+        (["detect"], DEEP, "JSON nested deeper than 100 levels"),
+        (["register"], BOMB, "excessive aliasing"),
+    ],
+    ids=["cluster-bomb", "dump-bomb", "id-deep", "cluster-deep", "dump-deep", "json-deep", "reg"],
+)
+def test_each_reader_refuses_bombs_and_depth(
+    workdir: Path, command: list[str], text: str, expected: str
+) -> None:
+    (workdir / "hostile.yaml").write_text(text)
+    assert_one_error(run_measured(*command, "hostile.yaml", cwd=workdir), "hostile.yaml", expected)
+
+
+def test_a_profile_bomb_is_refused(workdir: Path) -> None:
+    (workdir / "p.yaml").write_text("platform: metal\nextra:\n" + BOMB_LINES)
+    (workdir / "dump.txt").write_text("18:00.0 3D controller [0302]: NVIDIA L40S [10de:26b9]\n")
+    assert_one_error(
+        run_measured("detect", "--against", "p.yaml", "dump.txt", cwd=workdir),
+        "p.yaml:",
+        "excessive aliasing",
+    )
+
+
+def test_a_bomb_in_one_linted_file_is_a_finding_and_the_rest_is_linted(workdir: Path) -> None:
+    (workdir / "lint").mkdir()
+    (workdir / "lint" / "a-bomb.yaml").write_text(BOMB)
+    (workdir / "lint" / "b-deep.yaml").write_text("x: " + DEEP)
+    (workdir / "lint" / "c.schematic.yaml").write_text("customization:\n  bootloader: auto\n")
+    code, _, err, peak = run_measured("lint", "lint", cwd=workdir)
+    assert code == 3
+    assert "talos-schematic lint: 3 errors, 0 warnings, 0 notes in 3 files" in err
+    result = subprocess.run(
+        [sys.executable, "-m", "schematic", "lint", "lint"],
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+        timeout=_TIMEOUT,
+        check=False,
+    )
+    assert "lint/a-bomb.yaml:8: error TS002: " in result.stdout
+    assert "document contains excessive aliasing" in result.stdout
+    assert "lint/b-deep.yaml:1: error TS002: " in result.stdout
+    assert "lint/c.schematic.yaml:2: error TS004: " in result.stdout
+    assert peak is None or peak < PEAK_LIMIT_MB
+
+
+@pytest.mark.parametrize("command", [["id"], ["generate"], ["detect"], ["register"], ["lint"]])
+def test_a_50_mb_file_is_refused_at_the_size_limit(workdir: Path, command: list[str]) -> None:
+    with (workdir / "big.yaml").open("wb") as big:
+        big.write(b"a: ")
+        big.write(b"x" * (50 << 20))
+    code, _, err, peak = run_measured(*command, "big.yaml", cwd=workdir)
+    assert code == 1, err
+    assert err[-1] == (
+        "talos-schematic: big.yaml: cannot read: larger than the 16 MiB input limit "
+        "(raise it with --max-input-size)"
+    )
+    assert peak is None or peak < PEAK_LIMIT_MB, f"peak {peak:.0f} MB"
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero on this platform")
+@pytest.mark.parametrize("command", [["id"], ["generate"], ["detect"]])
+def test_dev_zero_is_read_no_further_than_the_limit(workdir: Path, command: list[str]) -> None:
+    assert_one_error(
+        run_measured(*command, "--max-input-size", "1MiB", "/dev/zero", cwd=workdir),
+        "/dev/zero: cannot read: larger than the 1 MiB input limit",
+    )
+
+
+def test_the_size_limit_can_be_raised(workdir: Path) -> None:
+    (workdir / "s.yaml").write_text("customization:\n  extraKernelArgs: [" + "a, " * 1000 + "b]\n")
+    code, _, err, _ = run_measured("id", "--max-input-size", "2k", "s.yaml", cwd=workdir)
+    assert code == 1 and "larger than the 2000 bytes input limit" in err[-1]
+    code, out, err, _ = run_measured("id", "--max-input-size", "1MiB", "s.yaml", cwd=workdir)
+    assert (code, len(out.strip())) == (0, 64)
+
+
+def test_a_bad_size_is_a_usage_error(workdir: Path) -> None:
+    (workdir / "s.yaml").write_text("{}\n")
+    code, _, err, _ = run_measured("id", "--max-input-size", "lots", "s.yaml", cwd=workdir)
+    assert code == 2
+    assert any("is not a size" in line for line in err)
+
+
+@pytest.mark.parametrize("command", [["generate"], ["lint"], ["id"]])
+def test_non_utf8_input_is_one_clear_error(workdir: Path, command: list[str]) -> None:
+    (workdir / "bin.yaml").write_bytes(b"talos:\n  version: \xff\xfe\xfa\n")
+    code, _, err, _ = run_measured(*command, "bin.yaml", cwd=workdir)
+    assert code == 1, err
+    assert len(err) == 1 and "bin.yaml" in err[0] and "UTF-8" in err[0], err
+
+
+def test_a_non_utf8_profile_is_one_clear_error(workdir: Path) -> None:
+    (workdir / "p.yaml").write_bytes(b"platform: metal\nname: \xff\n")
+    (workdir / "dump.txt").write_text("18:00.0 3D controller [0302]: NVIDIA L40S [10de:26b9]\n")
+    assert_one_error(
+        run_measured("detect", "--against", "p.yaml", "dump.txt", cwd=workdir),
+        "p.yaml: not UTF-8 text (invalid start byte at byte 22)",
+    )
