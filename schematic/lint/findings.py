@@ -460,7 +460,9 @@ def _rules() -> tuple[Rule, ...]:
             why="HAMi is not wired for CDI on Talos yet; with HAMi the operator's device plugin "
             "is disabled.",
             confirm="`kubectl describe pod` of a GPU pod shows no CDI annotation.",
-            remedy="Set `addons.hami.enabled: false` and use the GPU Operator's device plugin.",
+            remedy="Set `addons.hami.enabled: false` and use the GPU Operator's device plugin. "
+            "`talos-schematic generate` refuses addons.hami.enabled on Talos GPU pools unless "
+            "addons.hami.force is set, and never writes HAMi beside the operator's device plugin.",
         ),
         Rule(
             code="TS143",

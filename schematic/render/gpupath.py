@@ -151,6 +151,9 @@ def smoke_test_text(plan: ClusterPlan, pool: PoolPlan) -> str | None:
         f"nvidia-smi -L on {count} GPU{'s' * (count != 1)} of one node.",
         "Apply it to the tenant cluster (its kubeconfig, not the management cluster's):",
         f"  kubectl apply -f smoke-test.yaml && kubectl logs -f pod/{name}",
+        "It lands on any node with that many free GPUs; to test one node of this pool, add",
+        "spec.nodeName (the pool's node names carry its name: "
+        f"kubectl get nodes | grep {pool.name}).",
         "Reading the answer:",
         '  "GPU 0: <name> (UUID: GPU-...)", one line per GPU: driver, device plugin and CDI work.',
         '  Pending with "Insufficient nvidia.com/gpu": no node advertises the GPUs; look at',
