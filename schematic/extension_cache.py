@@ -11,7 +11,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -21,6 +20,7 @@ import pydantic
 
 from schematic.factory import ExtensionInfo, FactoryClient
 from schematic.factory_url import split_factory_url
+from schematic.output import write_file_atomically
 
 __all__ = ["DEFAULT_CACHE_TTL", "default_cache_dir", "live_extensions"]
 
@@ -52,18 +52,6 @@ def _read_cache(path: Path, url: str, version: str, ttl: float, now: float) -> l
     except (OSError, ValueError, KeyError, TypeError):
         # A missing, stale or damaged cache only means fetching again.
         return []
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def live_extensions(
@@ -99,5 +87,7 @@ def live_extensions(
     }
     # The cache is an optimisation; an unwritable cache directory must not fail the run.
     with contextlib.suppress(OSError):
-        _write_atomically(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(record, indent=1, sort_keys=True) + "\n"
+        write_file_atomically(path, text.encode(), mode=0o600)
     return extensions

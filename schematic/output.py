@@ -581,9 +581,9 @@ def _remove_dirs(paths: list[str]) -> None:
             os.rmdir(path)
 
 
-def _write_file(path: str, content: bytes) -> None:
+def _write_file(path: str, content: bytes, mode: int = 0o666) -> None:
     # O_EXCL: never write through a file or symbolic link that appeared meanwhile.
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         view = memoryview(content)
         while view:
@@ -596,11 +596,12 @@ def _write_file(path: str, content: bytes) -> None:
     os.close(descriptor)
 
 
-def write_file_atomically(path: Path, content: bytes) -> None:
+def write_file_atomically(path: Path, content: bytes, *, mode: int = 0o666) -> None:
     """Replace ``path`` with ``content`` in one step: readers see the old file or the new one,
-    never a part; on failure the old file stays and the temporary one is removed."""
+    never a part; on failure the old file stays and the temporary one is removed. ``mode`` is
+    narrowed by the umask, as for any new file. The one way the tool writes a single file."""
     temp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    _write_file(str(temp), content)
+    _write_file(str(temp), content, mode)
     try:
         os.replace(temp, path)
     except BaseException:

@@ -423,3 +423,33 @@ def test_a_held_lock_times_out_with_a_message(
     finally:
         os.close(holder)
     assert not out.exists()
+
+
+def test_write_file_atomically_replaces_or_leaves_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "cache.json"
+    output.write_file_atomically(path, b"one\n", mode=0o600)
+    assert path.read_bytes() == b"one\n" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    output.write_file_atomically(path, b"two\n")
+    assert path.read_bytes() == b"two\n"
+
+    def refused(source: object, target: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "replace", refused)
+    with pytest.raises(OSError):
+        output.write_file_atomically(path, b"three\n")
+    assert path.read_bytes() == b"two\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache.json"]
+
+
+def test_one_module_writes_files_atomically() -> None:
+    """Every atomic write goes through schematic.output (one helper, not one per module)."""
+    package = Path(__file__).resolve().parents[1] / "schematic"
+    writers = sorted(
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if any(call in path.read_text("utf-8") for call in ("os.replace(", "mkstemp(", "mkdtemp("))
+    )
+    assert writers == ["output.py"]
