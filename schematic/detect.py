@@ -654,9 +654,16 @@ def _profile(findings: _Findings, name: str, description: str) -> dict[str, Any]
     return profile
 
 
+# Node names a profile's description lists before counting the rest.
+_NODES_SHOWN = 20
+
+
 def _describe(nodes: Sequence[str], findings: _Findings) -> str:
     if len(nodes) > 1:
-        seen = f"Detected on {len(nodes)} machines with identical hardware: {', '.join(nodes)}"
+        shown = ", ".join(nodes[:_NODES_SHOWN])
+        if len(nodes) > _NODES_SHOWN:
+            shown += f" and {len(nodes) - _NODES_SHOWN} more"
+        seen = f"Detected on {len(nodes)} machines with identical hardware: {shown}"
     elif nodes and nodes[0]:
         seen = f"Detected on {nodes[0]}"
     else:
@@ -673,17 +680,22 @@ def _slug(node: str) -> str:
 
 def detect(text: str, source: str = "-") -> list[dict[str, Any]]:
     """One hardware profile per distinct machine in a dump, in input order."""
-    groups: dict[tuple[object, ...], tuple[_Findings, list[str]]] = {}
+    # Node labels per hardware shape, kept in input order by a dict: a dump of 40,000 identical
+    # nodes must not search a list for each.
+    groups: dict[tuple[object, ...], tuple[_Findings, dict[str, None]]] = {}
+    # Identical machines list identical devices: what they show is worked out once.
+    seen: dict[tuple[PciDevice, ...], _Findings] = {}
     for index, machine in enumerate(parse_dump(text, source), 1):
-        findings = _findings(machine)
+        findings = seen.get(machine.devices)
+        if findings is None:
+            findings = seen[machine.devices] = _findings(machine)
         label = machine.node or f"machine {index}"
-        group = groups.setdefault(findings.key, (findings, []))
-        if label not in group[1]:
-            group[1].append(label)
+        groups.setdefault(findings.key, (findings, {}))[1][label] = None
 
     profiles: list[dict[str, Any]] = []
     used: set[str] = set()
-    for index, (findings, nodes) in enumerate(groups.values(), 1):
+    for index, (findings, labels) in enumerate(groups.values(), 1):
+        nodes = list(labels)
         named = len(nodes) == 1 and not nodes[0].startswith("machine ")
         name = (_slug(nodes[0]) if named else "") or f"detected-{index}"
         while name in used:

@@ -147,3 +147,32 @@ def test_own_generated_output_is_clean(tmp_path: Path) -> None:
         assert code == 0
         code, found, _ = run("lint", str(out))
         assert (code, found) == (0, "")
+
+
+def test_a_dangling_link_and_a_fifo_in_a_directory_are_skipped_not_fatal(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "n.yaml").write_text(POOL.format(id=NVIDIA.id))
+    (tmp_path / "gone.yaml").symlink_to(tmp_path / "deleted.yaml")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    # A subprocess with a timeout: a FIFO read would otherwise hang the test run.
+    done = subprocess.run(
+        [sys.executable, "-m", "schematic", "lint", str(tmp_path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr  # the TS101 in n.yaml is still found
+    findings = {(f["file"], f["code"]): f["message"] for f in json.loads(done.stdout)["findings"]}
+    assert findings[(str(tmp_path / "gone.yaml"), "TS190")] == (
+        f"a symbolic link to {tmp_path / 'deleted.yaml'}, which does not exist; skipped"
+    )
+    assert "FIFO" in findings[(str(tmp_path / "pipe.yaml"), "TS190")]
+    assert (str(tmp_path / "n.yaml"), "TS101") in findings
+    assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert RULES["TS190"].severity == "warning"

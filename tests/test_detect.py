@@ -479,3 +479,30 @@ def test_a_vm_with_eight_b200_is_not_an_hgx_host() -> None:
     ]
     [profile] = detect(json.dumps(devices))
     assert (profile["platform"], profile["nvswitch"]) == ("kubevirt", False)
+
+
+def test_identical_nodes_are_worked_out_once_and_listed_briefly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """40,000 identical nodes cost one derivation, not one list search per node (which made
+    detect quadratic); the description names 20 and counts the rest."""
+    import schematic.detect as detect_module
+
+    line = "00:01.0 VGA compatible controller [0300]: NVIDIA Corporation AD102GL [L40S] [10de:26b9] (rev a1)"
+    text = "".join(f"==> node{i} <==\n{line}\n" for i in range(40_000))
+    calls = 0
+    original = detect_module._findings
+
+    def counted(machine: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return original(machine)
+
+    monkeypatch.setattr(detect_module, "_findings", counted)
+    (profile,) = detect(text)
+    assert calls == 1
+    assert profile["gpus"] == [{"id": "10de:26b9", "count": 1}]
+    assert profile["description"].startswith(
+        "Detected on 40000 machines with identical hardware: node0, node1,"
+    )
+    assert "node19 and 39980 more: " in profile["description"]

@@ -972,3 +972,12 @@ def test_ts123_fix_follows_the_chart_for_rendered_machine_configs(tmp_path: Path
     assert default == RULES["TS123"].fix
     assert "unset" in finding(run_for(tmp_path, files, "pr3571"), "TS123").fix
     assert "--chart pr3571" in finding(run_for(tmp_path, files, "v1.6"), "TS123").fix
+
+
+def test_ts190_a_dangling_link_below_a_directory_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "broken.yaml").symlink_to(tmp_path / "gone.yaml")
+    (tmp_path / "ok.yaml").write_text("a: 1\n")
+    findings = lint_paths([str(tmp_path)]).findings
+    assert [(f.code, f.severity, Path(f.file).name) for f in findings] == [
+        ("TS190", "warning", "broken.yaml")
+    ]

@@ -83,7 +83,9 @@ def lint_paths(
     documents, problems = load_paths(paths)
     out = Collector()
     for problem in problems:
-        if problem.template:
+        if problem.skipped:
+            out.add("TS190", problem.message, problem.file, None)
+        elif problem.template:
             out.add(
                 "TS003",
                 "Helm/Go template directives ({{ ... }}): not YAML until rendered; skipped",

@@ -591,6 +591,21 @@ def _rules() -> tuple[Rule, ...]:
             remedy="Write the values for the chart you run (`talos-schematic generate --chart "
             "TARGET`), or upgrade the chart.",
         ),
+        Rule(
+            code="TS190",
+            title="file skipped: a dangling symbolic link, or not a regular file",
+            severity="warning",
+            fix="remove the broken link, or point it at the file it should name",
+            seen="Nothing in this entry was checked; the rest of the directory was.",
+            why="Below a directory, lint reads `*.yaml`, `*.yml` and `*.json` files. A symbolic "
+            "link whose target is gone cannot be read, and a FIFO, socket or device with such "
+            "a name would block or never end; both are skipped rather than ending the run. A "
+            "FIFO named on the command line (`lint <(helm template ...)`) is read as usual.",
+            confirm="`ls -l PATH` shows the link and its missing target, or the file type "
+            "(`p` for a FIFO).",
+            remedy="Delete the link or restore its target; keep pipes and devices out of the "
+            "linted tree.",
+        ),
     )
 
 

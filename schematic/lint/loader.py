@@ -10,6 +10,7 @@ reconcile Job) is parsed the same way, shifted to its place in the outer file.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,7 @@ class LoadProblem:
     line: int | None
     message: str
     template: bool  # a Helm/Go template, skipped rather than wrong
+    skipped: bool = False  # a dangling link or a FIFO below a directory: not read at all
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
@@ -129,7 +131,12 @@ def parse_yaml(text: str, file: str, line_offset: int = 0) -> list[Document]:
 
 def collect_files(paths: Sequence[str]) -> list[tuple[Path, str]]:
     """The files to read: named files as given, YAML/JSON files below named directories."""
-    found: list[tuple[Path, str]] = []
+    return [(path, shown) for path, shown, reason in _entries(paths) if not reason]
+
+
+def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
+    """Each input with the reason it is skipped ("" when it is read)."""
+    found: list[tuple[Path, str, str]] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
@@ -138,12 +145,28 @@ def collect_files(paths: Sequence[str]) -> list[tuple[Path, str]]:
                 for name in sorted(files):
                     if name.endswith(_SUFFIXES) and not name.startswith("."):
                         child = Path(root) / name
-                        found.append((child, str(child)))
+                        found.append((child, str(child), _unreadable(child)))
         elif path.exists():
-            found.append((path, given))
+            # Named on the command line, a FIFO is meant to be read: `lint <(helm template)`.
+            found.append((path, given, ""))
         else:
             raise LintInputError(f"{given}: no such file or directory")
     return found
+
+
+def _unreadable(path: Path) -> str:
+    """Why a file found below a directory is not read: a dangling link or not a regular file
+    (a FIFO would block the run, a device never end)."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        target = os.readlink(path) if path.is_symlink() else "?"
+        return f"a symbolic link to {target}, which does not exist; skipped"
+    except OSError as err:
+        return f"cannot be read ({err.strerror or err}); skipped"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file (a FIFO, socket or device); skipped"
+    return ""
 
 
 def _read(path: Path, shown: str) -> str:
@@ -164,7 +187,10 @@ def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem]]
     """Read every file below ``paths``; LintInputError for a file that cannot be read."""
     documents: list[Document] = []
     problems: list[LoadProblem] = []
-    for path, shown in collect_files(paths):
+    for path, shown, reason in _entries(paths):
+        if reason:
+            problems.append(LoadProblem(shown, None, reason, template=False, skipped=True))
+            continue
         text = _read(path, shown)
         try:
             documents.extend(parse_yaml(text, shown))
