@@ -5,6 +5,7 @@ Command modules import this module and the library, never each other.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import Annotated
@@ -13,7 +14,7 @@ import typer
 
 from schematic.errors import TalosSchematicError
 
-__all__ = ["MaxInputSizeOption", "app", "fail", "progress_line"]
+__all__ = ["MaxInputSizeOption", "app", "fail", "printable", "progress_line"]
 
 app = typer.Typer(
     name="talos-schematic",
@@ -28,9 +29,19 @@ app = typer.Typer(
 )
 
 
+# Control characters other than line breaks and tabs: a NUL, an escape sequence that would
+# recolour or rewrite the terminal, a carriage return that would hide the start of the line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters written as escapes (``\\x00``, ``\\r``, ``\\x1b``)."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
+
+
 def fail(err: TalosSchematicError) -> typer.Exit:
     """Print a user-fixable error to stderr; the caller raises the returned Exit."""
-    print(f"talos-schematic: {err}", file=sys.stderr)
+    print(f"talos-schematic: {printable(str(err))}", file=sys.stderr)
     return typer.Exit(err.exit_code)
 
 

@@ -30,7 +30,9 @@ from schematic.inputs.cluster_values import (
     check_chart,
     check_http_url,
     check_image_factory_ca,
+    check_installer_repository,
     check_object_name,
+    check_object_names,
     check_one_hardware_source,
     check_pool_keys,
     check_pool_name,
@@ -96,7 +98,7 @@ def _plain_talos(data: object) -> TalosSettings:
     return TalosSettings(
         version=check_release(plain_text(talos["version"])),
         image_factory_url=check_http_url(normal_endpoint(url)),
-        installer_repository=normal_endpoint(repository),
+        installer_repository=check_installer_repository(normal_endpoint(repository)),
         registry_mirrors=check_registry_mirrors(_text_keyed(talos.get("registryMirrors"))),
         image_factory_ca=check_image_factory_ca(talos.get("imageFactoryCA")),
     )
@@ -164,6 +166,7 @@ def _plain_cluster(data: object) -> ClusterFile:
         hami=_plain_hami(doc.get("addons", {})),
     )
     check_unique_pools(cluster.pools)
+    check_object_names(cluster.cluster, cluster.pools)
     return cluster
 
 

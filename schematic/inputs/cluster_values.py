@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -173,18 +174,90 @@ def normal_endpoint(value: str) -> str:
     return value
 
 
+_UNSAFE_CHARS = re.compile(r"[\x00-\x20\x7f]")
+_REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:-]*")
+# Kubernetes names that end up in labels and DNS: a DNS label's length.
+MAX_NAME = 63
+
+
+def shown(value: str) -> str:
+    """A value for a message: escaped (a newline or NUL stays one visible line) and short."""
+    text = repr(value[:80])
+    return text if len(value) <= 80 else text[:-1] + "…'"
+
+
 def check_http_url(value: str) -> str:
+    if _UNSAFE_CHARS.search(value):
+        raise ValueError("holds a space, line break or control character; give the URL alone")
+    try:
+        netloc = urllib.parse.urlsplit(value).netloc
+    except ValueError as err:
+        raise ValueError(f"not a valid URL ({err})") from None
+    if "@" in netloc:
+        # Never echoed: the URL's user:password@ part is a credential.
+        raise ValueError(
+            "must not carry user:password@ — the URL is written into every pool's values and "
+            "image URLs; give the credentials in $TALOS_SCHEMATIC_FACTORY_AUTH (user:password) "
+            "or $TALOS_SCHEMATIC_FACTORY_TOKEN instead"
+        )
     if not value.startswith(("https://", "http://")):
-        raise ValueError(f"{value!r} is not an http(s) URL")
+        raise ValueError(f"{shown(value)} is not an http(s) URL")
+    return value
+
+
+def check_installer_repository(value: str) -> str:
+    """An image repository such as ``factory.talos.dev/installer`` (written into patches and
+    URLs: a line break there would start another YAML key)."""
+    if not _REPOSITORY.fullmatch(value):
+        raise ValueError(
+            f"{shown(value)} is not an image repository (e.g. factory.talos.dev/installer): "
+            "letters, digits and . _ / : - only, no spaces or line breaks"
+        )
     return value
 
 
 def check_pool_name(value: str) -> str:
     if not _DNS_LABEL.fullmatch(value):
         raise ValueError(
-            f"{value!r} is not a valid pool name: use lowercase letters, digits and '-'"
+            f"{shown(value)} is not a valid pool name: use lowercase letters, digits and '-'"
+        )
+    if len(value) > MAX_NAME:
+        raise ValueError(
+            f"{shown(value)} is {len(value)} characters; a pool name may have {MAX_NAME}"
         )
     return value
+
+
+def check_object_names(cluster: str, pools: Sequence[PoolSpec]) -> None:
+    """Each pool's KubernetesNodes object, ``<cluster>-<pool>``, must be a valid name."""
+    for pool in pools:
+        name = f"{cluster}-{pool.name}"
+        if len(name) > MAX_NAME:
+            raise ValueError(
+                f'pool "{pool.name}": its KubernetesNodes object name {name} is {len(name)} '
+                f"characters; Kubernetes allows {MAX_NAME} there. Shorten the pool or cluster name"
+            )
+
+
+def check_replicas(data: Mapping[Any, Any]) -> None:
+    """``minReplicas`` / ``maxReplicas``: whole numbers of nodes, the floor not above the
+    ceiling (the cluster autoscaler refuses such a pool only once it runs)."""
+    given: dict[str, float] = {}
+    for key in ("minReplicas", "maxReplicas"):
+        if key not in data:
+            continue
+        value = data[key]
+        # JSON Schema's integer, which the chart checks: 4.0 is one too.
+        whole = type(value) is int or (type(value) is float and value.is_integer())
+        if not whole or value < 0:
+            given_text = shown(value) if isinstance(value, str) else repr(value)[:40]
+            raise ValueError(f"{key}: give a whole number of nodes, 0 or more, not {given_text}")
+        given[key] = value
+    if len(given) == 2 and given["minReplicas"] > given["maxReplicas"]:
+        raise ValueError(
+            f"minReplicas ({given['minReplicas']:g}) is more than maxReplicas "
+            f"({given['maxReplicas']:g})"
+        )
 
 
 def check_object_name(value: str) -> str:
@@ -274,6 +347,7 @@ def check_pool_keys(data: Mapping[Any, Any]) -> None:
             raise ValueError(f"{key}: set by talos-schematic, not by hand; {_OWNED_HINTS[key]}")
         if key == "talos":
             _check_pool_talos(value)
+    check_replicas(data)
 
 
 def check_one_hardware_source(pool: PoolSpec) -> None:

@@ -214,6 +214,11 @@ class TalosDocument(_Document):
     def _url(cls, value: str) -> str:
         return cl.check_http_url(value)
 
+    @field_validator("installer_repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        return cl.check_installer_repository(value)
+
     @field_validator("registry_mirrors")
     @classmethod
     def _mirrors(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -378,7 +383,9 @@ class ClusterDocument(_Document):
 
     @model_validator(mode="after")
     def _unique_pools(self) -> ClusterDocument:
-        cl.check_unique_pools([pool.value() for pool in self.pools])
+        pools = [pool.value() for pool in self.pools]
+        cl.check_unique_pools(pools)
+        cl.check_object_names(self.cluster, pools)
         return self
 
     def value(self) -> cl.ClusterFile:
@@ -458,8 +465,11 @@ def _pool_label(data: Mapping[str, Any], index: int) -> str:
     pools = data.get("pools")
     if isinstance(pools, list) and index < len(pools) and isinstance(pools[index], Mapping):
         name = pools[index].get("name")
-        if isinstance(name, str):
+        if isinstance(name, str) and name.isprintable() and '"' not in name and len(name) <= 80:
             return f'pool "{name}"'
+        if isinstance(name, str):
+            # A line break or NUL in the name must not break the message.
+            return f"pools[{index}] (name {cl.shown(name)})"
     return f"pools[{index}]"
 
 

@@ -137,8 +137,14 @@ def known_architecture(value: str) -> str:
         raise ValueError(str(err)) from None
 
 
+# GPUs one machine may hold: the largest servers carry 16 (HGX 2), racks are many machines. The
+# cap keeps a typo (count: 1000000) from rendering a million-entry gpus list.
+MAX_GPUS = 64
+
+
 def check_gpu(gpu: GpuSpec) -> None:
     """An NVIDIA ID must be a GPU, and one the device table lacks needs its architecture."""
+    check_gpu_count(gpu.count)
     if not gpu.is_nvidia:
         return
     from schematic.nvidia import Gpu, NvidiaFunction, describe_pci_function
@@ -151,6 +157,15 @@ def check_gpu(gpu: GpuSpec) -> None:
         raise ValueError(
             f"{gpu.id} is not in the NVIDIA device table; add its architecture "
             "(e.g. architecture: Blackwell)"
+        )
+
+
+def check_gpu_count(count: int, what: str = "count") -> None:
+    if count > MAX_GPUS:
+        shown = str(count) if count < 10**12 else f"{str(count)[:6]}… ({len(str(count))} digits)"
+        raise ValueError(
+            f"{what} {shown}: no machine holds that many GPUs; a profile describes one machine "
+            f"(at most {MAX_GPUS} GPUs), and a pool's replicas say how many machines"
         )
 
 
@@ -174,6 +189,7 @@ def check_profile(profile: HardwareProfile) -> None:
         raise ValueError("cpuVendor arm with architecture amd64; set architecture: arm64")
     if profile.nvswitch and not any(gpu.is_nvidia for gpu in profile.gpus):
         raise ValueError("nvswitch: true needs NVIDIA GPUs in gpus")
+    check_gpu_count(sum(gpu.count for gpu in profile.gpus), "gpus: in all")
 
 
 # --- the fast reader ------------------------------------------------------------------------------
