@@ -86,6 +86,9 @@ _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _ID = re.compile(r"[0-9a-f]{64}")
 _TALOS_VERSION = re.compile(r"v\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?")
 _SNIPPET = 300
+# What a bearer token may hold to be sent as a header value: visible ASCII, no spaces.
+_TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class SchematicBody(Protocol):
@@ -294,24 +297,45 @@ class FactoryClient:
         )
 
     def _authorize(self, token: str, auth: str, userinfo: tuple[str, str] | None) -> None:
+        # Checked before any request: an illegal header value makes the HTTP library fail with
+        # the value in its message, and a CRLF-saved secret file is the usual cause.
         if token:
+            if not _TOKEN_CHARS.fullmatch(token):
+                raise FactoryError(
+                    f"${TOKEN_ENV} holds a character an HTTP header cannot carry (a line break "
+                    "or carriage return — a secret file saved with CRLF? —, a space, a control "
+                    "character or a non-ASCII letter); its value is not shown. Give the token "
+                    "alone, e.g. TALOS_SCHEMATIC_FACTORY_TOKEN=\"$(tr -d '\\r\\n' < FILE)\""
+                )
             self._headers["Authorization"] = f"Bearer {token}"
             self._secrets.append(token)
             return
+        source = "the factory URL's user:password@"
         if auth:
             user, _, password = auth.partition(":")
             userinfo = (user, password)
+            source = f"${AUTH_ENV}"
         if userinfo is not None:
             pair = f"{userinfo[0]}:{userinfo[1]}"
+            if _CONTROL_CHARS.search(pair):
+                raise FactoryError(
+                    f"{source} holds a line break, carriage return or other control character "
+                    "(a secret file saved with CRLF?); its value is not shown. Give "
+                    "user:password alone"
+                )
             encoded = base64.b64encode(pair.encode()).decode("ascii")
             self._headers["Authorization"] = f"Basic {encoded}"
             self._secrets += [pair, encoded, userinfo[1]]
 
     def _redact(self, text: str) -> str:
-        # Servers may echo headers or URLs back; very short secrets would garble every message.
-        for secret in sorted(self._secrets, key=len, reverse=True):
+        # Servers may echo headers or URLs back. A secret of 4 characters or more is hidden
+        # wherever it appears; a shorter one (replacing every "ab" would garble the message)
+        # wherever it stands alone, not inside a longer word.
+        for secret in sorted({s for s in self._secrets if s}, key=len, reverse=True):
             if len(secret) >= 4:
                 text = text.replace(secret, "***")
+            else:
+                text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
         return text
 
     def _error(self, subject: str, what: str) -> FactoryError:
@@ -357,6 +381,13 @@ class FactoryClient:
                     response = self._http.request(
                         method, self.url + path, content=content, headers=headers
                     )
+            except httpx.DecodingError as exc:
+                # Not transient: the same bytes would come back.
+                raise self._error(
+                    subject,
+                    f"{what}: the answer's body could not be decoded (its Content-Encoding "
+                    f"does not match its bytes: {_one_line(str(exc))})",
+                ) from None
             except httpx.TransportError as exc:
                 reason = _describe_transport_error(exc)
                 if attempt == attempts:
@@ -415,6 +446,10 @@ class FactoryClient:
             raise self._html_error(response, what, subject)
         try:
             return json.loads(response.text)
+        except RecursionError:
+            raise self._error(
+                subject, f"{what}: {status} with JSON nested too deeply to be the factory's answer"
+            ) from None
         except ValueError as exc:
             raise self._error(
                 subject,

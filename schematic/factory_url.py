@@ -34,14 +34,28 @@ def resolve_factory_url(
     return DEFAULT_FACTORY_URL
 
 
+def _masked(url: str) -> str:
+    """``url`` with any ``user:password@`` part replaced, safe to show."""
+    return re.sub(r"^([^/@]*//)?[^/]*@", r"\1***@", url.strip())
+
+
 def split_factory_url(url: str) -> tuple[str, tuple[str, str] | None]:
     """The base URL without userinfo or trailing slash, and the userinfo as basic credentials."""
-    parts = urllib.parse.urlsplit(url.strip())
+    if re.search(r"[\x00-\x20\x7f]", url.strip()):
+        shown = _masked(url).encode("unicode_escape").decode("ascii")
+        raise FactoryError(
+            f"{shown}: not an Image Factory URL (it holds a space, line break or control character)"
+        )
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        hostname = parts.hostname
+    except ValueError as err:  # `http://[::1`: an unclosed IPv6 bracket
+        raise FactoryError(f"{_masked(url)}: not a valid URL ({err})") from None
     hostport = parts.netloc.rpartition("@")[2]
     shown = urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, "", "")).rstrip("/")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not hostname:
         # Whatever this is, a `user:password@` part must not be echoed back.
-        given = re.sub(r"^([^/@]*//)?[^/@]*@", r"\1***@", url.strip())
+        given = _masked(url)
         hint = f" (did you mean https://{given}?)" if "://" not in given and given else ""
         raise FactoryError(f"{given or '(empty)'}: not an http(s) Image Factory URL{hint}")
     if parts.query or parts.fragment:
