@@ -63,6 +63,7 @@ _EXTENSION_MODULES = {
     "siderolabs/drbd": KernelModule(name="drbd", parameters=("usermode_helper=disabled",)),
     "siderolabs/zfs": KernelModule(name="zfs"),
     "siderolabs/nvidia-gdrdrv-device": KernelModule(name="gdrdrv"),
+    "siderolabs/nvidia-fs": KernelModule(name="nvidia_fs"),
 }
 _GDRDRV_EXTENSION = "siderolabs/nvidia-gdrdrv-device"
 # Pools named in one message before the rest are counted: pools may number thousands.
@@ -179,7 +180,7 @@ class _Resolver:
     ) -> NvidiaDecision | None:
         key = (gpus, talos, profile.architecture, profile.passthrough, profile.nvswitch, nv)
         if key not in self.decisions:
-            flavour, tier, gdrdrv = nv
+            flavour, tier, gdrdrv, gds, peermem = nv
             self.decisions[key] = decide(
                 gpus,
                 talos,
@@ -189,6 +190,8 @@ class _Resolver:
                 flavour=flavour,
                 tier=tier,
                 gdrdrv=gdrdrv,
+                gds=gds,
+                peermem=peermem,
             )
         return self.decisions[key]
 
@@ -385,7 +388,13 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
     )
     decision: NvidiaDecision | None = None
     if gpus:
-        nv = (settings.flavour or "auto", settings.tier or "auto", gdrdrv)
+        nv = (
+            settings.flavour or "auto",
+            settings.tier or "auto",
+            gdrdrv,
+            bool(settings.gds),
+            bool(settings.peermem),
+        )
         decision = resolver.decision(gpus, profile, talos, nv)
     if decision is None and nvidia_extras:
         # An NVIDIA schematic on a node without an NVIDIA GPU reboots it about every 70 min.

@@ -388,3 +388,48 @@ def test_factory_schematics_replace_id_and_body_of_matching_pools_only() -> None
     assert new_cpu.schematic == cpu.schematic
     assert new_gpu == gpu
     assert offline.pools == (cpu, gpu)
+
+
+# --- GPUDirect opt-ins and NVLink-5 -------------------------------------------------------------
+
+
+def test_peermem_from_the_cluster_and_gds_refused_per_pool() -> None:
+    pool = only_pool(
+        "- {name: h100, profile: metal-hgx-h100-8x}\n", top="nvidia: {peermem: true}\n"
+    )
+    assert [m.name for m in pool.kernel_modules] == [*NVIDIA_LOAD_ORDER, "nvidia_peermem"]
+    message = error_of("- {name: b200, profile: metal-hgx-b200-8x, nvidia: {gds: true}}\n")
+    assert message.startswith('cluster.yaml: pool "b200": GPUDirect Storage')
+    assert "siderolabs/nvidia-fs" in message
+    # A pool turns a cluster-wide opt-in off.
+    off = only_pool(
+        "- {name: h100, profile: metal-hgx-h100-8x, nvidia: {peermem: false}}\n",
+        top="nvidia: {peermem: true}\n",
+    )
+    assert [m.name for m in off.kernel_modules] == NVIDIA_LOAD_ORDER
+
+
+@pytest.mark.parametrize("key", ["gdrdrv", "gds", "peermem"])
+def test_opt_ins_are_booleans(key: str) -> None:
+    with pytest.raises(ClusterFileError, match=f"nvidia.{key}: Input should be a valid boolean"):
+        plan("- {name: g, profile: kubevirt-l40s}\n", top=f"nvidia: {{{key}: 'yes'}}\n")
+
+
+def test_b200_hgx_pool_loads_ib_umad_after_the_nvidia_modules() -> None:
+    pool = only_pool("- {name: b200, profile: metal-hgx-b200-8x}\n")
+    assert [m.name for m in pool.kernel_modules] == [*NVIDIA_LOAD_ORDER, "ib_umad"]
+    assert "siderolabs/nvidia-fabricmanager-production" in pool.extensions
+    h100 = only_pool("- {name: h100, profile: metal-hgx-h100-8x}\n")
+    assert [m.name for m in h100.kernel_modules] == NVIDIA_LOAD_ORDER
+
+
+def test_installer_repository_follows_the_release_unless_given() -> None:
+    newer = only_pool("- {name: c, profile: kubevirt-cpu}\n", talos="v1.14.0")
+    assert newer.talos.installer_repository == "factory.talos.dev/metal-installer"
+    older = only_pool("- {name: c, profile: kubevirt-cpu}\n", talos="v1.13.9")
+    assert older.talos.installer_repository == "factory.talos.dev/installer"
+    text = cluster_text("- {name: c, profile: kubevirt-cpu}\n", talos="v1.14.0").replace(
+        "  version: v1.14.0\n", "  version: v1.14.0\n  installerRepository: reg.example/installer\n"
+    )
+    given = plan_cluster(parse_cluster(text, "c.yaml")).pools[0]
+    assert given.talos.installer_repository == "reg.example/installer"

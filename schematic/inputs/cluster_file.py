@@ -62,7 +62,7 @@ _TALOS_KEYS = frozenset(
     {"version", "imageFactoryURL", "installerRepository", "registryMirrors", "imageFactoryCA"}
 )
 _COZYSTACK_KEYS = frozenset({"version"})
-_NVIDIA_KEYS = frozenset({"flavour", "tier", "gdrdrv"})
+_NVIDIA_KEYS = frozenset({"flavour", "tier", "gdrdrv", "gds", "peermem"})
 _MODULE_KEYS = frozenset({"name", "parameters"})
 _FLAVOURS: tuple[str, ...] = get_args(Flavour)
 _TIERS: tuple[str, ...] = get_args(Tier)
@@ -78,13 +78,14 @@ def _text_keyed(value: object) -> dict[str, Any] | None:
 
 def _plain_nvidia(data: object) -> NvidiaSettings:
     nvidia = plain_keys(data, _NVIDIA_KEYS)
-    flavour, tier, gdrdrv = nvidia.get("flavour"), nvidia.get("tier"), nvidia.get("gdrdrv")
-    if gdrdrv is not None and type(gdrdrv) is not bool:
+    flavour, tier = nvidia.get("flavour"), nvidia.get("tier")
+    switches = {key: nvidia.get(key) for key in ("gdrdrv", "gds", "peermem")}
+    if any(value is not None and type(value) is not bool for value in switches.values()):
         raise UnusualShapeError
     return NvidiaSettings(
         flavour=None if flavour is None else plain_choice(flavour, _FLAVOURS),
         tier=None if tier is None else plain_choice(tier, _TIERS),
-        gdrdrv=gdrdrv,
+        **switches,
     )
 
 

@@ -74,6 +74,8 @@ class NvidiaSettings:
     flavour: Flavour | None = None
     tier: Tier | None = None
     gdrdrv: bool | None = None
+    gds: bool | None = None  # GPUDirect Storage: nvidia-fs, module nvidia_fs
+    peermem: bool | None = None  # module nvidia_peermem
 
     def over(self, base: NvidiaSettings) -> NvidiaSettings:
         """These settings with the unset ones taken from ``base``."""
@@ -81,6 +83,8 @@ class NvidiaSettings:
             flavour=self.flavour if self.flavour is not None else base.flavour,
             tier=self.tier if self.tier is not None else base.tier,
             gdrdrv=self.gdrdrv if self.gdrdrv is not None else base.gdrdrv,
+            gds=self.gds if self.gds is not None else base.gds,
+            peermem=self.peermem if self.peermem is not None else base.peermem,
         )
 
 

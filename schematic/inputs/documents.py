@@ -18,7 +18,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails
 
 from schematic.errors import ClusterFileError, ProfileError
@@ -243,12 +251,27 @@ class NvidiaDocument(_Document):
     tier: cl.Tier | None = Field(
         default=None, description="driver tier (default auto: newest driver knowing every GPU)"
     )
-    gdrdrv: bool | None = Field(
+    gdrdrv: StrictBool | None = Field(
         default=None, description="add GPUDirect RDMA (nvidia-gdrdrv-device, open modules only)"
+    )
+    gds: StrictBool | None = Field(
+        default=None,
+        description="add GPUDirect Storage (siderolabs/nvidia-fs, module nvidia_fs) where the "
+        "Talos release offers it",
+    )
+    peermem: StrictBool | None = Field(
+        default=None,
+        description="load nvidia_peermem (RDMA NICs reading GPU memory; open modules only)",
     )
 
     def value(self) -> cl.NvidiaSettings:
-        return cl.NvidiaSettings(flavour=self.flavour, tier=self.tier, gdrdrv=self.gdrdrv)
+        return cl.NvidiaSettings(
+            flavour=self.flavour,
+            tier=self.tier,
+            gdrdrv=self.gdrdrv,
+            gds=self.gds,
+            peermem=self.peermem,
+        )
 
 
 class KernelModuleDocument(_Document):
