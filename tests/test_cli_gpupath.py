@@ -164,3 +164,37 @@ def test_gpu_files_are_the_tools_own_and_go_when_no_longer_needed(tmp_path: Path
     assert not (out / "management" / "platform-gpu-values.yaml").exists()
     assert not (out / "rtx6000" / "smoke-test.yaml").exists()
     assert (out / "l40s" / "smoke-test.yaml").is_file()
+
+
+def _hami_cluster(tmp_path: Path, hami: str) -> Path:
+    cluster = tmp_path / "hami.yaml"
+    text = EXAMPLE.read_text().replace("nvidia:\n", f"addons:\n  hami: {hami}\nnvidia:\n", 1)
+    cluster.write_text(text)
+    return cluster
+
+
+def test_generate_refuses_hami_on_talos_gpu_pools(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("generate", str(_hami_cluster(tmp_path, "{enabled: true}")), "--out", str(out))
+    assert result.exit_code == 1
+    assert "addons.hami.enabled: refused for the Talos GPU pools" in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_forced_hami_is_written_with_a_warning(tmp_path: Path) -> None:
+    cluster = _hami_cluster(tmp_path, "{enabled: true, force: true}")
+    result = run("generate", str(cluster), "-f", "addons")
+    assert result.exit_code == 0, result.stderr
+    assert "warning:" in result.stderr and "addons.hami.force" in result.stderr
+    addons = yaml.safe_load(result.stdout)["addons"]
+    assert addons["hami"] == {"enabled": True}
+    assert addons["gpuOperator"]["valuesOverride"]["gpu-operator"]["devicePlugin"]["enabled"] is (
+        False
+    )
+
+
+def test_lint_cozystack_option(tmp_path: Path) -> None:
+    out = generated(tmp_path)
+    assert run("lint", str(out), "--cozystack", "pr3585").exit_code == 0
+    bad = run("lint", str(out), "--cozystack", "v0.1")
+    assert bad.exit_code == 2 and "--cozystack" in bad.stderr
