@@ -27,6 +27,7 @@ __all__ = [
     "extensions_for",
     "normalise_extension_name",
     "overlay_image",
+    "overlay_releases",
     "overlays_for",
     "resolve_version",
     "talos_versions",
@@ -180,6 +181,12 @@ def overlay_image(name: str) -> str:
         return _catalog().overlay_images[name]
     except KeyError:
         raise CatalogError(f"{name!r} is not an official overlay") from None
+
+
+def overlay_releases(name: str) -> tuple[str, ...]:
+    """Known releases offering overlay ``name``, ascending; empty when none does."""
+    catalog = _catalog()
+    return tuple(version for version in catalog.versions if name in catalog.overlays[version])
 
 
 def extension_releases(name: str) -> tuple[str, ...]:

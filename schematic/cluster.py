@@ -9,6 +9,7 @@ the files are read by :mod:`schematic.inputs`, the stage before this one.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -16,14 +17,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from schematic.canonical import emit_document, sha256_hex
-from schematic.catalog import check_extensions, normalise_extension_name, resolve_version
+from schematic.catalog import (
+    check_extensions,
+    normalise_extension_name,
+    overlay_image,
+    overlay_releases,
+    overlays_for,
+    resolve_version,
+)
 from schematic.chart_targets import ChartTarget, assumed_target, chart_target
 from schematic.decode import canonical_tree
 from schematic.errors import ClusterFileError, TalosSchematicError
 from schematic.inputs.cluster_values import ClusterFile, HamiRequest, PoolSpec, TalosSettings
 from schematic.inputs.profile_values import HardwareProfile
 from schematic.inputs.profiles import load_profile, profile_from_mapping
-from schematic.media import ImageOptions
+from schematic.media import ImageOptions, MetaValue, check_options, installer_repository_for
 from schematic.nvidia import (
     GpuRequest,
     KernelModule,
@@ -111,7 +119,8 @@ class PoolPlan:
         canonical text, and the model costs start-up time)."""
         from schematic.model import Schematic
 
-        return Schematic.from_extensions(self.extensions, self.kernel_args)
+        # The canonical text is this tool's own unless a factory stamped an owner into it.
+        return Schematic.from_yaml(self.canonical).model_copy(update={"owner": ""})
 
     @property
     def registry_mirrors(self) -> dict[str, Any] | None:
@@ -155,7 +164,7 @@ class _Resolver:
         self.profile_dirs = tuple(profile_dirs)
         self.profiles: dict[str, HardwareProfile] = {}
         self.decisions: dict[tuple[Any, ...], NvidiaDecision | None] = {}
-        self.schematics: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, str]] = {}
+        self.schematics: dict[tuple[Any, ...], tuple[str, str]] = {}
         self.checked: set[tuple[str, ...]] = set()
         self.resources: dict[tuple[GpuRequest, ...], tuple[str, ...]] = {}
 
@@ -204,19 +213,29 @@ class _Resolver:
         return self.resources[gpus]
 
     def schematic(
-        self, extensions: tuple[str, ...], kernel_args: tuple[str, ...], talos: str, where: str
+        self,
+        extensions: tuple[str, ...],
+        kernel_args: tuple[str, ...],
+        talos: str,
+        where: str,
+        media: ImageOptions | None = None,
+        extra_meta: tuple[MetaValue, ...] = (),
     ) -> tuple[str, str]:
-        """The canonical YAML and ID of the schematic of these extensions and kernel args."""
+        """The canonical YAML and ID of the schematic of these extensions and kernel args, with
+        the media options' fields (overlay, META, bootloader, SecureBoot, sector size)."""
         if extensions not in self.checked:
             check_extensions(extensions, talos, where=where)
             self.checked.add(extensions)
-        key = (extensions, kernel_args)
+        options = media or ImageOptions()
+        key = (extensions, kernel_args, options, json.dumps(options.overlay_fields()), extra_meta)
         if key not in self.schematics:
             custom = {
                 "extraKernelArgs": kernel_args,
                 "systemExtensions": {"officialExtensions": extensions},
+                **options.customization_fields(extra_meta),
             }
-            canonical = emit_document(canonical_tree({"customization": custom}))
+            tree = {"overlay": options.overlay_fields(), "customization": custom}
+            canonical = emit_document(canonical_tree(tree))
             self.schematics[key] = (canonical, sha256_hex(canonical))
         return self.schematics[key]
 
@@ -250,6 +269,9 @@ def plan_cluster(
             pool.kernel_args,
             pool.kernel_modules,
             pool.nvidia,
+            pool.media,
+            json.dumps(pool.media.overlay_fields(), sort_keys=True, default=str),
+            pool.boot,
         )
         known = shapes.get(shape)
         if known is not None:
@@ -396,6 +418,17 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
             bool(settings.peermem),
         )
         decision = resolver.decision(gpus, profile, talos, nv)
+    media = _pool_media(pool, profile, cluster, where)
+    jetson = "jetson" in profile.name or (
+        media.overlay is not None and media.overlay.name.startswith("jetson")
+    )
+    if jetson and nvidia_extras:
+        raise ClusterFileError(
+            f"{where}: extensions: {', '.join(sorted(nvidia_extras))} are the desktop and "
+            "data-centre NVIDIA drivers, for discrete PCI GPUs; a Jetson's GPU is integrated "
+            "in the Tegra SoC and driven by NVIDIA's L4T (JetPack) kernel, which no official "
+            "Talos extension ships. Remove them; the Jetson pool runs CPU workloads"
+        )
     if decision is None and nvidia_extras:
         # An NVIDIA schematic on a node without an NVIDIA GPU reboots it about every 70 min.
         raise ClusterFileError(
@@ -426,8 +459,15 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
         )
     )
     canonical, schematic_id = resolver.schematic(
-        extensions, kernel_args, talos, f"{where}: extensions"
+        extensions, kernel_args, talos, f"{where}: extensions", media
     )
+    boot_canonical = boot_id = None
+    if pool.boot:
+        boot_canonical, boot_id = _boot_schematic(
+            pool, profile, extensions, kernel_args, media, talos, where, resolver
+        )
+        if boot_id == schematic_id:
+            boot_canonical = boot_id = None
 
     state: KernelModulesState
     if pool.kernel_modules is not None:
@@ -453,6 +493,80 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
         kernel_modules_state=state,
         sysctls=dict(decision.sysctls) if decision else {},
         passthrough=pool.passthrough,
+        media=media,
+        boot_canonical=boot_canonical,
+        boot_schematic_id=boot_id,
+    )
+
+
+def _pool_media(
+    pool: PoolSpec, profile: HardwareProfile, cluster: ClusterFile, where: str
+) -> ImageOptions:
+    """The pool's media options over its profile's, checked, with the overlay image filled."""
+    media = pool.media.over(profile.media)
+    talos = cluster.talos
+    try:
+        check_options(
+            media,
+            platform=profile.platform,
+            architecture=profile.architecture,
+            talos=talos.version,
+            factory_version=talos.image_factory_version,
+        )
+        if media.secureboot_enabled:
+            installer_repository_for(talos.installer_repository, secureboot=True)
+    except ValueError as err:
+        raise ClusterFileError(f"{where}: {err}") from None
+    overlay = media.overlay
+    if overlay is None:
+        return media
+    offered = overlays_for(talos.version)
+    if overlay.name not in offered:
+        hints = difflib.get_close_matches(overlay.name, sorted(offered), n=3)
+        elsewhere = overlay_releases(overlay.name)
+        detail = (
+            f"offered by Talos {elsewhere[0]} … {elsewhere[-1]}"
+            if elsewhere
+            else "not an official overlay of any known release"
+        )
+        if hints:
+            detail += "; did you mean " + ", ".join(hints) + "?"
+        raise ClusterFileError(
+            f"{where}: overlay.name: {overlay.name!r} is not an official overlay of Talos "
+            f"{talos.version}: {detail}"
+        )
+    if not overlay.image:
+        overlay = replace(overlay, image=overlay_image(overlay.name))
+    return replace(media, overlay=overlay)
+
+
+def _boot_schematic(
+    pool: PoolSpec,
+    profile: HardwareProfile,
+    extensions: tuple[str, ...],
+    kernel_args: tuple[str, ...],
+    media: ImageOptions,
+    talos: str,
+    where: str,
+    resolver: _Resolver,
+) -> tuple[str, str]:
+    """The boot media's schematic: the installer's plus what ``boot.schematic`` adds."""
+    if profile.platform == "kubevirt":
+        raise ClusterFileError(
+            f"{where}: boot.schematic: a KubeVirt pool boots and upgrades from one schematic "
+            "(Cozystack writes the same schematicID into the disk image and the installer); "
+            "put the additions in the pool's extensions and kernelArgs instead"
+        )
+    added = tuple(normalise_extension_name(name) for name in pool.boot.extensions)
+    boot_extensions = tuple(sorted({*extensions, *added}))
+    boot_args = tuple(dict.fromkeys((*kernel_args, *pool.boot.kernel_args)))
+    return resolver.schematic(
+        boot_extensions,
+        boot_args,
+        talos,
+        f"{where}: boot.schematic.extensions",
+        media,
+        pool.boot.meta,
     )
 
 

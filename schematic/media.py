@@ -342,3 +342,130 @@ def check_options(
                 f"overlay: Talos {talos} predates overlays (from {OVERLAYS_FROM}); "
                 "use a newer release"
             )
+
+
+# --- the fast readers' part: options of the usual shape, without pydantic -----------------------
+
+MEDIA_KEYS = ("secureboot", "overlay", "meta", "bootloader", "diskImage")
+_SECUREBOOT_KEYS = frozenset({"enabled", "includeWellKnownCertificates", "enrollKeys"})
+_OVERLAY_KEYS = frozenset({"name", "image", "options"})
+_META_KEYS = frozenset({"key", "value"})
+_DISK_IMAGE_KEYS = frozenset({"sectorSize"})
+_BOOT_KEYS = frozenset({"schematic"})
+_BOOT_SCHEMATIC_KEYS = frozenset({"extensions", "kernelArgs", "meta"})
+
+
+def _plain_number(value: object) -> int:
+    from schematic.inputs.plain import UnusualShapeError
+
+    # Profile files type only null and booleans, so `key: 10` arrives as text there.
+    if type(value) is str:
+        if value.isascii() and value.isdigit() and len(value) < 10:
+            return int(value)
+        raise ValueError(f"{value!r} is not a whole number")
+    if type(value) is not int:
+        raise UnusualShapeError
+    return value
+
+
+def _plain_bool(value: object) -> bool:
+    from schematic.inputs.plain import UnusualShapeError
+
+    if type(value) is not bool:
+        raise UnusualShapeError
+    return value
+
+
+def _plain_meta(value: object) -> tuple[MetaValue, ...]:
+    from schematic.inputs.plain import UnusualShapeError, plain_keys, plain_text
+
+    if type(value) is not list:
+        raise UnusualShapeError
+    items = []
+    for item in value:
+        entry = plain_keys(item, _META_KEYS)
+        if "key" not in entry:
+            raise UnusualShapeError
+        items.append(
+            MetaValue(
+                key=check_meta_key(_plain_number(entry["key"])),
+                value=plain_text(entry.get("value", "")),
+            )
+        )
+    return tuple(items)
+
+
+def plain_options(doc: Mapping[str, Any]) -> ImageOptions:
+    """The media options of a profile or pool mapping of the usual shape.
+
+    Raises UnusualShapeError (ask the model) or ValueError (a check failed).
+    """
+    from schematic.inputs.plain import UnusualShapeError, plain_keys, plain_text
+
+    secureboot = overlay = meta = bootloader = sector_size = None
+    if "secureboot" in doc:
+        secure = plain_keys(doc["secureboot"], _SECUREBOOT_KEYS)
+        enroll = plain_text(secure.get("enrollKeys", ""))
+        secureboot = SecureBootSpec(
+            enabled=_plain_bool(secure.get("enabled", False)),
+            include_well_known_certificates=_plain_bool(
+                secure.get("includeWellKnownCertificates", False)
+            ),
+            enroll_keys=check_enroll_keys(enroll) if enroll else "",
+        )
+    if "overlay" in doc:
+        entry = plain_keys(doc["overlay"], _OVERLAY_KEYS)
+        options = entry.get("options", {})
+        if "name" not in entry or type(options) is not dict:
+            raise UnusualShapeError
+        if any(type(key) is not str for key in options):
+            raise UnusualShapeError
+        overlay = OverlaySpec(
+            name=check_overlay_name(plain_text(entry["name"])),
+            image=plain_text(entry.get("image", "")),
+            options=options,
+        )
+    if "meta" in doc:
+        meta = _plain_meta(doc["meta"])
+    if "bootloader" in doc:
+        bootloader = check_bootloader(plain_text(doc["bootloader"]))
+    if "diskImage" in doc:
+        disk = plain_keys(doc["diskImage"], _DISK_IMAGE_KEYS)
+        if "sectorSize" not in disk:
+            raise UnusualShapeError
+        sector_size = check_sector_size(_plain_number(disk["sectorSize"]))
+    return ImageOptions(
+        secureboot=secureboot,
+        overlay=overlay,
+        meta=meta,
+        bootloader=bootloader,
+        sector_size=sector_size,
+    )
+
+
+def plain_boot(value: object) -> BootSchematic:
+    """A pool's ``boot`` mapping of the usual shape."""
+    from schematic.inputs.plain import UnusualShapeError, plain_keys, plain_texts
+
+    boot = plain_keys(value, _BOOT_KEYS)
+    if "schematic" not in boot:
+        raise UnusualShapeError
+    schematic = plain_keys(boot["schematic"], _BOOT_SCHEMATIC_KEYS)
+    return BootSchematic(
+        extensions=check_no_blank(plain_texts(schematic.get("extensions", []))),
+        kernel_args=check_no_blank(plain_texts(schematic.get("kernelArgs", []))),
+        meta=_plain_meta(schematic["meta"]) if "meta" in schematic else (),
+    )
+
+
+def check_overlay_name(value: str) -> str:
+    if not value.strip():
+        raise ValueError("overlay.name must name an official overlay, e.g. rpi_generic")
+    return value
+
+
+def check_no_blank(value: tuple[str, ...]) -> tuple[str, ...]:
+    stripped = tuple(item.strip() for item in value)
+    if any(not item for item in stripped):
+        raise ValueError("items must not be empty")
+    return stripped

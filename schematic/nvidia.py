@@ -369,6 +369,10 @@ def _lookup_by_name(text: str) -> Gpu | None:
     return None
 
 
+# Jetson modules: integrated Tegra GPUs, which the desktop-driver extensions do not drive.
+_JETSON = re.compile(r"\b(jetson|tegra|orin|xavier)\b", re.IGNORECASE)
+
+
 def lookup_gpu(id_or_name: str) -> Gpu:
     """A GPU by PCI ID (``10de:2bb5``, ``0x2bb5``, ``2BB5``) or by name (``L40S``)."""
     pci_id = normalise_pci_id(id_or_name)
@@ -384,6 +388,14 @@ def lookup_gpu(id_or_name: str) -> Gpu:
     by_name = _lookup_by_name(id_or_name)
     if by_name is not None:
         return by_name
+    # Checked after the table, which lists a PCI Jetson (AGX Thor) among its GPUs.
+    if _JETSON.search(id_or_name):
+        raise NvidiaError(
+            f"{id_or_name.strip()!r} is an NVIDIA Jetson (Tegra) module: its GPU is integrated in "
+            "the SoC and driven by NVIDIA's L4T (JetPack) kernel, not by the open or proprietary "
+            "desktop/data-centre modules the NVIDIA extensions ship, which drive discrete PCI "
+            "GPUs only; no Talos extension drives it (see the metal-jetson-* profiles)"
+        )
     what = f"PCI ID {pci_id}" if pci_id else f"GPU name {id_or_name!r}"
     raise UnknownDeviceError(
         f"{what} is not in the NVIDIA device table; give a known ID or name, or declare the "

@@ -91,10 +91,13 @@ def test_summary_shape() -> None:
             "kernelModules",
             "installer",
             "image",
+            "media",
             "values",
             "smokeTest",
         ]
         assert (pool["smokeTest"] is None) == ("gpus" not in pool["values"])
+        assert set(pool["media"]) == {"disk", "installer"}
+        assert pool["media"]["disk"] == pool["image"]
         assert pool["installer"].endswith(f"/{pool['schematicID']}:v1.13.9")
         assert f"/image/{pool['schematicID']}/" in pool["image"]
         assert pool["values"]["osImage"]["factory"]["schematicID"] == pool["schematicID"]

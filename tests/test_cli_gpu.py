@@ -195,6 +195,11 @@ def test_schema_profile_prints_the_json_schema() -> None:
         "nvswitch",
         "extensions",
         "kernelArgs",
+        "secureboot",
+        "overlay",
+        "meta",
+        "bootloader",
+        "diskImage",
     }
 
 

@@ -92,6 +92,33 @@ GPU = st.fixed_dictionaries(
         "architecture": st.sampled_from(["Hopper", "ada", "Blackwell", "Kepler2"]),
     },
 )
+# The boot-media keys a profile and a pool share.
+MEDIA = {
+    "secureboot": st.fixed_dictionaries(
+        {},
+        optional={
+            "enabled": st.booleans(),
+            "includeWellKnownCertificates": st.booleans(),
+            "enrollKeys": st.sampled_from(["force", "if-safe", "sometimes"]),
+        },
+    ),
+    "overlay": st.fixed_dictionaries(
+        {"name": st.sampled_from(["rpi_generic", "rock5b", "nope"])},
+        optional={
+            "image": st.sampled_from(["siderolabs/sbc-raspberrypi"]),
+            "options": st.sampled_from([{}, {"configTxtAppend": "x"}]),
+        },
+    ),
+    "meta": st.lists(
+        st.fixed_dictionaries(
+            {"key": st.sampled_from([0, 10, 255, 256, -1, "10", "0xa"])},
+            optional={"value": st.sampled_from(["", "{}"])},
+        ),
+        max_size=2,
+    ),
+    "bootloader": st.sampled_from(["sd-boot", "grub", "dual-boot", "GRUB", "none", "auto"]),
+    "diskImage": st.fixed_dictionaries({"sectorSize": st.sampled_from([512, 4096, 3, "4096"])}),
+}
 PROFILE = st.fixed_dictionaries(
     {
         "name": st.sampled_from(["gpu", "node-1", "a.b_c"]),
@@ -106,6 +133,7 @@ PROFILE = st.fixed_dictionaries(
         "nvswitch": st.booleans(),
         "extensions": st.lists(st.sampled_from(["siderolabs/drbd", "siderolabs/zfs"]), max_size=2),
         "kernelArgs": st.lists(st.sampled_from(["console=ttyS0", "quiet"]), max_size=2),
+        **MEDIA,
     },
 )
 NVIDIA = st.fixed_dictionaries(
@@ -140,6 +168,19 @@ POOL_EXTRAS = st.fixed_dictionaries(
         "instanceType": st.just("u1.large"),
         "resources": st.just({"cpu": 8, "memory": "64Gi"}),
         "talos": st.sampled_from([{"registryMirrors": {}}, {"version": "v1.12.0"}]),
+        **MEDIA,
+        "boot": st.fixed_dictionaries(
+            {
+                "schematic": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "kernelArgs": st.lists(st.sampled_from(["talos.config=x", ""]), max_size=1),
+                        "extensions": st.lists(st.just("siderolabs/iscsi-tools"), max_size=1),
+                        "meta": st.lists(st.fixed_dictionaries({"key": st.just(12)}), max_size=1),
+                    },
+                )
+            }
+        ),
     },
 )
 POOL = st.builds(
@@ -154,6 +195,7 @@ TALOS = st.fixed_dictionaries(
         "imageFactoryURL": st.sampled_from(["https://f.example/", "http://f.example"]),
         "installerRepository": st.sampled_from(["r.example/installer/", "factory.talos.dev/i"]),
         "registryMirrors": st.sampled_from([None, {"docker.io": {"endpoints": ["https://m"]}}]),
+        "imageFactoryVersion": st.sampled_from(["v1.3.2", "v1.5.0", "1.4", "latest"]),
     },
 )
 CLUSTER = st.fixed_dictionaries(

@@ -54,6 +54,10 @@ OTHER_PROFILES = {
     "metal-hgx-h100-8x",
     "metal-hgx-b200-8x",
     "metal-dgx-spark",
+    "metal-rpi5",
+    "metal-rock5b",
+    "metal-jetson-nano",
+    "metal-jetson-orin-nano",
 }
 
 

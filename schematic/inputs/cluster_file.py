@@ -49,6 +49,7 @@ from schematic.inputs.plain import (
     plain_text,
     plain_texts,
 )
+from schematic.media import BootSchematic, check_factory_version, plain_boot, plain_options
 from schematic.safe_yaml import YamlLimitError, compose_single, read_problem, read_text
 
 __all__ = ["cluster_from_mapping", "cluster_json_schema", "load_cluster", "parse_cluster"]
@@ -59,7 +60,14 @@ _CLUSTER_KEYS = frozenset(
 _ADDONS_KEYS = frozenset({"hami"})
 _HAMI_KEYS = frozenset({"enabled", "force"})
 _TALOS_KEYS = frozenset(
-    {"version", "imageFactoryURL", "installerRepository", "registryMirrors", "imageFactoryCA"}
+    {
+        "version",
+        "imageFactoryURL",
+        "installerRepository",
+        "registryMirrors",
+        "imageFactoryCA",
+        "imageFactoryVersion",
+    }
 )
 _COZYSTACK_KEYS = frozenset({"version"})
 _NVIDIA_KEYS = frozenset({"flavour", "tier", "gdrdrv", "gds", "peermem"})
@@ -96,12 +104,16 @@ def _plain_talos(data: object) -> TalosSettings:
     url = plain_text(talos.get("imageFactoryURL", DEFAULT_IMAGE_FACTORY_URL))
     # Unset: the release's default (TalosSettings fills it in).
     repository = plain_text(talos.get("installerRepository", ""))
+    factory_version = talos.get("imageFactoryVersion")
     return TalosSettings(
         version=check_release(plain_text(talos["version"])),
         image_factory_url=check_http_url(normal_endpoint(url)),
         installer_repository=check_installer_repository(normal_endpoint(repository)),
         registry_mirrors=check_registry_mirrors(_text_keyed(talos.get("registryMirrors"))),
         image_factory_ca=check_image_factory_ca(talos.get("imageFactoryCA")),
+        image_factory_version=None
+        if factory_version is None
+        else check_factory_version(plain_text(factory_version)),
     )
 
 
@@ -132,6 +144,8 @@ def _plain_pool(data: object) -> PoolSpec:
             tuple(_plain_module(module) for module in modules) if "kernelModules" in data else None
         ),
         nvidia=_plain_nvidia(data.get("nvidia", {})),
+        media=plain_options(data),
+        boot=plain_boot(data["boot"]) if "boot" in data else BootSchematic(),
         passthrough={key: value for key, value in data.items() if key not in TOOL_KEYS},
     )
     check_one_hardware_source(pool)

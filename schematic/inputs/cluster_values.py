@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from schematic.chart_targets import check_chart_name
 from schematic.errors import TalosSchematicError
+from schematic.media import MEDIA_KEYS, BootSchematic, ImageOptions
 from schematic.talos import TalosVersion
 
 __all__ = [
@@ -56,6 +57,9 @@ class TalosSettings:
     registry_mirrors: dict[str, Any] | None = field(default=None, hash=False)
     # PEM CA bundle CDI trusts the factory with (Cozystack talos.imageFactoryCA, PR #3797).
     image_factory_ca: str | None = None
+    # The image-factory release serving the images, when the user says (for fields an older
+    # factory refuses, such as secureboot.enrollKeys); None: assume a current one.
+    image_factory_version: str | None = None
 
     def __post_init__(self) -> None:
         if not self.installer_repository:
@@ -108,6 +112,10 @@ class PoolSpec:
     # None: computed; a list replaces it; () loads nothing (the user opted out).
     kernel_modules: tuple[KernelModuleSpec, ...] | None = None
     nvidia: NvidiaSettings = NvidiaSettings()
+    # SecureBoot, overlay, META, bootloader, sector size, over the profile's.
+    media: ImageOptions = field(default_factory=ImageOptions)
+    # What the boot media add to the installer's schematic (``boot.schematic``).
+    boot: BootSchematic = field(default_factory=BootSchematic)
     # The Cozystack values the user set, in file order.
     passthrough: dict[str, Any] = field(default_factory=dict, hash=False)
 
@@ -150,7 +158,17 @@ _OWNED_HINTS = {
     "osImage": "osImage is written by `--layout osimage` from the computed schematic",
 }
 # Pool keys the tool reads itself; everything else must be a Cozystack value key.
-TOOL_KEYS = ("name", "profile", "hardware", "extensions", "kernelArgs", "kernelModules", "nvidia")
+TOOL_KEYS = (
+    "name",
+    "profile",
+    "hardware",
+    "extensions",
+    "kernelArgs",
+    "kernelModules",
+    "nvidia",
+    *MEDIA_KEYS,
+    "boot",
+)
 _POOL_TALOS_KEYS = ("registryMirrors", "imageFactoryCA")
 
 

@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from schematic import media as md
 from schematic.errors import ClusterFileError, ProfileError
 from schematic.inputs import cluster_values as cl
 from schematic.inputs import profile_values as pr
@@ -51,6 +52,146 @@ __all__ = [
 
 class _Document(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
+
+
+# --- boot media options (profiles and pools) ------------------------------------------------------
+
+
+class SecureBootDocument(_Document):
+    """SecureBoot (UKI) media, and the schematic's SecureBoot fields."""
+
+    enabled: bool = Field(
+        default=False, description="boot and install SecureBoot media (installer-secureboot)"
+    )
+    include_well_known_certificates: bool = Field(
+        default=False,
+        alias="includeWellKnownCertificates",
+        description="also enroll the well-known UEFI certificates (Microsoft's)",
+    )
+    enroll_keys: str = Field(
+        default="",
+        alias="enrollKeys",
+        description="sd-boot key enrollment: off, manual, if-safe, force (image-factory v1.4.0+)",
+    )
+
+    @field_validator("enroll_keys")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        return md.check_enroll_keys(value) if value else value
+
+    def value(self) -> md.SecureBootSpec:
+        return md.SecureBootSpec(
+            enabled=self.enabled,
+            include_well_known_certificates=self.include_well_known_certificates,
+            enroll_keys=self.enroll_keys,
+        )
+
+
+class OverlayDocument(_Document):
+    """An official board overlay for an arm64 single-board computer."""
+
+    name: str = Field(description="official overlay name for the Talos release, e.g. rpi_generic")
+    image: str = Field(default="", description="overlay image (default: the overlay's own)")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="overlay options, passed to the overlay unchanged"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        return md.check_overlay_name(value)
+
+    def value(self) -> md.OverlaySpec:
+        return md.OverlaySpec(name=self.name, image=self.image, options=self.options)
+
+
+class MetaDocument(_Document):
+    """One initial META value."""
+
+    key: int = Field(description="META key, 0..255")
+    value: str = ""
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _byte(cls, value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError(f"meta key {value!r} is not a whole number 0..255")
+        number = value if isinstance(value, int) else _decimal(value)
+        return md.check_meta_key(number)
+
+    def to_value(self) -> md.MetaValue:
+        return md.MetaValue(key=self.key, value=self.value)
+
+
+def _decimal(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"meta key {text!r} is not a whole number 0..255")
+    return int(text)
+
+
+class DiskImageDocument(_Document):
+    """Disk-image options."""
+
+    sector_size: int = Field(alias="sectorSize", description="disk sector size, e.g. 4096")
+
+    @field_validator("sector_size", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            value = int(value)
+        return md.check_sector_size(value)
+
+
+class BootSchematicDocument(_Document):
+    """What the boot media (disk image, ISO, PXE) add to the installer's schematic."""
+
+    extensions: tuple[str, ...] = ()
+    kernel_args: tuple[str, ...] = Field(default=(), alias="kernelArgs")
+    meta: tuple[MetaDocument, ...] = ()
+
+    @field_validator("extensions", "kernel_args")
+    @classmethod
+    def _no_blank(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return md.check_no_blank(value)
+
+    def value(self) -> md.BootSchematic:
+        return md.BootSchematic(
+            extensions=self.extensions,
+            kernel_args=self.kernel_args,
+            meta=tuple(m.to_value() for m in self.meta),
+        )
+
+
+class BootDocument(_Document):
+    """A boot medium whose schematic differs from the installer's."""
+
+    schematic: BootSchematicDocument
+
+
+class _MediaDocument(_Document):
+    """The media keys a profile and a pool share."""
+
+    secureboot: SecureBootDocument | None = None
+    overlay: OverlayDocument | None = None
+    meta: tuple[MetaDocument, ...] | None = Field(
+        default=None, description="initial META values: [{key: 0..255, value}]"
+    )
+    bootloader: str | None = Field(default=None, description="sd-boot, grub or dual-boot")
+    disk_image: DiskImageDocument | None = Field(default=None, alias="diskImage")
+
+    @field_validator("bootloader")
+    @classmethod
+    def _bootloader(cls, value: str | None) -> str | None:
+        return None if value is None else md.check_bootloader(value)
+
+    def media(self) -> md.ImageOptions:
+        return md.ImageOptions(
+            secureboot=None if self.secureboot is None else self.secureboot.value(),
+            overlay=None if self.overlay is None else self.overlay.value(),
+            meta=None if self.meta is None else tuple(m.to_value() for m in self.meta),
+            bootloader=self.bootloader,
+            sector_size=None if self.disk_image is None else self.disk_image.sector_size,
+        )
 
 
 # --- hardware profiles ----------------------------------------------------------------------------
@@ -92,7 +233,7 @@ class GpuDocument(_Document):
         return pr.GpuSpec(id=self.id, count=self.count, architecture=self.architecture)
 
 
-class ProfileDocument(_Document):
+class ProfileDocument(_MediaDocument):
     """One kind of machine, as a Talos node sees it."""
 
     name: str = Field(description="profile name; shipped profiles are named after their file")
@@ -139,6 +280,7 @@ class ProfileDocument(_Document):
             nvswitch=self.nvswitch,
             extensions=self.extensions,
             kernel_args=self.kernel_args,
+            media=self.media(),
         )
 
 
@@ -201,6 +343,17 @@ class TalosDocument(_Document):
         alias="imageFactoryCA",
         description="PEM CA bundle CDI trusts the factory with (Cozystack talos.imageFactoryCA)",
     )
+    image_factory_version: str | None = Field(
+        default=None,
+        alias="imageFactoryVersion",
+        description="image-factory release of a self-hosted factory, e.g. v1.3.2 (default: "
+        "current); fields an older factory refuses are refused here",
+    )
+
+    @field_validator("image_factory_version")
+    @classmethod
+    def _factory_version(cls, value: str | None) -> str | None:
+        return None if value is None else md.check_factory_version(value)
 
     @field_validator("version", mode="before")
     @classmethod
@@ -239,6 +392,7 @@ class TalosDocument(_Document):
             installer_repository=self.installer_repository,
             registry_mirrors=self.registry_mirrors,
             image_factory_ca=self.image_factory_ca,
+            image_factory_version=self.image_factory_version,
         )
 
 
@@ -281,7 +435,7 @@ class KernelModuleDocument(_Document):
     parameters: tuple[str, ...] = ()
 
 
-class PoolDocument(_Document):
+class PoolDocument(_MediaDocument):
     """One worker pool: its hardware and extras, plus Cozystack values passed through."""
 
     model_config = ConfigDict(extra="allow")
@@ -303,6 +457,9 @@ class PoolDocument(_Document):
         description="absent: computed; a list: replaces it; []: load nothing (opt out)",
     )
     nvidia: NvidiaDocument = Field(default_factory=NvidiaDocument)
+    boot: BootDocument | None = Field(
+        default=None, description="boot media whose schematic adds to the installer's"
+    )
 
     @field_validator("name")
     @classmethod
@@ -345,6 +502,8 @@ class PoolDocument(_Document):
             if modules is None
             else tuple(cl.KernelModuleSpec(name=m.name, parameters=m.parameters) for m in modules),
             nvidia=self.nvidia.value(),
+            media=self.media(),
+            boot=md.BootSchematic() if self.boot is None else self.boot.schematic.value(),
             passthrough=dict(self.model_extra or {}),
         )
 

@@ -9,10 +9,11 @@ pydantic model, for everything else); both build a :class:`HardwareProfile` with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from schematic.errors import NvidiaError
+from schematic.media import ImageOptions
 
 __all__ = [
     "VM_PLATFORMS",
@@ -83,6 +84,8 @@ class HardwareProfile:
     nvswitch: bool = False
     extensions: tuple[str, ...] = ()
     kernel_args: tuple[str, ...] = ()
+    # SecureBoot, overlay, META, bootloader, disk sector size (a pool may override each).
+    media: ImageOptions = field(default_factory=ImageOptions)
 
     @property
     def passthrough(self) -> bool:
@@ -112,6 +115,7 @@ class HardwareProfile:
         document["nvswitch"] = self.nvswitch
         document["extensions"] = list(self.extensions)
         document["kernelArgs"] = list(self.kernel_args)
+        document.update(self.media.as_document())
         return document
 
 

@@ -41,6 +41,7 @@ from schematic.inputs.profile_values import (
     known_architecture,
     normal_pci_id,
 )
+from schematic.media import MEDIA_KEYS, plain_options
 from schematic.safe_yaml import YamlLimitError, load, read_problem, read_text
 
 __all__ = [
@@ -63,6 +64,7 @@ _PROFILE_KEYS = frozenset(
         "nvswitch",
         "extensions",
         "kernelArgs",
+        *MEDIA_KEYS,
     }
 )
 _GPU_KEYS = frozenset({"id", "count", "architecture"})
@@ -115,6 +117,7 @@ def _plain_profile(data: object) -> HardwareProfile:
         nvswitch=nvswitch,
         extensions=check_no_blank_items(plain_texts(doc.get("extensions", []))),
         kernel_args=check_no_blank_items(plain_texts(doc.get("kernelArgs", []))),
+        media=plain_options(doc),
     )
     check_profile(profile)
     return profile

@@ -34,7 +34,7 @@ from schematic.render.gpupath import (
 )
 from schematic.render.machineconfig import machine_config_patch
 from schematic.render.summary import summary_json
-from schematic.render.urls import pool_urls
+from schematic.render.urls import media_summary, pool_urls
 
 __all__ = [
     "CLUSTER_FILES",
@@ -146,7 +146,9 @@ class _Renderer:
         if "urls" in wanted:
             urls = pool_urls(pool)
             name = yamltext.dump({"pool": urls.pop("pool")})
-            out["urls"] = name + self.cached(("urls", pool.schematic_id, pool.profile), urls)
+            # SecureBoot and a boot schematic change the media, not always the schematic ID.
+            key = ("urls", pool.schematic_id, pool.profile, pool.media, pool.boot_schematic_id)
+            out["urls"] = name + self.cached(key, urls)
         return out
 
     def cached(self, key: tuple[Any, ...], document: dict[str, Any]) -> str:
@@ -184,6 +186,7 @@ class _Renderer:
             pool.kernel_modules,
             tuple(pool.sysctls.items()),
             json.dumps(pool.registry_mirrors, sort_keys=True),
+            pool.media.secureboot_enabled,  # the SecureBoot installer
         )
         if key not in self.patches:
             self.patches[key] = yamltext.dump_all(machine_config_patch(pool))
@@ -267,6 +270,7 @@ def _index_entry(pool: PoolPlan) -> dict[str, Any]:
         # A factory stamped the schematic: `check` matches the pool by its offline ID.
         entry["offlineSchematicID"] = pool.offline_schematic_id
     entry["extensions"] = list(pool.extensions)
+    entry.update(media_summary(pool))
     return entry
 
 

@@ -10,7 +10,7 @@ from schematic.cluster import ClusterPlan
 from schematic.gpupath import management_gpus, platform_values, smoke_test_pod, tenant_addons
 from schematic.render.cozystack import LayoutOrFit, pool_values
 from schematic.render.gpupath import operator_release_of
-from schematic.render.urls import boot_image_url, installer_image
+from schematic.render.urls import boot_image_url, installer_image, media_summary, pool_media
 
 __all__ = ["summary", "summary_json"]
 
@@ -36,6 +36,8 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
                 ],
                 "installer": installer_image(pool),
                 "image": boot_image_url(pool),
+                **media_summary(pool),
+                "media": {medium.kind: medium.url for medium in pool_media(pool)},
                 "values": pool_values(plan.cluster, pool, layout),
                 # The tenant-cluster Pod that proves the pool's GPUs work (None: no GPU).
                 "smokeTest": smoke_test_pod(plan, pool),

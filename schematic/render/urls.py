@@ -34,6 +34,7 @@ __all__ = [
     "installer_image",
     "ipxe_line",
     "iso_url",
+    "media_summary",
     "medium_reference",
     "pool_media",
     "pool_urls",
@@ -182,11 +183,32 @@ _KEYS: dict[tuple[MediumKind, bool], str] = {
 }
 
 
+def media_summary(pool: PoolPlan) -> dict[str, Any]:
+    """The media options a pool's index entry and JSON summary carry (set ones only)."""
+    media = pool.media
+    entry: dict[str, Any] = {}
+    if media.secureboot_enabled:
+        entry["secureboot"] = True
+    if media.overlay is not None:
+        entry["overlay"] = media.overlay.name
+    if media.meta:
+        entry["metaKeys"] = [m.key for m in media.meta]
+    if media.bootloader:
+        entry["bootloader"] = media.bootloader
+    if media.sector_size:
+        entry["sectorSize"] = media.sector_size
+    if pool.boot_schematic_id:
+        entry["bootSchematicID"] = pool.boot_schematic_id
+    return entry
+
+
 def pool_urls(pool: PoolPlan) -> dict[str, Any]:
     """The `urls` document of a pool: every medium, and the iPXE line for PXE."""
     urls: dict[str, Any] = {"pool": pool.name, "schematicID": pool.schematic_id}
     if pool.boot_schematic_id:
+        # The boot media's own schematic: register it too (talos-schematic register).
         urls["bootSchematicID"] = pool.boot_schematic_id
+        urls["bootSchematic"] = pool.boot_canonical
     for medium in pool_media(pool):
         urls[_KEYS[(medium.kind, medium.secureboot)]] = medium.url
         if medium.kind == "pxe":
