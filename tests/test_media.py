@@ -381,3 +381,10 @@ def test_bad_input_is_one_message_exit_1_and_nothing_written(case: str, tmp_path
     assert f'pool "bad": {key}' in lines[0]
     assert "Traceback" not in result.output
     assert not out.exists()
+
+
+def test_talos_1_14_secureboot_pools_install_from_the_metal_installer_secureboot() -> None:
+    pool = one("profile: metal-intel, secureboot: {enabled: true}", "version: v1.14.0")
+    installer = pool_urls(pool)["installerSecureBoot"]
+    assert installer == f"factory.talos.dev/metal-installer-secureboot/{pool.schematic_id}:v1.14.0"
+    assert parse_installer_name("metal-installer-secureboot") == ("metal", True)
