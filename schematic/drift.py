@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from schematic.errors import OutputError
-from schematic.output import Drift
+from schematic.output import Drift, read_tool_file
 
 __all__ = ["drift_diff", "drift_json"]
 
@@ -38,11 +38,11 @@ def _diff(old: list[str], new: list[str], old_name: str, new_name: str) -> Itera
             yield line + "\n" + _NO_NEWLINE
 
 
-def _read(path: Path) -> bytes:
+def _read(directory: Path, name: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_tool_file(directory, name) or b""
     except OSError as err:
-        raise OutputError(f"{path}: cannot read: {err.strerror}") from None
+        raise OutputError(f"{directory / name}: cannot read: {err.strerror}") from None
 
 
 def drift_diff(directory: Path, expected: Mapping[str, bytes], drift: Drift) -> str:
@@ -52,7 +52,7 @@ def drift_diff(directory: Path, expected: Mapping[str, bytes], drift: Drift) -> 
     chunks: list[str] = []
     for path in paths:
         shown = f"{directory}/{path}"
-        old = [] if path in missing else _lines(_read(directory / path))
+        old = [] if path in missing else _lines(_read(directory, path))
         new = [] if path in extra else _lines(expected[path])
         old_name = "/dev/null" if path in missing else shown + _ON_DISK
         new_name = "/dev/null" if path in extra else shown + _GENERATED

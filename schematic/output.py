@@ -38,6 +38,7 @@ __all__ = [
     "Drift",
     "Ownership",
     "compare_outputs",
+    "read_tool_file",
     "write_file_atomically",
     "write_outputs",
 ]
@@ -189,6 +190,39 @@ def _read_owned_file(path: str) -> bytes:
         os.close(descriptor)
 
 
+def _real_folders(root: Path, name: str) -> bool:
+    """Whether each directory on the way from ``root`` to ``name`` is a real directory (a
+    symbolic link there would lead outside)."""
+    parts = name.split("/")[:-1]
+    for end in range(1, len(parts) + 1):
+        entry = _lstat(os.path.join(root, *parts[:end]))
+        if entry is None or not stat.S_ISDIR(entry.st_mode):
+            return False
+    return True
+
+
+def read_tool_file(directory: Path, name: str) -> bytes | None:
+    """The bytes of ``directory/name`` as the tool wrote it, or None when it is not there.
+
+    Never follows a symbolic link (in the name or on the way to it), never blocks on a FIFO,
+    never reads a device: those raise OSError, which the caller reports.
+    """
+    if not _real_folders(directory, name):
+        entry = _lstat(os.path.join(directory, *name.split("/")[:-1]))
+        if entry is None:
+            return None
+        raise OSError(errno.ENOTDIR, "on the way to it is a symbolic link or file, not followed")
+    path = os.path.join(directory, name)
+    entry = _lstat(path)
+    if entry is None:
+        return None
+    if not stat.S_ISREG(entry.st_mode):
+        raise OSError(
+            errno.EINVAL, "not a regular file (a symbolic link, FIFO or device); not read"
+        )
+    return _read_owned_file(path)
+
+
 def _owned_by_index(root: Path, index: str, ownership: Ownership) -> frozenset[str] | None:
     """What the directory's index lists as the tool's; None when there is no index.
 
@@ -319,10 +353,16 @@ def compare_outputs(
         owned = _owned_by_index(root, index, ownership) or frozenset()
         changed: list[str] = []
         missing: list[str] = []
+        folders: dict[str, bool] = {}
         for name, content in sorted(files.items()):
+            folder = name.rpartition("/")[0]
+            if folder not in folders:
+                folders[folder] = _real_folders(root, name)
             path = os.path.join(root, name)
-            entry = _lstat(path)
-            if entry is None:
+            entry = _lstat(path) if folders[folder] else None
+            if not folders[folder] and _lstat(os.path.join(root, folder)) is not None:
+                changed.append(name)  # a link or file where the pool's directory belongs
+            elif entry is None:
                 missing.append(name)
             elif not stat.S_ISREG(entry.st_mode) or entry.st_size != len(content):
                 changed.append(name)
@@ -443,7 +483,7 @@ def _plan_changes(root: Path, files: Mapping[str, bytes], owned: frozenset[str])
             )
         if not stat.S_ISREG(entry.st_mode):
             raise OutputError(
-                f"{path}: not a regular file (a symbolic link, directory or device); not "
+                f"{path}: not a regular file (a symbolic link, FIFO, directory or device); not "
                 "replaced — move it away"
             )
         if entry.st_size == len(content):

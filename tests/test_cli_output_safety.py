@@ -33,6 +33,8 @@ def snapshot(directory: Path) -> dict[str, bytes | str]:
             found[name] = f"-> {os.readlink(path)}"
         elif path.is_dir():
             found[name] = "dir"
+        elif not path.is_file():
+            found[name] = "special"  # a FIFO: reading it would block
         else:
             found[name] = path.read_bytes()
     return found
@@ -137,4 +139,46 @@ def test_a_file_in_the_way_is_named_and_kept(tmp_path: Path) -> None:
     assert "rtx6000/values.yaml: exists and was not written by talos-schematic" in one_message(
         result
     )
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_fifo_or_link_in_place_of_a_tool_file_is_neither_read_nor_followed(
+    tmp_path: Path, kind: str
+) -> None:
+    """generate, check --diff and verify each end with one message (a FIFO would block them, a
+    link to a secret would print it into a CI log)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password=hunter2\n")
+    for name in ("cpu/values.yaml", "cpu/schematic.yaml"):
+        (out / name).unlink()
+        if kind == "fifo":
+            os.mkfifo(out / name)
+        else:
+            (out / name).symlink_to(secret)
+    before = snapshot(tmp_path)
+    for args in (
+        ["generate", str(EXAMPLE), "--out", str(out)],
+        ["check", str(EXAMPLE), "--out", str(out), "--diff"],
+        ["verify", "--out", str(out)],
+    ):
+        # A subprocess with a timeout: a FIFO read would otherwise hang the test run.
+        done = subprocess.run(
+            [sys.executable, "-m", "schematic", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "TALOS_SCHEMATIC_FACTORY": "http://127.0.0.1:9"},
+        )
+        assert done.returncode == 1, (args, done.stderr)
+        errors = [line for line in done.stderr.splitlines() if ": note:" not in line]
+        assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+        assert "hunter2" not in done.stdout + done.stderr
+        assert "cpu" in errors[0]
     assert snapshot(tmp_path) == before

@@ -173,6 +173,11 @@ def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], s
         schematic_id = entry.get("schematicID") if isinstance(entry, dict) else None
         if not isinstance(name, str) or not isinstance(schematic_id, str):
             raise OutputError(f"{index}: every pool needs a name and a schematicID")
+        if not _plain_pool_directory(directory, name, files):
+            raise OutputError(
+                f"{index}: pool {name!r}: its files are not regular files in a directory of "
+                "that name (a symbolic link, FIFO or a path outside); not read"
+            )
         if recorded is None and "urls.yaml" in files:
             recorded = _recorded_factory(directory / name / "urls.yaml", schematic_id)
         if "schematic.yaml" not in files:
@@ -189,6 +194,22 @@ def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], s
             )
         checks.append((str(path), schematic_id, schematic))
     return checks, recorded
+
+
+def _plain_pool_directory(directory: Path, name: str, files: list[object]) -> bool:
+    """Whether the pool's files the index lists are regular files in a real directory (an index
+    names any path; a FIFO would block the run, a link would lead elsewhere)."""
+    from schematic.output import read_tool_file
+
+    if "/" in name or name in ("", ".", ".."):
+        return False
+    for file in ("schematic.yaml", "urls.yaml"):
+        if file in files:
+            try:
+                read_tool_file(directory, f"{name}/{file}")
+            except OSError:
+                return False
+    return True
 
 
 def _verify_checks(

@@ -408,6 +408,7 @@ _REGISTRATION_KEYS = ("name", "schematicID", "offlineSchematicID")
 def _unreachable_changes(out: Path, plan: ClusterPlan, files: dict[str, bytes]) -> list[str]:
     """Notes for pools whose kernel modules change in DIR while their schematic does not."""
     from schematic.charts import unreachable_changes
+    from schematic.output import read_tool_file
     from schematic.render.files import INDEX
 
     if not (out / INDEX).is_file():
@@ -415,9 +416,11 @@ def _unreachable_changes(out: Path, plan: ClusterPlan, files: dict[str, bytes]) 
     before: dict[str, bytes] = {}
     for name in (INDEX, *files):
         try:
-            before[name] = (out / name).read_bytes()
+            content = read_tool_file(out, name)
         except OSError:
-            continue
+            continue  # not a file the tool wrote: writing reports it
+        if content is not None:
+            before[name] = content
     return unreachable_changes(plan.source, before, files)
 
 
