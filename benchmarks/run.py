@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("schematic_id", "generate", "factory_register", "upgrade")
+BENCHMARKS = ("schematic_id", "generate", "factory_register", "upgrade", "hostile")
 
 
 def main(names: list[str]) -> int:
