@@ -13,7 +13,9 @@ timestamps inside ``overlay.options``):
 * a string is plain unless it would read back as something else (null, bool, number,
   timestamp) or the analyser forbids it; YAML-1.1-only words (``yes``, ``off``, base 60,
   ``<<``) are single-quoted (double-quoted by factories before v1.5.0, see ``legacy_quoting``);
-  strings with a newline become literal blocks when they hold more than white space;
+  strings with a newline become literal blocks when they hold more than white space, with an
+  indentation indicator only when the text starts with a space (go-yaml v3, before v1.5.0,
+  also when it starts with a line break);
 * mapping keys of ``overlay.options`` are sorted with go-yaml's natural order.
 
 The emitter works on a small tree of ``dict``, :class:`GoMap`, ``list``, ``str``, ``bool``,
@@ -279,9 +281,12 @@ def _single_quoted(text: str, indent: int) -> str:
     return "".join(out)
 
 
-def _literal(text: str, indent: int) -> str:
+def _literal(text: str, indent: int, legacy: bool) -> str:
     header = "|"
-    if text[0] == " " or text[0] in _BREAKS:
+    # The indentation indicator: go-yaml v4 (internal/libyaml/emitter.go, writeBlockScalarHints,
+    # v4.0.0-rc.6; go-yaml issue 65) writes it only when the text starts with a space; go-yaml
+    # v3, which factories before v1.5.0 use, also when it starts with a line break.
+    if text[0] == " " or (legacy and text[0] in _BREAKS):
         header += str(INDENT)
     if text[-1] not in _BREAKS:
         header += "-"
@@ -326,7 +331,7 @@ def _string_scalar(text: str, indent: int, is_key: bool, legacy_quoting: bool) -
     if wanted == "single":
         return _single_quoted(text, indent)
     if wanted == "literal":
-        return _literal(text, indent)
+        return _literal(text, indent, legacy_quoting)
     return _double_quoted(text)
 
 

@@ -106,8 +106,9 @@ class Schematic(_Frozen):
     def canonical(self, *, legacy_quoting: bool = False) -> str:
         """The canonical YAML the factory stores and hashes.
 
-        ``legacy_quoting`` reproduces factories before v1.5.0, which double-quoted the
-        YAML-1.1-only words (``yes``, ``off``, ``1:20``, ``<<``) instead of single-quoting them.
+        ``legacy_quoting`` reproduces factories before v1.5.0 (go-yaml v3), which double-quoted
+        the YAML-1.1-only words (``yes``, ``off``, ``1:20``, ``<<``) instead of single-quoting
+        them, and gave a literal block that starts with a line break an indentation indicator.
         """
         return emit_document(self._tree(), legacy_quoting=legacy_quoting)
 

@@ -107,7 +107,7 @@ def test_legacy_quoting_double_quotes_yaml11_words() -> None:
         ("a\nb", "|-\n        a\n        b"),
         ("a\nb\n", "|\n        a\n        b\n"),
         ("a\n\n", "|+\n        a\n\n"),
-        ("\nlead", "|4-\n\n        lead"),
+        ("\nlead", "|-\n\n        lead"),
         (" x\ny", "|4-\n         x\n        y"),
         ("a\n\nb", "|-\n        a\n\n        b"),
         ("tab\tin\nblock", "|-\n        tab\tin\n        block"),
@@ -120,6 +120,32 @@ def test_multi_line_strings(value: str, written: str) -> None:
     text = Customization(embedded_machine_configuration=value)
     canonical = Schematic(customization=text).canonical()
     assert canonical.startswith(f"customization:\n    embeddedMachineConfiguration: {written}")
+
+
+# go-yaml v4 (internal/libyaml/emitter.go, writeBlockScalarHints at v4.0.0-rc.6; go-yaml issue
+# 65) writes the indentation indicator only when the text starts with a space; go-yaml v3, the
+# marshaller of factories before v1.5.0 (legacy_quoting), also when it starts with a line break.
+# The expected bytes are written out from that rule, not taken from this emitter.
+@pytest.mark.parametrize(
+    ("value", "v4", "v3"),
+    [
+        ("\nabc", "|-\n\n        abc\n", "|4-\n\n        abc\n"),
+        ("\nabc\n", "|\n\n        abc\n", "|4\n\n        abc\n"),
+        ("\n\nabc\n\n", "|+\n\n\n        abc\n\n", "|4+\n\n\n        abc\n\n"),
+        # A space first: the indicator in both generations.
+        (" abc\ndef", "|4-\n         abc\n        def\n", "|4-\n         abc\n        def\n"),
+        (" abc\ndef\n", "|4\n         abc\n        def\n", "|4\n         abc\n        def\n"),
+        # A line break, then a space: v4 leaves the indicator out all the same (it reads the
+        # first character only), though a parser then takes the space for indentation.
+        ("\n abc", "|-\n\n         abc\n", "|4-\n\n         abc\n"),
+    ],
+)
+def test_literal_indentation_indicator_per_generation(value: str, v4: str, v3: str) -> None:
+    schematic = Schematic(customization=Customization(embedded_machine_configuration=value))
+    head = "customization:\n    embeddedMachineConfiguration: "
+    assert schematic.canonical() == head + v4
+    assert schematic.canonical(legacy_quoting=True) == head + v3
+    assert schematic.id == hashlib.sha256((head + v4).encode()).hexdigest()
 
 
 def test_literal_block_at_the_end_adds_no_newline() -> None:

@@ -32,7 +32,9 @@ def id_command(
         bool,
         typer.Option(
             "--legacy-quoting",
-            help="Quote YAML-1.1 words the way Image Factory before v1.5.0 did (double quotes).",
+            help="Marshal as Image Factory before v1.5.0 did (go-yaml v3): YAML-1.1 words "
+            "double-quoted, an indentation indicator on literal blocks that start with a "
+            "line break.",
         ),
     ] = False,
     max_input_size: MaxInputSizeOption = None,
