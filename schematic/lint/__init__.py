@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from schematic.lint.findings import RULES, Collector, Finding, Rule
+from schematic.lint.media import check_url_listings, is_meta_key_problem
 from schematic.model import Schematic
 
 if TYPE_CHECKING:
@@ -105,11 +106,13 @@ def lint_paths(
     for error, place in inventory.schematic_problems:
         line = place.line + error.line - 1 if error.line else place.line
         field = f"{error.path}: " if error.path else ""
-        out.add("TS004", f"schematic: {field}{error.reason}", place.file, line)
+        code = "TS135" if is_meta_key_problem(error.path) else "TS004"
+        out.add(code, f"schematic: {field}{error.reason}", place.file, line)
     ctx = LintContext(SchematicResolver(local, fetch), talos, out, hardware, chart)
     check_pools(inventory, ctx)
     check_clusters(inventory, ctx)
     check_addons(inventory, out, release)
     check_passthrough(inventory, out)
     check_manifests(inventory, out)
+    check_url_listings(documents, out)
     return LintReport(findings=tuple(out.findings), files=len(collect_files(paths)))

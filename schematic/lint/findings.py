@@ -422,6 +422,61 @@ def _rules() -> tuple[Rule, ...]:
             "hand-made or older control plane may lack it.",
         ),
         Rule(
+            code="TS132",
+            title="SecureBoot installer with a non-SecureBoot boot medium (or the reverse)",
+            severity="error",
+            fix="boot and install the pool from media of one kind: both -secureboot, or neither",
+            seen="A node booted from the plain image upgrades into a UKI its firmware may refuse "
+            "(SecureBoot on) or boots unsigned (SecureBoot off); a SecureBoot node upgraded with "
+            "the plain installer leaves the sd-boot/UKI layout it booted with.",
+            why="The factory names SecureBoot media `<platform>-<arch>-secureboot.*` and their "
+            "installer `installer-secureboot` (`<platform>-installer-secureboot`); the boot "
+            "medium and `machine.install.image` of one pool must be of the same kind.",
+            confirm="`talosctl get securitystate` shows whether the node booted with "
+            "SecureBoot; compare with the installer in `machine.install.image`.",
+            remedy="Set `secureboot.enabled` on the pool (or leave it out) and regenerate: "
+            "urls.yaml and the machine-config patch then agree.",
+        ),
+        Rule(
+            code="TS133",
+            title="boot media carry another schematic than the installer (boot.schematic)",
+            severity="warning",
+            fix="keep it only for additions that matter before the first install or upgrade",
+            seen="Nodes booted from the disk image (or ISO, PXE) run the boot schematic; after "
+            "their first upgrade they run the installer's. This is TS130's divergence, asked "
+            "for by `boot.schematic`.",
+            why="A pool's boot medium and its installer are built from different schematics "
+            "when `boot.schematic` adds kernel arguments, extensions or META values; the "
+            "installer (`machine.install.image`) decides what an installed node runs.",
+            confirm="`talosctl get extensions` and `/proc/cmdline` differ between a node just "
+            "booted and one upgraded.",
+            remedy="Put what must stay (extensions) in the pool's own schematic; keep "
+            "`boot.schematic` for boot-only arguments such as `talos.config=`.",
+        ),
+        Rule(
+            code="TS134",
+            title="board overlay on a platform that cannot use it",
+            severity="error",
+            fix="boot the overlay's schematic as metal-arm64, or drop the overlay",
+            seen="The image builds, but the board firmware and u-boot an overlay brings are "
+            "ignored (or the build fails): the node does not boot as the board expects.",
+            why="Overlays (sbc-raspberrypi, sbc-rockchip, sbc-jetson, ...) are for arm64 "
+            "single-board computers booting the metal image (`metal-arm64.raw.xz`).",
+            confirm="The boot URL's `<platform>-<arch>` is not `metal-arm64`.",
+            remedy="Use a schematic without `overlay` for VMs and amd64 machines.",
+        ),
+        Rule(
+            code="TS135",
+            title="META key the factory refuses",
+            severity="error",
+            fix="use META keys 0..255, written as whole numbers",
+            seen="`POST /schematics` answers 400; no image is built from the schematic.",
+            why="The factory stores META keys as one byte (uint8): negative keys, keys above "
+            "255, quoted keys and fractions are refused.",
+            confirm="`talosctl meta` keys are bytes; `talos-schematic id FILE` shows the error.",
+            remedy="Pick a key in 0..255 (0x0a, 10, is Talos's platform network config).",
+        ),
+        Rule(
             code="TS140",
             title="devicePlugin.env override drops the CDI defaults",
             severity="error",

@@ -89,6 +89,8 @@ class SchematicUse:
     place: Place
     role: str  # "talos.schematicID", "boot disk", "installer image", ...
     inherited: bool = False  # from the cluster-wide talos.schematicID
+    # The URL or image reference the ID was read from ("" when it is a bare ID).
+    reference: str = ""
 
 
 @dataclass(frozen=True)
@@ -398,7 +400,9 @@ def _machine_config_pool(configs: list[Document], pool: Pool, fallback: Place) -
         if found is not None:
             place = Place(config, image_path)
             schematic_id = match["id"] if match else EMPTY_SCHEMATIC_ID
-            pool.schematics.append(SchematicUse(schematic_id, place, "installer image"))
+            pool.schematics.append(
+                SchematicUse(schematic_id, place, "installer image", reference=image)
+            )
             if match is None:
                 pool.plain_installer = place
             if pool.talos is None:
@@ -455,7 +459,9 @@ def _kmt_pool(doc: Document, pool: Pool) -> None:
         if path[-2:] == ("http", "url") and isinstance(value, str):
             match = _BOOT_URL.search(value)
             if match:
-                pool.schematics.append(SchematicUse(match["id"], Place(doc, path), "boot disk"))
+                pool.schematics.append(
+                    SchematicUse(match["id"], Place(doc, path), "boot disk", reference=value)
+                )
                 if pool.talos is None:
                     pool.talos, pool.talos_place = match["version"], Place(doc, path)
 

@@ -522,7 +522,9 @@ class _PoolCheck:
         boot = [u for u in self.pool.schematics if u.role == "boot disk"]
         installer = [u for u in self.pool.schematics if u.role == "installer image"]
         for disk in boot:
+            self.overlay_platform(disk)
             for image in installer:
+                self.secureboot_pair(disk, image)
                 if disk.id != image.id:
                     self.add(
                         "TS130",
@@ -531,6 +533,50 @@ class _PoolCheck:
                         f"{short_id(image.id)} (machine.install.image)",
                         image.place,
                     )
+
+    def secureboot_pair(self, disk: SchematicUse, image: SchematicUse) -> None:
+        """TS132: a SecureBoot installer with a non-SecureBoot boot medium, or the reverse."""
+        from schematic.lint.media import is_secureboot_installer, is_secureboot_medium
+
+        if not disk.reference or not image.reference:
+            return
+        boot_secure = is_secureboot_medium(disk.reference)
+        install_secure = is_secureboot_installer(image.reference)
+        if boot_secure == install_secure:
+            return
+        booted, installed = (
+            ("SecureBoot", "non-SecureBoot")
+            if boot_secure
+            else (
+                "non-SecureBoot",
+                "SecureBoot",
+            )
+        )
+        self.add(
+            "TS132",
+            f"pool {self.pool.name!r} boots a {booted} medium ({disk.place.file}:"
+            f"{disk.place.line}) but installs from a {installed} installer "
+            f"({image.reference})",
+            image.place,
+        )
+
+    def overlay_platform(self, disk: SchematicUse) -> None:
+        """TS134: a schematic with a board overlay booted on a platform that cannot use it."""
+        from schematic.lint.media import medium_platform
+
+        platform = medium_platform(disk.reference)
+        schematic = self.ctx.resolver.resolve(disk.id).schematic
+        if platform is None or schematic is None or not schematic.overlay.name:
+            return
+        if platform == ("metal", "arm64"):
+            return
+        self.add(
+            "TS134",
+            f"pool {self.pool.name!r} boots schematic {short_id(disk.id)} with overlay "
+            f"{schematic.overlay.name!r} as {platform[0]}-{platform[1]}; board overlays "
+            "apply to metal-arm64 images only",
+            disk.place,
+        )
 
 
 def check_pools(inventory: Inventory, ctx: LintContext) -> None:
