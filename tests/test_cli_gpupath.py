@@ -188,6 +188,8 @@ def test_forced_hami_is_written_with_a_warning(tmp_path: Path) -> None:
     assert "warning:" in result.stderr and "addons.hami.force" in result.stderr
     addons = yaml.safe_load(result.stdout)["addons"]
     assert addons["hami"] == {"enabled": True}
+    # The chart refuses HAMi without the GPU Operator addon: only its device plugin goes off.
+    assert addons["gpuOperator"]["enabled"] is True
     assert addons["gpuOperator"]["valuesOverride"]["gpu-operator"]["devicePlugin"]["enabled"] is (
         False
     )
