@@ -87,14 +87,17 @@ METAL_INSTALLER_FROM = TalosVersion(1, 14, 0)
 _FACTORY_REGISTRY = "factory.talos.dev"
 
 
-def default_installer_repository(version: str | TalosVersion) -> str:
+def default_installer_repository(version: str | TalosVersion, platform: str = "metal") -> str:
     """The installer repository a release upgrades from when the user names none.
 
-    ``<repository>/<schematicID>:<version>``: ``factory.talos.dev/installer`` up to Talos 1.13,
-    ``factory.talos.dev/metal-installer`` (the form Talos 1.14 itself defaults to) from 1.14.
+    ``<repository>/<schematicID>:<version>``: ``factory.talos.dev/installer`` up to Talos 1.13;
+    from 1.14 the factory's ``<platform>-installer`` (``metal-installer`` is what Talos 1.14
+    itself defaults to). ``platform`` is the factory's image platform the node booted (a
+    KubeVirt worker booted the ``openstack`` image): a platform installer writes that platform's
+    kernel arguments, so another platform's installer would change them on upgrade.
     """
     release = TalosVersion.of(version).release
-    kind = "metal-installer" if release >= METAL_INSTALLER_FROM else "installer"
+    kind = f"{platform}-installer" if release >= METAL_INSTALLER_FROM else "installer"
     return f"{_FACTORY_REGISTRY}/{kind}"
 
 

@@ -214,7 +214,7 @@ def test_namespace_is_optional() -> None:
     assert kubernetes_nodes(plan, plan.pools[0])["metadata"] == {"name": "c-p"}
 
 
-def test_talos_1_14_values_name_the_metal_installer_the_chart_does_not_default_to() -> None:
+def test_talos_1_14_values_name_the_platform_installer_the_chart_does_not_default_to() -> None:
     from schematic.cluster import plan_cluster
     from schematic.inputs.cluster_file import parse_cluster
     from schematic.render.cozystack import tool_values
@@ -222,6 +222,10 @@ def test_talos_1_14_values_name_the_metal_installer_the_chart_does_not_default_t
     text = "cluster: c\ntalos: {version: v1.14.0}\npools:\n  - {name: p, profile: kubevirt-l40s}\n"
     plan = plan_cluster(parse_cluster(text, "c.yaml")).pools[0]
     values = tool_values(plan)
-    assert values["talos"]["installerRepository"] == "factory.talos.dev/metal-installer"
+    # KubeVirt workers boot the openstack image; its installer keeps that platform's arguments.
+    assert values["talos"]["installerRepository"] == "factory.talos.dev/openstack-installer"
+    metal = text.replace("kubevirt-l40s", "metal-hgx-b200-8x")
+    metal_values = tool_values(plan_cluster(parse_cluster(metal, "c.yaml")).pools[0])
+    assert metal_values["talos"]["installerRepository"] == "factory.talos.dev/metal-installer"
     older = text.replace("v1.14.0", "v1.13.9")
     assert "talos" not in tool_values(plan_cluster(parse_cluster(older, "c.yaml")).pools[0])

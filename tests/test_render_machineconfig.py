@@ -52,8 +52,11 @@ def test_talos_1_14_uses_one_kernel_module_document_per_module() -> None:
     first, *modules = machine_config_patch(plan)
     assert first == {
         "machine": {
-            # Talos 1.14 defaults to the factory's metal-installer (no plain installer image).
-            "install": {"image": f"factory.talos.dev/metal-installer/{plan.schematic_id}:v1.14.0"}
+            # Talos 1.14 publishes no plain installer image: a KubeVirt worker booted the
+            # openstack image, so it upgrades from the factory's openstack-installer.
+            "install": {
+                "image": f"factory.talos.dev/openstack-installer/{plan.schematic_id}:v1.14.0"
+            }
         }
     }
     assert modules == [

@@ -267,3 +267,35 @@ def test_talos_1_14_installs_from_the_factorys_metal_installer() -> None:
     assert installer_image(pool("profile: metal-intel", talos="v1.13.9")).startswith(
         "factory.talos.dev/installer/"
     )
+
+
+@pytest.mark.parametrize(
+    ("spec", "platform"),
+    [
+        ("profile: kubevirt-cpu", "openstack"),
+        ("profile: kubevirt-l40s", "openstack"),
+        ("profile: metal-intel", "metal"),
+        ("profile: metal-rpi5", "metal"),
+    ],
+)
+def test_talos_1_14_upgrades_from_the_installer_of_the_platform_it_booted(
+    spec: str, platform: str
+) -> None:
+    # A platform installer writes its platform's kernel arguments (talos.platform=...): a
+    # KubeVirt worker that booted the openstack image must not upgrade into metal's.
+    plan = pool(spec, talos="v1.14.0")
+    urls = pool_urls(plan)
+    name = urls["installer"].split("/")[1]
+    assert parse_installer_name(name) == (platform, False)
+    booted = parse_factory_url(urls["image"], "https://factory.talos.dev")[3]
+    assert booted.platform == platform
+    # The user's repository is theirs on every platform.
+    chosen = pool(f"{spec}", ", installerRepository: factory.talos.dev/metal-installer", "v1.14.0")
+    assert installer_image(chosen).startswith("factory.talos.dev/metal-installer/")
+
+
+def test_talos_1_14_secureboot_upgrades_from_the_platform_secureboot_installer() -> None:
+    plan = pool("profile: metal-intel, secureboot: {enabled: true}", talos="v1.14.0")
+    assert installer_image(plan) == (
+        f"factory.talos.dev/metal-installer-secureboot/{plan.schematic_id}:v1.14.0"
+    )

@@ -174,6 +174,23 @@ def test_default_installer_repository_per_release(version: str, repository: str)
     assert default_installer_repository(version) == repository
 
 
+@pytest.mark.parametrize(
+    ("version", "platform", "repository"),
+    [
+        ("v1.13.9", "openstack", "factory.talos.dev/installer"),
+        ("v1.14.0", "openstack", "factory.talos.dev/openstack-installer"),
+        ("v1.14.0", "nocloud", "factory.talos.dev/nocloud-installer"),
+        ("v1.14.0", "metal", "factory.talos.dev/metal-installer"),
+    ],
+)
+def test_default_installer_repository_follows_the_platform_from_1_14(
+    version: str, platform: str, repository: str
+) -> None:
+    from schematic.talos import default_installer_repository
+
+    assert default_installer_repository(version, platform) == repository
+
+
 def test_vanilla_installer_image_per_release() -> None:
     from schematic.talos import EMPTY_SCHEMATIC_ID, vanilla_installer_image
 

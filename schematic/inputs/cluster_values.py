@@ -60,6 +60,9 @@ class TalosSettings:
     # The image-factory release serving the images, when the user says (for fields an older
     # factory refuses, such as secureboot.enrollKeys); None: assume a current one.
     image_factory_version: str | None = None
+    # True when installer_repository is the release's default rather than the user's: from
+    # Talos 1.14 each pool then upgrades from its own platform's installer.
+    installer_repository_default: bool = False
 
     def __post_init__(self) -> None:
         if not self.installer_repository:
@@ -69,6 +72,7 @@ class TalosSettings:
             object.__setattr__(
                 self, "installer_repository", default_installer_repository(self.version)
             )
+            object.__setattr__(self, "installer_repository_default", True)
 
 
 @dataclass(frozen=True, kw_only=True)

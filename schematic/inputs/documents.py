@@ -329,8 +329,10 @@ class TalosDocument(_Document):
         default="",
         alias="installerRepository",
         description="OCI repository of the installer: <repository>/<schematicID>:<version>; "
-        "default factory.talos.dev/installer up to Talos 1.13, factory.talos.dev/metal-installer "
-        "from 1.14 (the plain ghcr.io/siderolabs/installer is no longer published)",
+        "default factory.talos.dev/installer up to Talos 1.13, from 1.14 the factory's "
+        "<platform>-installer of the image the pool boots (metal-installer on bare metal, "
+        "openstack-installer for KubeVirt; the plain ghcr.io/siderolabs/installer is no longer "
+        "published)",
     )
     registry_mirrors: dict[str, Any] | None = Field(
         default=None,

@@ -597,7 +597,7 @@ def _rules() -> tuple[Rule, ...]:
             code="TS156",
             title="plain ghcr.io/siderolabs/installer on Talos 1.14 or newer",
             severity="error",
-            fix="install from factory.talos.dev/metal-installer/<schematic ID>:<version>",
+            fix="install from factory.talos.dev/<platform>-installer/<schematic ID>:<version>",
             seen="Installation or `talosctl upgrade` fails pulling the installer image: the "
             "registry has no such tag.",
             why="From Talos 1.14 the plain installer image is no longer published; Talos "
@@ -606,9 +606,11 @@ def _rules() -> tuple[Rule, ...]:
             "Talos). A config written for 1.13 and bumped to 1.14 keeps the old reference.",
             confirm="`crane manifest ghcr.io/siderolabs/installer:<version>` (or `docker "
             "manifest inspect`) answers that the tag is unknown.",
-            remedy="Use `factory.talos.dev/metal-installer/<id>:<version>`, with the pool's "
-            "schematic ID (the generated machine-config patch does), or the empty schematic's "
-            "ID for vanilla Talos.",
+            remedy="Use `factory.talos.dev/<platform>-installer/<id>:<version>` for the "
+            "platform the node booted (`metal-installer` on bare metal, `openstack-installer` "
+            "for a KubeVirt worker: a platform's installer writes that platform's kernel "
+            "arguments), with the pool's schematic ID (the generated machine-config patch "
+            "does), or the empty schematic's ID for vanilla Talos.",
         ),
         Rule(
             code="TS180",

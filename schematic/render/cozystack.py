@@ -15,6 +15,7 @@ from typing import Any
 from schematic.charts import LAYOUTS, ChartFit, Layout
 from schematic.cluster import ClusterPlan, PoolPlan
 from schematic.inputs.cluster_values import DEFAULT_INSTALLER_REPOSITORY
+from schematic.render.urls import pool_installer_repository
 
 __all__ = [
     "API_VERSION",
@@ -77,7 +78,7 @@ def _talos(
     if with_schematic:
         talos["schematicID"] = pool.schematic_id
     talos["imageFactoryURL"] = pool.talos.image_factory_url
-    talos["installerRepository"] = pool.talos.installer_repository
+    talos["installerRepository"] = pool_installer_repository(pool)
     mirrors = pool.registry_mirrors
     if (mirrors is not None or mirrors_required) and writes("talos.registryMirrors"):
         talos["registryMirrors"] = dict(mirrors or {})
@@ -117,7 +118,7 @@ def tool_values(pool: PoolPlan, layout: LayoutOrFit = "osimage") -> dict[str, An
         # The installer repository and mirrors still live under talos. The charts require
         # every talos key once talos is given, so it is written whole, and only when a setting
         # differs from the chart's defaults.
-        custom_installer = pool.talos.installer_repository != DEFAULT_INSTALLER_REPOSITORY
+        custom_installer = pool_installer_repository(pool) != DEFAULT_INSTALLER_REPOSITORY
         custom = pool.registry_mirrors is not None or image_factory_ca(pool) is not None
         if custom_installer or custom:
             values["talos"] = _talos(pool, writes, with_schematic=True, mirrors_required=True)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from schematic.cluster import PoolPlan
 from schematic.inputs.cluster_values import DEFAULT_IMAGE_FACTORY_URL
 from schematic.media import installer_repository_for, platform_media
-from schematic.talos import TalosVersion
+from schematic.talos import TalosVersion, default_installer_repository
 
 __all__ = [
     "PXE_FACTORY_URL",
@@ -36,6 +36,7 @@ __all__ = [
     "iso_url",
     "media_summary",
     "medium_reference",
+    "pool_installer_repository",
     "pool_media",
     "pool_urls",
 ]
@@ -112,8 +113,18 @@ def _reference(pool: PoolPlan, kind: MediumKind) -> str:
         secureboot=pool.media.secureboot_enabled,
         board=pool.media.overlay is not None,
         image_factory_url=talos.image_factory_url,
-        installer_repository=talos.installer_repository,
+        installer_repository=pool_installer_repository(pool),
     )
+
+
+def pool_installer_repository(pool: PoolPlan) -> str:
+    """The repository the pool upgrades from: the user's, else the release's default for the
+    platform the pool boots (``openstack-installer`` for KubeVirt workers from Talos 1.14)."""
+    talos = pool.talos
+    if not talos.installer_repository_default:
+        return talos.installer_repository
+    image_platform = platform_media(pool.profile.platform).image_platform
+    return default_installer_repository(talos.version, image_platform)
 
 
 def pool_media(pool: PoolPlan) -> list[Medium]:
