@@ -22,11 +22,24 @@ and is retried with exponential backoff and full jitter on connection errors, ti
 the retries at once); other 4xx are final. At most
 ``max_in_flight`` requests (default 8) are open at once. Every failure is a
 :class:`~schematic.errors.FactoryError` whose message names the factory URL and the pool or file.
+
+A hostile or broken server cannot hold a run or its memory:
+
+- an answer's body is read at most ``max_response_size`` bytes far (16 MiB; factory answers are
+  kilobytes), counted after decompression, so a 100 MB answer or a gzip bomb is one error;
+- a request, retries and their waits included, ends after ``max_request_time`` seconds
+  (120 s): the read timeout bounds each silent gap, this bounds a server that drips a byte a
+  second. A watchdog shuts the connection's socket at the deadline, whether the server is
+  dripping headers or body;
+- redirects are never followed, whatever the HTTP client was built with: a redirect is an error
+  showing where it points, so credentials are never sent to another host (nor a POST turned
+  into a GET); pass the new URL if it is the factory.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import difflib
 import email.utils
 import hashlib
@@ -35,6 +48,7 @@ import math
 import os
 import random
 import re
+import socket
 import threading
 import time
 import urllib.parse
@@ -43,7 +57,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import httpx
 import pydantic
@@ -56,10 +70,13 @@ from schematic.factory_url import (
     resolve_factory_url,
     split_factory_url,
 )
+from schematic.safe_yaml import format_size
 
 __all__ = [
     "AUTH_ENV",
     "DEFAULT_FACTORY_URL",
+    "DEFAULT_MAX_REQUEST_TIME",
+    "DEFAULT_MAX_RESPONSE_SIZE",
     "DEFAULT_RETRY",
     "FACTORY_ENV",
     "TOKEN_ENV",
@@ -80,6 +97,11 @@ AUTH_ENV = "TALOS_SCHEMATIC_FACTORY_AUTH"
 # Factory API answers are small and quick; a stalled proxy should fail a CI job in about a minute.
 DEFAULT_TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 DEFAULT_MAX_IN_FLIGHT = 8
+# Extension lists, the largest answers, are tens of kilobytes.
+DEFAULT_MAX_RESPONSE_SIZE = 16 * 1024 * 1024
+# Above the worst honest case of the defaults: four attempts each stalling to the read timeout,
+# with their backoff.
+DEFAULT_MAX_REQUEST_TIME = 120.0
 
 # 500 too: POST /schematics is content-addressed, so repeating it is always safe.
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -259,6 +281,68 @@ def _changes(old: str, new: str, limit: int = 3) -> str:
     return shown + (f" and {len(lines) - limit} more" if len(lines) > limit else "")
 
 
+class _OutOfTimeError(Exception):
+    """The request's deadline passed before its answer was complete."""
+
+
+class _TooLargeError(Exception):
+    """The answer's body is larger than the client accepts."""
+
+
+class _Watchdog:
+    """Shuts the sockets an attempt connects once the request's deadline passes.
+
+    The HTTP library's read timeout restarts with every byte, so a server dripping its headers
+    a byte a second would otherwise hold the request for hours. The library reports each new
+    connection's socket through its ``trace`` extension; a duplicate of it is kept, and shutting
+    that down at the deadline ends a read blocked in any thread at once.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(max(0.0, seconds), self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        raw = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(raw, socket.socket):
+            return
+        with self._lock:
+            if self.expired:
+                _shut(raw)
+                return
+            with contextlib.suppress(OSError):
+                self._sockets.append(raw.dup())
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for held in self._sockets:
+                _shut(held)
+
+    def stop(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            for held in self._sockets:
+                held.close()
+            self._sockets.clear()
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed by the library
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+# Describe the bytes as they were sent; the body handed on is already decoded.
+_DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
 class FactoryClient:
     """A thread-safe client for one Image Factory; use as a context manager to close it."""
 
@@ -271,13 +355,20 @@ class FactoryClient:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         retry: RetryPolicy | None = None,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        max_response_size: int | None = None,
+        max_request_time: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         self.url, userinfo = split_factory_url(base_url)
         self.max_in_flight = max_in_flight
+        # Read at construction, not import, so a test can lower the module's defaults.
+        self.max_response_size = max_response_size or DEFAULT_MAX_RESPONSE_SIZE
+        self.max_request_time = max_request_time or DEFAULT_MAX_REQUEST_TIME
+        self._clock = clock
         self.retry = retry or DEFAULT_RETRY
         self._sleep = sleep
         self._jitter = jitter
@@ -289,10 +380,9 @@ class FactoryClient:
         self._owns_http = client is None
         self._http = client or httpx.Client(
             timeout=timeout,
-            limits=httpx.Limits(
-                max_connections=max_in_flight, max_keepalive_connections=max_in_flight
-            ),
-            # A redirected POST turns into a GET; better to tell the user the real URL.
+            # No connection is kept for reuse: the watchdog learns of a socket when it is
+            # connected, so each attempt gets a new one it can shut.
+            limits=httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=0),
             follow_redirects=False,
         )
 
@@ -373,14 +463,26 @@ class FactoryClient:
         headers = dict(self._headers)
         if content_type:
             headers["Content-Type"] = content_type
+        deadline = self._clock() + self.max_request_time
         attempts = max(1, self.retry.attempts)
         for attempt in range(1, attempts + 1):
             retry_after: float | None = None
             try:
                 with self._slots:
-                    response = self._http.request(
-                        method, self.url + path, content=content, headers=headers
-                    )
+                    response = self._send(method, path, content, headers, deadline)
+            except _OutOfTimeError:
+                raise self._error(
+                    subject,
+                    f"{what}: no complete answer within the {self.max_request_time:g} s allowed "
+                    f"per request (a stalled or drip-feeding server?; {_attempts(attempt)})",
+                ) from None
+            except _TooLargeError:
+                raise self._error(
+                    subject,
+                    f"{what}: the answer is larger than the "
+                    f"{format_size(self.max_response_size)} a factory answer may be; not read "
+                    "further",
+                ) from None
             except httpx.DecodingError as exc:
                 # Not transient: the same bytes would come back.
                 raise self._error(
@@ -407,8 +509,79 @@ class FactoryClient:
                 delay = retry_after
             else:
                 delay = self.retry.delay(attempt, self._jitter())
+            if self._clock() + delay >= deadline:
+                raise self._error(
+                    subject,
+                    f"{what}: no answer within the {self.max_request_time:g} s allowed per "
+                    f"request (gave up retrying after {_attempts(attempt)})",
+                )
             self._sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        content: bytes | None,
+        headers: Mapping[str, str],
+        deadline: float,
+    ) -> httpx.Response:
+        """One attempt with its body read whole; raises past ``deadline`` or the size cap.
+
+        The answer is returned with its body in memory and the connection closed.
+        """
+        remaining = deadline - self._clock()
+        if remaining <= 0:
+            raise _OutOfTimeError
+        watchdog = _Watchdog(remaining)
+        request = self._http.build_request(
+            method,
+            self.url + path,
+            content=content,
+            headers=headers,
+            extensions={"trace": watchdog.trace},
+        )
+        cap = self.max_response_size
+        try:
+            try:
+                response = self._http.send(request, stream=True, follow_redirects=False)
+            except httpx.TransportError:
+                if watchdog.expired:
+                    raise _OutOfTimeError from None
+                raise
+            try:
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > cap:
+                    raise _TooLargeError
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > cap:
+                        raise _TooLargeError
+                    chunks.append(chunk)
+                    if self._clock() > deadline:
+                        raise _OutOfTimeError
+            except httpx.TransportError:
+                if watchdog.expired:
+                    raise _OutOfTimeError from None
+                raise
+            finally:
+                response.close()
+        finally:
+            watchdog.stop()
+        reason = response.extensions.get("reason_phrase")
+        return httpx.Response(
+            response.status_code,
+            headers=[
+                (name, value)
+                for name, value in response.headers.multi_items()
+                if name.lower() not in _DROPPED_HEADERS
+            ],
+            content=b"".join(chunks),
+            request=request,
+            extensions={"reason_phrase": reason} if reason is not None else {},
+        )
 
     def _status_error(
         self,

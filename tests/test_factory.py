@@ -88,6 +88,8 @@ def test_public_api_is_pinned() -> None:
         [
             "AUTH_ENV",
             "DEFAULT_FACTORY_URL",
+            "DEFAULT_MAX_REQUEST_TIME",
+            "DEFAULT_MAX_RESPONSE_SIZE",
             "DEFAULT_RETRY",
             "FACTORY_ENV",
             "TOKEN_ENV",

@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hostile_factory import Server, hostile_factory
+from typer.testing import CliRunner
 
 PEAK_LIMIT_MB = 200
 _TIMEOUT = 120  # a ceiling against hangs, far above what any case needs
@@ -35,7 +38,9 @@ sys.exit(done.returncode)
 """
 
 
-def run_measured(*args: str, cwd: Path) -> tuple[int, str, list[str], float | None]:
+def run_measured(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> tuple[int, str, list[str], float | None]:
     """Exit code, stdout, stderr lines (the peak figure removed) and the peak in MB."""
     done = subprocess.run(
         [sys.executable, "-c", _MEASURE, sys.executable, "-m", "schematic", *args],
@@ -43,7 +48,14 @@ def run_measured(*args: str, cwd: Path) -> tuple[int, str, list[str], float | No
         text=True,
         cwd=cwd,
         timeout=_TIMEOUT,
-        env={**os.environ, "TALOS_SCHEMATIC_FACTORY": "", "XDG_CACHE_HOME": str(cwd / ".c")},
+        env={
+            **os.environ,
+            "TALOS_SCHEMATIC_FACTORY": "",
+            "TALOS_SCHEMATIC_FACTORY_TOKEN": "",
+            "TALOS_SCHEMATIC_FACTORY_AUTH": "",
+            "XDG_CACHE_HOME": str(cwd / ".c"),
+            **(env or {}),
+        },
         check=False,
     )
     lines = done.stderr.splitlines()
@@ -85,7 +97,7 @@ talos:
   version: v1.13.9
 pools:
   - name: gpu
-    profile: metal-l40s
+    profile: kubevirt-l40s
 """
 
 
@@ -208,3 +220,90 @@ def test_a_non_utf8_profile_is_one_clear_error(workdir: Path) -> None:
         run_measured("detect", "--against", "p.yaml", "dump.txt", cwd=workdir),
         "p.yaml: not UTF-8 text (invalid start byte at byte 22)",
     )
+
+
+# --- hostile factories (a loopback server; the command runs in a child process) -------------
+
+TOKEN = "s3cr3t-Token-value"
+QEMU_BODY = (
+    "customization:\n  systemExtensions:\n    officialExtensions:\n"
+    "      - siderolabs/qemu-guest-agent\n"
+)
+
+
+@pytest.fixture(scope="module")
+def redirect_target() -> Iterator[Server]:
+    with hostile_factory() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def factory(redirect_target: Server) -> Iterator[Server]:
+    with hostile_factory(redirect_target.url.replace("127.0.0.1", "localhost")) as server:
+        yield server
+
+
+@pytest.mark.parametrize("mode", ["huge", "huge-unannounced", "gzip-bomb"])
+def test_a_100_mb_factory_answer_is_one_error_naming_the_factory(
+    workdir: Path, factory: Server, mode: str
+) -> None:
+    (workdir / "a.yaml").write_text(QEMU_BODY)
+    url = f"{factory.url}/{mode}"
+    assert_one_error(
+        run_measured("register", "a.yaml", cwd=workdir, env={"TALOS_SCHEMATIC_FACTORY": url}),
+        f"talos-schematic: {url}: a.yaml: POST /schematics: the answer is larger than the "
+        "16 MiB a factory answer may be; not read further",
+    )
+
+
+def test_a_cross_host_redirect_is_not_followed_and_the_token_stays_home(
+    workdir: Path, factory: Server, redirect_target: Server
+) -> None:
+    (workdir / "cluster.yaml").write_text("cluster: c\n" + CLUSTER)
+    url = f"{factory.url}/redirect"
+    before = len(redirect_target.seen.requests)
+    result = run_measured(
+        "generate",
+        "cluster.yaml",
+        "--register",
+        "--chart",
+        "osimage",
+        "--out",
+        "out",
+        cwd=workdir,
+        env={"TALOS_SCHEMATIC_FACTORY": url, "TALOS_SCHEMATIC_FACTORY_TOKEN": TOKEN},
+    )
+    assert_one_error(
+        result, "HTTP 307 Temporary Redirect: the factory redirects to http://localhost:"
+    )
+    assert TOKEN not in result[2][0]
+    assert len(redirect_target.seen.requests) == before
+    assert not (workdir / "out").exists()
+
+
+def test_a_drip_feeding_factory_is_cut_at_the_time_allowed(
+    workdir: Path, factory: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In process, with the allowance lowered: the default (120 s) would make a slow test.
+    import schematic.factory
+    from schematic.cli import _register_commands, app
+
+    _register_commands()
+    monkeypatch.setattr(schematic.factory, "DEFAULT_MAX_REQUEST_TIME", 1.0)
+    (workdir / "a.yaml").write_text(QEMU_BODY)
+    url = f"{factory.url}/drip-headers"
+    result = CliRunner().invoke(
+        app,
+        ["register", str(workdir / "a.yaml")],
+        env={
+            "TALOS_SCHEMATIC_FACTORY": url,
+            "TALOS_SCHEMATIC_FACTORY_TOKEN": "",
+            "TALOS_SCHEMATIC_FACTORY_AUTH": "",
+        },
+    )
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"talos-schematic: {url}: ")
+    assert "no complete answer within the 1 s allowed per request" in lines[0]
+    assert result.stdout == ""

@@ -1,0 +1,153 @@
+"""A loopback HTTP server that answers like a hostile or broken Image Factory.
+
+The first path element picks the behaviour, so a factory URL ``http://127.0.0.1:PORT/<mode>``
+makes every request of a client get that answer:
+
+- ``drip-headers``: the status line, then a header a byte at a time, without end;
+- ``drip-body``: headers announcing 1,000 bytes, then the body a byte at a time;
+- ``huge``: a 100 MB body with its ``Content-Length``;
+- ``huge-unannounced``: a body without ``Content-Length`` that does not end until the client
+  hangs up (the connection's close would end it);
+- ``gzip-bomb``: 100 MB of zeros gzipped to about 100 kB, with ``Content-Encoding: gzip``;
+- ``redirect``: ``307`` to the same path on ``redirect_target`` (another host name).
+
+Every request is recorded (method, path, Authorization header). Writing stops when the client
+hangs up or after ``MAX_SERVE_SECONDS``, so no server thread outlives a test for long. Listens
+on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HUGE = 100 * 1000 * 1000
+DRIP_INTERVAL = 0.05
+MAX_SERVE_SECONDS = 30.0
+_MIB = b"\0" * (1 << 20)
+
+
+@functools.cache
+def _gzip_of_zeros(size: int) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: gzip framing
+    parts = [packer.compress(_MIB) for _ in range(size // len(_MIB))]
+    parts.append(packer.flush())
+    return b"".join(parts)
+
+
+@dataclass
+class Seen:
+    """Requests a server received: ``(method, path, authorization)``."""
+
+    requests: list[tuple[str, str, str]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    seen: Seen
+    redirect_target: str
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # quiet: the tests read what the client says
+
+    def do_GET(self) -> None:
+        self._answer()
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0") or "0")
+        self.rfile.read(length)
+        self._answer()
+
+    def _answer(self) -> None:
+        with self.seen.lock:
+            self.seen.requests.append(
+                (self.command, self.path, self.headers.get("Authorization", ""))
+            )
+        mode = self.path.strip("/").split("/", 1)[0]
+        started = time.monotonic()
+
+        def in_time() -> bool:
+            return time.monotonic() - started < MAX_SERVE_SECONDS
+
+        try:
+            if mode == "drip-headers":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Drip: ")
+                while in_time():
+                    self.wfile.write(b"a")
+                    self.wfile.flush()
+                    time.sleep(DRIP_INTERVAL)
+            elif mode == "drip-body":
+                self._headers(200, {"Content-Type": "application/json", "Content-Length": "1000"})
+                while in_time():
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(DRIP_INTERVAL)
+            elif mode in ("huge", "huge-unannounced"):
+                headers = {"Content-Type": "application/json"}
+                if mode == "huge":
+                    headers["Content-Length"] = str(HUGE)
+                else:
+                    headers["Connection"] = "close"
+                self._headers(200, headers)
+                sent = 0
+                while sent < HUGE and in_time():
+                    self.wfile.write(_MIB)
+                    sent += len(_MIB)
+            elif mode == "gzip-bomb":
+                self._headers(
+                    200,
+                    {
+                        "Content-Type": "application/json",
+                        "Content-Encoding": "gzip",
+                        "Content-Length": str(len(_gzip_of_zeros(HUGE))),
+                    },
+                )
+                self.wfile.write(_gzip_of_zeros(HUGE))
+            elif mode == "redirect":
+                self._headers(
+                    307, {"Location": self.redirect_target + self.path, "Content-Length": "0"}
+                )
+            else:
+                self._headers(404, {"Content-Length": "0"})
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client hung up, as it should
+        self.close_connection = True
+
+    def _headers(self, status: int, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+
+
+@dataclass
+class Server:
+    url: str
+    seen: Seen
+
+
+@contextmanager
+def hostile_factory(redirect_target: str = "http://localhost:9") -> Iterator[Server]:
+    """Serve on 127.0.0.1 for the duration of the block."""
+    seen = Seen()
+    handler = type(
+        "Handler",
+        (_Hostile,),
+        {"seen": seen, "redirect_target": redirect_target},
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Server(f"http://127.0.0.1:{server.server_address[1]}", seen)
+    finally:
+        server.shutdown()
+        server.server_close()
