@@ -57,7 +57,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import httpx
 import pydantic
@@ -82,6 +82,7 @@ __all__ = [
     "TOKEN_ENV",
     "ExtensionInfo",
     "FactoryClient",
+    "OverlayInfo",
     "Registration",
     "RetryPolicy",
     "SchematicBody",
@@ -169,6 +170,17 @@ class ExtensionInfo(pydantic.BaseModel):
     description: str = ""
 
 
+class OverlayInfo(pydantic.BaseModel):
+    """One entry of ``GET /version/{v}/overlays/official``."""
+
+    model_config = pydantic.ConfigDict(frozen=True, extra="ignore")
+
+    name: str
+    image: str
+    ref: str = ""
+    digest: str = ""
+
+
 class VerifyResult(pydantic.BaseModel):
     """Whether the factory holds schematic ``id`` for ``subject``, and with which body."""
 
@@ -181,6 +193,8 @@ class VerifyResult(pydantic.BaseModel):
 
 
 _EXTENSION_LIST = pydantic.TypeAdapter(list[ExtensionInfo])
+_OVERLAY_LIST = pydantic.TypeAdapter(list[OverlayInfo])
+_T = TypeVar("_T")
 
 
 def _one_line(text: str, limit: int = _SNIPPET) -> str:
@@ -723,10 +737,20 @@ class FactoryClient:
 
     def official_extensions(self, version: str) -> list[ExtensionInfo]:
         """The official extensions (name, ref, digest, …) the factory offers for ``version``."""
+        return self._catalogue(version, "extensions", _EXTENSION_LIST)
+
+    def official_overlays(self, version: str) -> list[OverlayInfo]:
+        """The official board overlays (name, image, ref, digest) for ``version``."""
+        return self._catalogue(version, "overlays", _OVERLAY_LIST)
+
+    def _catalogue(
+        self, version: str, kind: Literal["extensions", "overlays"], shape: pydantic.TypeAdapter[_T]
+    ) -> _T:
+        """``GET /version/<v>/<kind>/official``, checked against the list's expected shape."""
         talos = version if version.startswith("v") else f"v{version}"
         if not _TALOS_VERSION.fullmatch(talos):
             raise CatalogError(f"{version!r} is not a Talos version (vX.Y.Z)")
-        path = f"/version/{talos}/extensions/official"
+        path = f"/version/{talos}/{kind}/official"
         what = f"GET {path}"
         response = self._request("GET", path, f"Talos {talos}", ok={200, 404})
         if response.status_code == 404 and not _is_html(response):
@@ -738,13 +762,14 @@ class FactoryClient:
             )
         payload = self._json(response, what, f"Talos {talos}")
         try:
-            return _EXTENSION_LIST.validate_python(payload)
+            return shape.validate_python(payload)
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
+            noun = "extension" if kind == "extensions" else "overlay"
             raise self._error(
                 f"Talos {talos}",
-                f"{what}: unexpected extension list ({where}: {first['msg']})",
+                f"{what}: unexpected {noun} list ({where}: {first['msg']})",
             ) from None
 
 

@@ -30,7 +30,7 @@ QEMU_EXT = {
 
 def test_public_api_is_pinned() -> None:
     assert extension_lock.__all__ == ["build_lock"]
-    assert extension_names.__all__ == ["check_extension_names"]
+    assert extension_names.__all__ == ["check_extension_names", "check_overlay"]
 
 
 def test_build_lock_is_deterministic_and_pins_refs() -> None:

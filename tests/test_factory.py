@@ -95,6 +95,7 @@ def test_public_api_is_pinned() -> None:
             "TOKEN_ENV",
             "ExtensionInfo",
             "FactoryClient",
+            "OverlayInfo",
             "Registration",
             "RetryPolicy",
             "SchematicBody",

@@ -145,8 +145,9 @@ LiveCatalogueOption = Annotated[
     typer.Option(
         "--live-catalogue",
         help=(
-            "check every pool's extensions against the factory's list for the Talos version "
-            f"(cached on disk for a day); with --out, also write {LOCK_FILE} pinning each "
+            "check every pool's extensions (cached on disk for a day) and board overlay "
+            "against the factory's lists for the Talos version; with --out, also write "
+            f"{LOCK_FILE} pinning each "
             "extension's image ref and digest"
         ),
     ),
@@ -201,23 +202,34 @@ def _factory_client(factory: str | None, plan: ClusterPlan) -> FactoryClient:
 
 
 def _check_live_catalogue(client: FactoryClient, plan: ClusterPlan) -> str:
-    """Raise CatalogError naming each pool whose extensions the factory does not offer for the
-    cluster's Talos version; otherwise return the lock file text."""
+    """Raise CatalogError naming each pool whose extensions or board overlay the factory does not
+    offer for the cluster's Talos version; otherwise return the lock file text."""
     from schematic.cluster import pools_by_schematic, pools_label
     from schematic.errors import CatalogError
     from schematic.extension_cache import live_extensions
     from schematic.extension_lock import build_lock
-    from schematic.extension_names import check_extension_names
+    from schematic.extension_names import check_extension_names, check_overlay
 
     talos = plan.talos.version
     offered = live_extensions(client, talos)
+    groups = pools_by_schematic(plan).values()
+    # Asked only when a pool has an overlay: most clusters have none.
+    boards = any(pools[0].media.overlay is not None for pools in groups)
+    overlays = client.official_overlays(talos) if boards else []
     problems: list[str] = []
-    for pools in pools_by_schematic(plan).values():
+    for pools in groups:
+        where = pools_label(plan.source, [pool.name for pool in pools])
         try:
             check_extension_names(offered, pools[0].extensions, talos=talos, factory=client.url)
         except CatalogError as err:
-            where = pools_label(plan.source, [pool.name for pool in pools])
             problems += [f"{where}: {line}" for line in str(err).splitlines()]
+        overlay = pools[0].media.overlay
+        if overlay is None:
+            continue
+        try:
+            check_overlay(overlays, overlay.name, overlay.image, talos=talos, factory=client.url)
+        except CatalogError as err:
+            problems.append(f"{where}: {err}")
     if problems:
         shown = problems[:_PROBLEMS_SHOWN]
         if len(problems) > _PROBLEMS_SHOWN:
