@@ -47,6 +47,7 @@ __all__ = [
     "management_gpus",
     "merge_overwrite",
     "merged_operator_values",
+    "missing_passthrough_note",
     "operator_release",
     "operator_release_for_chart",
     "operator_release_named",
@@ -182,6 +183,31 @@ def platform_values(
         for gpu in missing
     ]
     return {"gpu": {"permittedHostDevices": {"pciHostDevices": entries}}}
+
+
+_POOLS_NAMED = 3
+
+
+def missing_passthrough_note(
+    plan: ClusterPlan, gpus: Sequence[ManagementGpu] | None = None
+) -> str | None:
+    """One line naming the pool GPUs Cozystack's default passthrough list does not permit, for
+    a run that does not write the platform values; None when the defaults permit them all."""
+    gpus = management_gpus(plan) if gpus is None else gpus
+    missing = [gpu for gpu in gpus if not gpu.permitted_by_default]
+    if not missing:
+        return None
+    named = []
+    for gpu in missing:
+        pools = ", ".join(gpu.pools[:_POOLS_NAMED])
+        if len(gpu.pools) > _POOLS_NAMED:
+            pools += f" and {len(gpu.pools) - _POOLS_NAMED} more"
+        named.append(f"{gpu.label} in pool{'s' * (len(gpu.pools) != 1)} {pools}")
+    return (
+        f"{plan.source}: the management cluster's default passthrough list does not permit "
+        f"{'; '.join(named)}: KubeVirt refuses those VMs until the platform values permit "
+        "them (generate -f platform prints them; with --out, management/platform-gpu-values.yaml)"
+    )
 
 
 # --- the tenant cluster: the GPU Operator addon -------------------------------------------------

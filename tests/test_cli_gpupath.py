@@ -113,6 +113,40 @@ def test_stdout_carries_each_kind() -> None:
     ]
 
 
+PASSTHROUGH_NOTE = "the management cluster's default passthrough list does not permit"
+
+
+def test_a_run_without_the_platform_values_says_which_gpus_they_would_permit(
+    tmp_path: Path,
+) -> None:
+    printed = run("generate", str(EXAMPLE))
+    assert printed.exit_code == 0, printed.stderr
+    notes = [line for line in printed.stderr.splitlines() if PASSTHROUGH_NOTE in line]
+    assert len(notes) == 1
+    assert "10de:2bb5" in notes[0] and "pool rtx6000" in notes[0]
+    # The permitted ones are not named.
+    assert "10de:26b9" not in notes[0] and "10de:1db4" not in notes[0]
+    assert "-f platform" in notes[0]
+    manifests_only = run("generate", str(EXAMPLE), "--out", str(tmp_path / "a"), "-f", "cozystack")
+    assert PASSTHROUGH_NOTE in manifests_only.stderr
+    # Where the platform values are the output, they say it themselves.
+    assert PASSTHROUGH_NOTE not in run("generate", str(EXAMPLE), "-f", "platform").stderr
+    assert (
+        PASSTHROUGH_NOTE not in run("generate", str(EXAMPLE), "--out", str(tmp_path / "b")).stderr
+    )
+
+
+def test_the_passthrough_note_names_a_few_pools_and_counts_the_rest(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    pools = "".join(
+        f"  - {{name: g{index}, profile: rtx-pro-6000-blackwell-server}}\n" for index in range(5)
+    )
+    cluster.write_text(f"cluster: c\ntalos: {{version: v1.13.9}}\npools:\n{pools}")
+    result = run("generate", str(cluster), "-f", "values")
+    assert result.exit_code == 0, result.stderr
+    assert "in pools g0, g1, g2 and 2 more:" in result.stderr
+
+
 def test_nothing_missing_means_no_platform_file(tmp_path: Path) -> None:
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(
@@ -129,6 +163,7 @@ def test_nothing_missing_means_no_platform_file(tmp_path: Path) -> None:
     assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
     assert not (out / "management").exists()
     assert (out / "cluster" / "kubernetes-addons.yaml").is_file()
+    assert PASSTHROUGH_NOTE not in run("generate", str(cluster)).stderr
     stdout = run("generate", str(cluster), "-f", "platform").stdout
     assert stdout.startswith("#") and yaml.safe_load(stdout) is None
 

@@ -349,20 +349,21 @@ def generate(
 
                 kind = _kind((output_format or OutputFormat.cozystack).value)
                 sys.stdout.write(render_stream(plan, kind, fit))
-                _print_notes(plan, fit)
+                _print_notes(plan, fit, platform_written=kind == "platform")
                 return
             from schematic.output import write_outputs
             from schematic.render.files import INDEX, owned_paths, render_files
 
             kustomization = _own_kustomization(out)
-            files = render_files(plan, _kinds(output_format), fit, kustomization=kustomization)
+            kinds = _kinds(output_format)
+            files = render_files(plan, kinds, fit, kustomization=kustomization)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
             unreachable = _unreachable_changes(out, plan, files)
             written = write_outputs(out, files, index=INDEX, ownership=owned_paths)
     except TalosSchematicError as err:
         raise fail(err) from None
-    _print_notes(plan, fit)
+    _print_notes(plan, fit, platform_written="platform" in kinds)
     for note in unreachable:
         print(f"talos-schematic: note: {note}", file=sys.stderr)
     pools = len(plan.pools)
@@ -468,12 +469,17 @@ def _choice(choices: type[_Choice], value: object) -> _Choice | None:
     return next((choice for choice in choices if choice.value == value), None)
 
 
-def _print_notes(plan: ClusterPlan, fit: ChartFit) -> None:
+def _print_notes(plan: ClusterPlan, fit: ChartFit, *, platform_written: bool) -> None:
     from schematic.cluster import hami_notes, unloaded_module_notes
+    from schematic.gpupath import missing_passthrough_note
 
     for warning in [*fit.warnings, *hami_notes(plan)]:
         print(f"talos-schematic: warning: {warning}", file=sys.stderr)
-    for note in [*unloaded_module_notes(plan), *fit.notes]:
+    notes = [*unloaded_module_notes(plan), *fit.notes]
+    # Without the platform values in this run's output, nothing else says that the
+    # management cluster would refuse the pool's VMs.
+    passthrough = None if platform_written else missing_passthrough_note(plan)
+    for note in [*notes, *([passthrough] if passthrough else [])]:
         print(f"talos-schematic: note: {note}", file=sys.stderr)
 
 
