@@ -79,7 +79,10 @@ def test_meta_gives_the_published_id() -> None:
     pool = one(
         """hardware: {platform: metal}, meta: [{key: 10, value: '{"externalIPs":["1.2.3.4"]}'}]"""
     )
-    assert pool.schematic_id == "fe866116408a5a13dab7d5003eb57a00954ea81ebeec3fbbcd1a6d4462a00036"
+    vectors = yaml.safe_load(VECTORS.read_text())["vectors"]
+    (vector,) = [v for v in vectors if v["source"].endswith(" metaSchematicID")]
+    # image-factory's integration test ID for this META value (its key written 0xa there).
+    assert pool.schematic_id == vector["id"]
 
 
 def test_every_field_lands_in_the_factorys_order() -> None:
@@ -322,6 +325,7 @@ def test_generate_ids_urls_and_patches_agree(tmp_path: Path) -> None:
         assert patch["machine"]["install"]["image"] == urls.get(
             "installerSecureBoot", urls.get("installer")
         )
+        _check_listing(urls, entry.get("bootSchematicID", entry["schematicID"]))
     secure = yaml.safe_load((out / "secure" / "urls.yaml").read_text())
     assert secure["installerSecureBoot"].startswith("factory.talos.dev/installer-secureboot/")
     assert "installer" not in secure
@@ -333,6 +337,47 @@ def test_generate_ids_urls_and_patches_agree(tmp_path: Path) -> None:
     by_name = {pool["name"]: pool for pool in summary["pools"]}
     assert by_name["secure"]["media"]["uki"].endswith("-secureboot-uki.efi")
     assert by_name["rpi"]["overlay"] == "rpi_generic"
+
+
+def _check_listing(urls: dict[str, str], boot_id: str) -> None:
+    """Every URL a written urls.yaml lists is one the factory's path parser and registry read."""
+    secure = "installerSecureBoot" in urls
+    for key, url in urls.items():
+        if key in {"pool", "schematicID", "bootSchematicID", "bootSchematic"}:
+            continue
+        if key.startswith("installer"):
+            repository, tag = url.rsplit("/", 1)
+            assert parse_installer_name(repository.rsplit("/", 1)[1])[1] is secure
+            assert tag.split(":")[0] == urls["schematicID"]
+            continue
+        if key == "ipxe":
+            assert url.startswith("chain --autofree ")
+            url = url.removeprefix("chain --autofree ")
+        base = (
+            PXE_FACTORY_URL
+            if key in {"pxe", "pxeSecureBoot", "ipxe"}
+            else ("https://factory.talos.dev")
+        )
+        _route, schematic_id, version, parsed = parse_factory_url(url, base)
+        assert (schematic_id, version) == (boot_id, "v1.13.9"), key
+        assert parsed.secureboot is secure, key
+
+
+def test_the_must_show_cluster_file_is_valid_for_the_json_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    result = run("schema", "cluster")
+    assert result.exit_code == 0
+    validator = jsonschema.Draft202012Validator(json.loads(result.stdout))
+    document = yaml.safe_load(EDGE)
+    assert [error.message for error in validator.iter_errors(document)] == []
+    for pool in (
+        {"name": "x", "profile": "metal-intel", "secureboot": {"enable": True}},
+        {"name": "x", "profile": "metal-rpi5", "overlay": {"nam": "rpi_5"}},
+        {"name": "x", "profile": "metal-intel", "meta": [{"key": 300, "value": "v"}]},
+        {"name": "x", "profile": "metal-intel", "secureboot": {"enrollKeys": "always"}},
+        {"name": "x", "profile": "metal-intel", "boot": {"schematic": {"kernelArg": []}}},
+    ):
+        assert not validator.is_valid({**document, "pools": [pool]}), pool
 
 
 @pytest.mark.skipif(not TALOS_SCHEMAS.is_dir(), reason=f"no Talos schemas at {TALOS_SCHEMAS}")

@@ -72,6 +72,7 @@ class SecureBootDocument(_Document):
         default="",
         alias="enrollKeys",
         description="sd-boot key enrollment: off, manual, if-safe, force (image-factory v1.4.0+)",
+        json_schema_extra={"enum": list(md.ENROLL_KEYS_CHOICES)},
     )
 
     @field_validator("enroll_keys")
@@ -108,7 +109,9 @@ class OverlayDocument(_Document):
 class MetaDocument(_Document):
     """One initial META value."""
 
-    key: int = Field(description="META key, 0..255")
+    key: int = Field(
+        description="META key, 0..255", json_schema_extra={"minimum": 0, "maximum": 255}
+    )
     value: str = ""
 
     @field_validator("key", mode="before")
@@ -132,7 +135,11 @@ def _decimal(text: str) -> int:
 class DiskImageDocument(_Document):
     """Disk-image options."""
 
-    sector_size: int = Field(alias="sectorSize", description="disk sector size, e.g. 4096")
+    sector_size: int = Field(
+        alias="sectorSize",
+        description="disk sector size, a power of two, e.g. 4096",
+        json_schema_extra={"minimum": 1},
+    )
 
     @field_validator("sector_size", mode="before")
     @classmethod
