@@ -12,7 +12,14 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("schematic_id", "generate", "factory_register", "upgrade", "hostile")
+BENCHMARKS = (
+    "schematic_id",
+    "generate",
+    "factory_register",
+    "upgrade",
+    "hostile",
+    "hostile_input",
+)
 
 
 def main(names: list[str]) -> int:

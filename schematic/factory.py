@@ -26,7 +26,8 @@ the retries at once); other 4xx are final. At most
 A hostile or broken server cannot hold a run or its memory:
 
 - an answer's body is read at most ``max_response_size`` bytes far (16 MiB; factory answers are
-  kilobytes), counted after decompression, so a 100 MB answer or a gzip bomb is one error;
+  kilobytes), counted after decompression, which is done here 64 KiB at a time (gzip and
+  deflate, the encodings asked for), so a 100 MB answer or a gzip bomb is one error;
 - a request, retries and their waits included, ends after ``max_request_time`` seconds
   (120 s): the read timeout bounds each silent gap, this bounds a server that drips a byte a
   second. A watchdog shuts the connection's socket at the deadline, whether the server is
@@ -43,6 +44,7 @@ import contextlib
 import difflib
 import email.utils
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -52,7 +54,8 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Collection, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -303,6 +306,10 @@ class _TooLargeError(Exception):
     """The answer's body is larger than the client accepts."""
 
 
+class _UnaskedEncodingError(Exception):
+    """The answer is in a Content-Encoding the request did not accept."""
+
+
 class _Watchdog:
     """Shuts the sockets an attempt connects once the request's deadline passes.
 
@@ -353,6 +360,57 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
+# Output of one decompression step: a 64 KiB gzip chunk of zeros inflates to 64 MB at once.
+_INFLATE_STEP = 1 << 16
+
+
+def _inflate(raw: Iterator[bytes], wbits: int) -> Iterator[bytes]:
+    """Decompressed chunks of at most _INFLATE_STEP bytes (a bomb is cut at the caller's cap)."""
+    inflater = zlib.decompressobj(wbits)
+    try:
+        for chunk in raw:
+            pending = chunk
+            while pending:
+                yield inflater.decompress(pending, _INFLATE_STEP)
+                pending = inflater.unconsumed_tail
+                if inflater.eof:
+                    return
+        yield inflater.flush()
+    except zlib.error as exc:
+        raise httpx.DecodingError(str(exc)) from None
+
+
+def _inflate_deflate(raw: Iterator[bytes]) -> Iterator[bytes]:
+    # "deflate" is zlib-wrapped by the standard, raw from some servers; httpx accepts both.
+    first = next(raw, b"")
+    wbits = zlib.MAX_WBITS
+    try:
+        zlib.decompressobj(wbits).decompress(first, 1)
+    except zlib.error:
+        wbits = -zlib.MAX_WBITS
+    yield from _inflate(itertools.chain([first], raw), wbits)
+
+
+def _decoded(response: httpx.Response) -> Iterator[bytes]:
+    """The body of a streamed answer, decompressed step by step.
+
+    httpx's own decoders inflate each network chunk whole, so a gzip bomb would cost memory a
+    thousand times its chunk before any cap is checked.
+    """
+    if response.is_stream_consumed:
+        # Built whole in memory by an injected transport: nothing left to read or decode.
+        return iter([response.content])
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    raw = response.iter_raw()
+    if encoding in ("", "identity"):
+        return raw
+    if encoding in ("gzip", "x-gzip"):
+        return _inflate(raw, zlib.MAX_WBITS | 16)
+    if encoding == "deflate":
+        return _inflate_deflate(raw)
+    raise _UnaskedEncodingError(encoding)
+
+
 # Describe the bytes as they were sent; the body handed on is already decoded.
 _DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
@@ -388,7 +446,11 @@ class FactoryClient:
         self._jitter = jitter
         self._slots = threading.BoundedSemaphore(max_in_flight)
         env = os.environ if environ is None else environ
-        self._headers = {"User-Agent": f"talos-schematic/{__version__}"}
+        # The encodings decoded here with bounded output (see _decoded); none other is asked for.
+        self._headers = {
+            "User-Agent": f"talos-schematic/{__version__}",
+            "Accept-Encoding": "gzip, deflate",
+        }
         self._secrets: list[str] = []
         self._authorize(env.get(TOKEN_ENV, ""), env.get(AUTH_ENV, ""), userinfo)
         self._owns_http = client is None
@@ -497,6 +559,12 @@ class FactoryClient:
                     f"{format_size(self.max_response_size)} a factory answer may be; not read "
                     "further",
                 ) from None
+            except _UnaskedEncodingError as exc:
+                raise self._error(
+                    subject,
+                    f"{what}: the answer is in Content-Encoding {_one_line(str(exc), 40)!r}, "
+                    "which was not asked for (gzip or deflate)",
+                ) from None
             except httpx.DecodingError as exc:
                 # Not transient: the same bytes would come back.
                 raise self._error(
@@ -569,7 +637,7 @@ class FactoryClient:
                     raise _TooLargeError
                 chunks: list[bytes] = []
                 size = 0
-                for chunk in response.iter_bytes():
+                for chunk in _decoded(response):
                     size += len(chunk)
                     if size > cap:
                         raise _TooLargeError

@@ -9,7 +9,10 @@ makes every request of a client get that answer:
 - ``huge-unannounced``: a body without ``Content-Length`` that does not end until the client
   hangs up (the connection's close would end it);
 - ``gzip-bomb``: 100 MB of zeros gzipped to about 100 kB, with ``Content-Encoding: gzip``;
-- ``redirect``: ``307`` to the same path on ``redirect_target`` (another host name).
+- ``redirect``: ``307`` to the same path on ``redirect_target`` (another host name);
+- ``echo``: a well-behaved factory, answering a POST with the ID of the body it received (the
+  baseline for timings); ``echo-gzip``, ``echo-deflate`` (zlib-wrapped), ``echo-rawdeflate``
+  (sent as ``deflate``) and ``echo-br`` (labelled Brotli, sent plain) encode that answer.
 
 Every request is recorded (method, path, Authorization header). Writing stops when the client
 hangs up or after ``MAX_SERVE_SECONDS``, so no server thread outlives a test for long. Listens
@@ -19,10 +22,11 @@ on 127.0.0.1 only.
 from __future__ import annotations
 
 import functools
+import json
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +43,20 @@ def _gzip_of_zeros(size: int) -> bytes:
     parts = [packer.compress(_MIB) for _ in range(size // len(_MIB))]
     parts.append(packer.flush())
     return b"".join(parts)
+
+
+def _deflate(data: bytes, wbits: int) -> bytes:
+    packer = zlib.compressobj(6, zlib.DEFLATED, wbits)
+    return packer.compress(data) + packer.flush()
+
+
+_ENCODERS: dict[str, Callable[[bytes], bytes]] = {
+    "": lambda data: data,
+    "gzip": lambda data: _deflate(data, 31),
+    "deflate": lambda data: _deflate(data, zlib.MAX_WBITS),
+    "rawdeflate": lambda data: _deflate(data, -zlib.MAX_WBITS),
+    "br": lambda data: data,
+}
 
 
 @dataclass
@@ -62,10 +80,9 @@ class _Hostile(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0") or "0")
-        self.rfile.read(length)
-        self._answer()
+        self._answer(self.rfile.read(length))
 
-    def _answer(self) -> None:
+    def _answer(self, body: bytes = b"") -> None:
         with self.seen.lock:
             self.seen.requests.append(
                 (self.command, self.path, self.headers.get("Authorization", ""))
@@ -110,6 +127,18 @@ class _Hostile(BaseHTTPRequestHandler):
                     },
                 )
                 self.wfile.write(_gzip_of_zeros(HUGE))
+            elif mode.startswith("echo"):
+                from schematic.model import Schematic
+
+                schematic = Schematic.from_yaml(body)
+                answer = json.dumps({"id": schematic.id, "schematic": schematic.canonical()})
+                encoding = mode.partition("-")[2]
+                encoded = _ENCODERS[encoding](answer.encode())
+                headers = {"Content-Type": "application/json", "Content-Length": str(len(encoded))}
+                if encoding:
+                    headers["Content-Encoding"] = encoding.replace("raw", "")
+                self._headers(201, headers)
+                self.wfile.write(encoded)
             elif mode == "redirect":
                 self._headers(
                     307, {"Location": self.redirect_target + self.path, "Content-Length": "0"}

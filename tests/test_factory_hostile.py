@@ -166,3 +166,18 @@ def test_an_answer_of_ordinary_size_passes_through_the_cap_unchanged() -> None:
         )
         with FactoryClient(url, environ={}, max_response_size=4096) as made:
             assert made.register(QEMU, "pool gpu").id == QEMU.id
+
+
+@pytest.mark.parametrize("mode", ["echo", "echo-gzip", "echo-deflate", "echo-rawdeflate"])
+def test_answers_in_each_encoding_asked_for_are_decoded(server: Server, mode: str) -> None:
+    with client(server, mode) as made:
+        assert made.register(QEMU, "pool gpu").id == QEMU.id
+    assert server.seen.requests[-1][1] == f"/{mode}/schematics"
+
+
+def test_an_encoding_not_asked_for_is_one_error(server: Server) -> None:
+    message = refused(client(server, "echo-br"))
+    assert message.endswith(
+        "POST /schematics: the answer is in Content-Encoding 'br', which was not asked for "
+        "(gzip or deflate)"
+    )
