@@ -112,6 +112,8 @@ class PoolPlan:
     # The boot media's own schematic (``boot.schematic``), when it differs from the installer's.
     boot_canonical: str | None = None
     boot_schematic_id: str | None = None
+    # The boot schematic's offline ID, when the factory that registered it stamped it.
+    offline_boot_schematic_id: str | None = None
 
     @property
     def schematic(self) -> Schematic:
@@ -300,24 +302,35 @@ def plan_cluster(
 def with_factory_schematics(
     plan: ClusterPlan, stored: Mapping[str, tuple[str, str]]
 ) -> ClusterPlan:
-    """The plan with the factory's ``(id, canonical body)`` for each offline ID in ``stored``.
+    """The plan with the factory's ``(id, canonical body)`` for each offline ID in ``stored``
+    (a pool's schematic or its boot media's).
 
     An Enterprise factory stamps ``owner`` into what it stores, so its ID is not the offline
     one; every output must then carry the factory's ID and body. ``schematic`` stays what the
     cluster file asked for: the extensions and kernel arguments are the same either way.
     """
-    pools = tuple(
-        replace(
+    pools = tuple(_with_stored(pool, stored) for pool in plan.pools)
+    return replace(plan, pools=pools)
+
+
+def _with_stored(pool: PoolPlan, stored: Mapping[str, tuple[str, str]]) -> PoolPlan:
+    """One pool with the factory's ID and body for its schematic and its boot schematic."""
+    if pool.schematic_id in stored and stored[pool.schematic_id][0] != pool.schematic_id:
+        pool = replace(
             pool,
             schematic_id=stored[pool.schematic_id][0],
             canonical=stored[pool.schematic_id][1],
             offline_schematic_id=pool.schematic_id,
         )
-        if pool.schematic_id in stored and stored[pool.schematic_id][0] != pool.schematic_id
-        else pool
-        for pool in plan.pools
-    )
-    return replace(plan, pools=pools)
+    boot = pool.boot_schematic_id
+    if boot is not None and boot in stored and stored[boot][0] != boot:
+        pool = replace(
+            pool,
+            boot_schematic_id=stored[boot][0],
+            boot_canonical=stored[boot][1],
+            offline_boot_schematic_id=boot,
+        )
+    return pool
 
 
 def hami_notes(plan: ClusterPlan) -> list[str]:

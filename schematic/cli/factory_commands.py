@@ -128,6 +128,20 @@ def _cluster_checks(path: Path, text: str, profiles: list[Path] | None) -> tuple
         (pools_label(plan.source, [pool.name for pool in pools]), schematic_id, pools[0].schematic)
         for schematic_id, pools in pools_by_schematic(plan).items()
     ]
+    # The boot media's own schematics (boot.schematic), one check per distinct one.
+    booting: dict[str, list[str]] = {}
+    bodies: dict[str, str] = {}
+    for pool in plan.pools:
+        if pool.boot_schematic_id is not None and pool.boot_canonical is not None:
+            booting.setdefault(pool.boot_schematic_id, []).append(pool.name)
+            bodies[pool.boot_schematic_id] = pool.boot_canonical
+    if booting:
+        from schematic.model import Schematic
+
+        checks += [
+            (f"{pools_label(plan.source, names)} boot media", key, Schematic.from_yaml(bodies[key]))
+            for key, names in booting.items()
+        ]
     return checks, plan.talos.image_factory_url
 
 
@@ -166,6 +180,7 @@ def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], s
     if not isinstance(pools, list) or not isinstance(files, list):
         raise OutputError(f"{index}: not an index written by `talos-schematic generate --out`")
     checks: list[_Check] = []
+    boot_checks: list[_Check] = []  # listed after the installers' schematics
     url = data.get("imageFactoryURL")
     recorded: str | None = url if isinstance(url, str) else None
     for entry in pools:
@@ -180,6 +195,9 @@ def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], s
             )
         if recorded is None and "urls.yaml" in files:
             recorded = _recorded_factory(directory / name / "urls.yaml", schematic_id)
+        boot_id = entry.get("bootSchematicID")
+        if isinstance(boot_id, str):
+            boot_checks.append(_boot_check(directory, index_name, name, boot_id, files))
         if "schematic.yaml" not in files:
             # Written without the schematic kind: only presence can be checked.
             checks.append((f'{index}: pool "{name}"', schematic_id, None))
@@ -193,7 +211,41 @@ def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], s
                 source=str(path),
             )
         checks.append((str(path), schematic_id, schematic))
-    return checks, recorded
+    return checks + boot_checks, recorded
+
+
+def _boot_check(
+    directory: Path, index_name: str, name: str, boot_id: str, files: list[object]
+) -> _Check:
+    """A pool's boot-media schematic: its ``urls.yaml`` holds the body (``bootSchematic``)."""
+    import yaml
+
+    from schematic.model import Schematic
+    from schematic.safe_yaml import load, read_text
+
+    subject = f'{directory / index_name}: pool "{name}" boot media'
+    if "urls.yaml" not in files:
+        return (subject, boot_id, None)  # written without urls.yaml: only presence
+    path = directory / name / "urls.yaml"
+    try:
+        urls = load(read_text(path))
+    except (OSError, yaml.YAMLError):
+        urls = None
+    body = urls.get("bootSchematic") if isinstance(urls, dict) else None
+    if not isinstance(body, str):
+        raise SchematicError(
+            f"{index_name} gives pool {name!r} the boot schematic {boot_id}, but this file "
+            "holds no bootSchematic body; the directory was edited, regenerate it",
+            source=str(path),
+        )
+    schematic = Schematic.from_yaml(body, source=str(path))
+    if schematic.id != boot_id:
+        raise SchematicError(
+            f"this bootSchematic's ID is {schematic.id}, but {index_name} gives pool {name!r} "
+            f"the boot schematic {boot_id}; the directory was edited, regenerate it",
+            source=str(path),
+        )
+    return (f"{path} (bootSchematic)", boot_id, schematic)
 
 
 def _plain_pool_directory(directory: Path, name: str, files: list[object]) -> bool:
@@ -245,8 +297,9 @@ def _verify_checks(
 @app.command(
     help="Check that the Image Factory holds the given schematics, with the same body. "
     "PATH is a directory `generate --out` wrote (its index.yaml IDs, each pool's "
-    "schematic.yaml as the body), a cluster file (its plan, one check per distinct "
-    "schematic), a schematic file, or a directory searched for *.schematic.yaml. "
+    "schematic.yaml as the body, and a boot.schematic's bootSchematic in urls.yaml), a "
+    "cluster file (its plan, one check per distinct schematic), a schematic file, or a "
+    "directory searched for *.schematic.yaml. "
     "Exit 3 when one is missing or different. " + _CREDENTIALS_HELP
 )
 def verify(

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -248,6 +248,21 @@ def _register(client: FactoryClient, plan: ClusterPlan) -> ClusterPlan:
         (pools_label(plan.source, [pool.name for pool in pools]), pools[0].schematic)
         for pools in pools_by_schematic(plan).values()
     ]
+    # The boot media's own schematics (boot.schematic): a factory builds no ISO or PXE script
+    # for an ID it has not received.
+    booting: dict[str, list[str]] = {}
+    bodies: dict[str, str] = {}
+    for pool in plan.pools:
+        if pool.boot_schematic_id is not None and pool.boot_canonical is not None:
+            booting.setdefault(pool.boot_schematic_id, []).append(pool.name)
+            bodies[pool.boot_schematic_id] = pool.boot_canonical
+    if booting:
+        from schematic.model import Schematic
+
+        items += [
+            (f"{pools_label(plan.source, names)} boot media", Schematic.from_yaml(bodies[key]))
+            for key, names in booting.items()
+        ]
     registrations = register_schematics(
         client, items, progress=progress_line("registering schematics")
     )
@@ -412,10 +427,41 @@ def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str
             sha256_hex(emit_document(canonical_tree(fields))) == offline
         ):
             recorded[offline] = (stamped, body)
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and entry.get("name") in pools:
+            recorded.update(_recorded_boot(out, entry))
     return recorded
 
 
 _REGISTRATION_KEYS = ("name", "schematicID", "offlineSchematicID")
+
+
+def _recorded_boot(out: Path, entry: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """A pool's stamped boot schematic as its urls.yaml holds it (``bootSchematic``), if the
+    body still hashes to ``bootSchematicID`` and is, without ``owner``, the offline one."""
+    import yaml
+
+    from schematic.canonical import emit_document, sha256_hex
+    from schematic.decode import canonical_tree, decode_fields
+    from schematic.render.files import POOL_FILES
+    from schematic.safe_yaml import load, read_text
+
+    stamped, offline = entry.get("bootSchematicID"), entry.get("offlineBootSchematicID")
+    if not (isinstance(stamped, str) and isinstance(offline, str)):
+        return {}
+    path = out / str(entry["name"]) / POOL_FILES["urls"]
+    try:
+        urls = load(read_text(path))
+        body = urls.get("bootSchematic") if isinstance(urls, dict) else None
+        if not isinstance(body, str):
+            return {}
+        fields = decode_fields(body, str(path))
+    except (OSError, yaml.YAMLError, TalosSchematicError):
+        return {}
+    fields.pop("owner", None)
+    if sha256_hex(body) == stamped and sha256_hex(emit_document(canonical_tree(fields))) == offline:
+        return {offline: (stamped, body)}
+    return {}
 
 
 def _unreachable_changes(out: Path, plan: ClusterPlan, files: dict[str, bytes]) -> list[str]:

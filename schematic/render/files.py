@@ -271,6 +271,9 @@ def _index_entry(pool: PoolPlan) -> dict[str, Any]:
         entry["offlineSchematicID"] = pool.offline_schematic_id
     entry["extensions"] = list(pool.extensions)
     entry.update(media_summary(pool))
+    if pool.offline_boot_schematic_id is not None:
+        # Likewise for the boot media's schematic (its stamped body is in urls.yaml).
+        entry["offlineBootSchematicID"] = pool.offline_boot_schematic_id
     return entry
 
 

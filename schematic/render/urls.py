@@ -217,7 +217,7 @@ def pool_urls(pool: PoolPlan) -> dict[str, Any]:
     """The `urls` document of a pool: every medium, and the iPXE line for PXE."""
     urls: dict[str, Any] = {"pool": pool.name, "schematicID": pool.schematic_id}
     if pool.boot_schematic_id:
-        # The boot media's own schematic: register it too (talos-schematic register).
+        # The boot media's own schematic (generate --register registers it, verify reads it).
         urls["bootSchematicID"] = pool.boot_schematic_id
         urls["bootSchematic"] = pool.boot_canonical
     for medium in pool_media(pool):
