@@ -10,7 +10,6 @@ the files are read by :mod:`schematic.inputs`, the stage before this one.
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -157,6 +156,28 @@ class ClusterPlan:
         return chart_target(self.cozystack_version)
 
 
+def frozen_value(value: Any) -> Any:
+    """A hashable key equal only for values that mean the same to the schematic and the plan.
+
+    Sorting keys for JSON fails on a mapping whose keys mix types (``{1: x, model: y}`` in a
+    hand-written ``hardware``), and JSON reads ``1`` and ``"1"``, or a date and its text, as one
+    key, though they are different overlay options and different IDs. Each value keeps its
+    type here; mapping pairs are ordered by their ``repr`` (total, whatever the key types).
+    """
+    if isinstance(value, Mapping):
+        pairs = ((frozen_value(k), frozen_value(v)) for k, v in value.items())
+        return ("map", tuple(sorted(pairs, key=repr)))
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(frozen_value(item) for item in value))
+    if isinstance(value, float) and value != value:
+        return ("nan",)
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value).__name__, repr(value))
+    return (type(value).__name__, value)
+
+
 class _Resolver:
     """Per-run caches: thousands of pools usually share a few profiles and schematics."""
 
@@ -229,7 +250,7 @@ class _Resolver:
             check_extensions(extensions, talos, where=where)
             self.checked.add(extensions)
         options = media or ImageOptions()
-        key = (extensions, kernel_args, options, json.dumps(options.overlay_fields()), extra_meta)
+        key = (extensions, kernel_args, options, frozen_value(options.overlay_fields()), extra_meta)
         if key not in self.schematics:
             custom = {
                 "extraKernelArgs": kernel_args,
@@ -266,13 +287,13 @@ def plan_cluster(
         # Pools differing only in name and pass-through values resolve alike.
         shape = (
             pool.profile,
-            json.dumps(pool.hardware, sort_keys=True, default=str),
+            frozen_value(pool.hardware),
             pool.extensions,
             pool.kernel_args,
             pool.kernel_modules,
             pool.nvidia,
             pool.media,
-            json.dumps(pool.media.overlay_fields(), sort_keys=True, default=str),
+            frozen_value(pool.media.overlay_fields()),
             pool.boot,
         )
         known = shapes.get(shape)

@@ -433,3 +433,34 @@ def test_installer_repository_follows_the_release_unless_given() -> None:
     )
     given = plan_cluster(parse_cluster(text, "c.yaml")).pools[0]
     assert given.talos.installer_repository == "reg.example/installer"
+
+
+def test_hardware_keys_of_mixed_types_are_a_user_error_not_a_crash() -> None:
+    # A GPU entry with a number for a key: the pools' shapes must still be told apart (sorting
+    # such keys for JSON raised TypeError) and the profile check names the key.
+    message = error_of(
+        """\
+        - name: gpu
+          hardware: {platform: metal, gpus: [{id: "10de:26b9", 1: x}]}
+        """
+    )
+    assert message.startswith('cluster.yaml: pool "gpu": hardware:')
+    assert "gpus[0][1]" in message
+
+
+def test_pools_whose_overlay_options_differ_only_in_key_type_get_their_own_schematic() -> None:
+    # `1` and "1" are different keys to go-yaml (written `1:` and `"1":`), so different IDs: the
+    # keys that let alike pools share a plan must keep them apart.
+    pools = plan(
+        """\
+        - name: number
+          hardware: {platform: metal, architecture: arm64}
+          overlay: {name: rock5b, options: {a: {1: x}}}
+        - name: text
+          hardware: {platform: metal, architecture: arm64}
+          overlay: {name: rock5b, options: {a: {"1": x}}}
+        """
+    ).pools
+    assert "        a:\n            1: x\n" in pools[0].canonical
+    assert '        a:\n            "1": x\n' in pools[1].canonical
+    assert pools[0].schematic_id != pools[1].schematic_id
