@@ -127,20 +127,26 @@ def go_value(value: Any) -> Any:
 
 # --- the common case, read without a YAML parser ---------------------------------------------
 #
-# Most schematic files are a few block mappings and lists of plain names:
+# Most schematic files are a few block mappings and lists of names, written in one of a few
+# ways:
 #
+#     # a comment, on a line of its own or after a value
 #     customization:
-#       extraKernelArgs: [...]          (block lists only)
+#       extraKernelArgs: [console=ttyS0, "net.ifnames=0"]     (a one-line flow list)
 #       systemExtensions:
 #         officialExtensions:
-#           - siderolabs/qemu-guest-agent
+#           - siderolabs/qemu-guest-agent                  (plain, 'single' or "double" quoted)
 #
-# For text made only of such lines, with values that go-yaml reads as plain strings, the fields
-# are read straight from the lines. Anything else (quotes, flow collections, comments after a
-# value, anchors, tabs, numbers, unknown or repeated keys...) returns None and takes the full
-# decoder, so both paths agree on every input (a test checks that they do).
+# For text made only of such lines, with values that go-yaml reads as strings, the fields are
+# read straight from the lines. Anything else (a flow mapping, a flow list over several lines,
+# a ':' inside a flow item, a backslash escape, anchors, tabs, numbers, unknown or repeated
+# keys...) returns None and takes the full decoder, so both paths agree on every input (a test
+# checks that they do).
 
 _SIMPLE_VALUE = re.compile(r"[A-Za-z0-9_./=+][A-Za-z0-9_./=+,:@%~-]*(?<!:)\Z")
+# In a flow list a ',' ends the item and a ':' could start a mapping: neither is read here.
+_FLOW_PLAIN = re.compile(r"[A-Za-z0-9_./=+][A-Za-z0-9_./=+@%~-]*\Z")
+_FLOW_ITEM = re.compile(r" *([A-Za-z0-9_./=+][A-Za-z0-9_./=+@%~-]*) *([,\]])")
 # Which keys the simple reader knows, and what each holds: a nested table, "list" of strings,
 # or "str". Everything else is left to the full decoder.
 _SIMPLE_SCHEMA: dict[str, Any] = {
@@ -154,33 +160,156 @@ _SIMPLE_SCHEMA: dict[str, Any] = {
 }
 
 
+class _Quoted(str):
+    """A quoted scalar's text: a string whatever it says (no plain-scalar resolution)."""
+
+    __slots__ = ()
+
+
+class _NotSimpleError(Exception):
+    """The line is outside the shapes the plain-lines reader reads."""
+
+
+class _EmptyMapping:
+    """A ``{}`` after a key."""
+
+
+_EMPTY_MAPPING = _EmptyMapping()
+
+# What a line's value is: None (nothing after "key:"), a str (plain text, still to resolve),
+# a _Quoted, a tuple of the strings of a one-line flow list, or _EMPTY_MAPPING.
+_LineValue = str | tuple[str, ...] | _EmptyMapping | None
+
+
 def _simple_fields(text: str) -> dict[str, Any] | None:
-    if "\t" in text or "\r" in text or not text.isascii():
+    # Only line breaks and printable ASCII: control characters, tabs, carriage returns and
+    # anything beyond ASCII are the full decoder's to judge (each line is checked below).
+    if not text.isascii():
         return None
-    # (indent, list item, key, value): "- item" or "key:" / "key: value", nothing else.
-    lines: list[tuple[int, str | None, str | None, str | None]] = []
-    for raw in text.split("\n"):
-        body = raw.lstrip(" ")
-        if not body.strip() or body[0] == "#":
-            continue
-        indent = len(raw) - len(body)
-        if body[0] == "-":
-            if body[1:2] != " " or body[2:3] in ("", " "):
+    # (indent, is list item, key, value): "- item" or "key:" / "key: value", nothing else.
+    lines: list[tuple[int, bool, str | None, _LineValue]] = []
+    try:
+        for raw in text.split("\n"):
+            if not raw.isprintable():
                 return None
-            lines.append((indent, body[2:], None, None))
-            continue
-        key, colon, rest = body.partition(":")
-        if not colon or not key.isalpha():
-            return None
-        if rest and rest[0] != " ":
-            return None
-        lines.append((indent, None, key, rest[1:] if rest else None))
+            body = raw.lstrip(" ")
+            if not body or body[0] == "#":
+                continue
+            indent = len(raw) - len(body)
+            if body[0] == "-":
+                if body[1:2] != " ":
+                    return None
+                # Most lines hold a bare name: matched here, without the general reading.
+                item = body[2:] if _SIMPLE_VALUE.match(body, 2) else _line_value(body[2:])
+                if not isinstance(item, str):
+                    return None
+                lines.append((indent, True, None, item))
+                continue
+            key, colon, rest = body.partition(":")
+            if not colon or not key.isalpha() or (rest and rest[0] != " "):
+                return None
+            value = rest[1:] if _SIMPLE_VALUE.match(rest, 1) else _line_value(rest)
+            lines.append((indent, False, key, value))
+    except _NotSimpleError:
+        return None
     if not lines or lines[0][0] != 0:
         return None
     parsed, end = _simple_block(lines, 0, 0, _SIMPLE_SCHEMA)
     if end != len(lines) or not isinstance(parsed, dict):
         return None
     return parsed
+
+
+def _line_value(rest: str) -> _LineValue:
+    """The value after ``key:`` or ``- `` (with its leading space), comment left out."""
+    value = rest.lstrip(" ")
+    if not value or value[0] == "#":
+        if value and rest[0] != " ":
+            raise _NotSimpleError  # "-#" or ":#": not a comment
+        return None
+    first = value[0]
+    if first == "'" or first == '"':
+        text, after = _quoted(value, 0)
+        _comment_only(value[after:])
+        return _Quoted(text)
+    if value.startswith("{}"):
+        _comment_only(value[2:])
+        return _EMPTY_MAPPING
+    if first == "[":
+        items, after = _flow_list(value)
+        _comment_only(value[after:])
+        return items
+    cut = value.find(" #")
+    plain = (value if cut == -1 else value[:cut]).rstrip(" ")
+    if not _SIMPLE_VALUE.match(plain):
+        raise _NotSimpleError
+    return plain
+
+
+def _comment_only(rest: str) -> None:
+    """What follows a value on its line must be nothing or a comment after a space."""
+    if rest and (rest[0] != " " or rest.lstrip(" ")[:1] not in ("", "#")):
+        raise _NotSimpleError
+
+
+def _quoted(value: str, at: int) -> tuple[str, int]:
+    """The text of the one-line quoted scalar at ``at`` and the index after its close."""
+    quote = value[at]
+    if quote == "'":
+        pieces = []
+        start = at + 1
+        while True:
+            close = value.find("'", start)
+            if close == -1:
+                raise _NotSimpleError  # continues on the next line
+            pieces.append(value[start:close])
+            if value[close + 1 : close + 2] != "'":
+                return "".join(pieces), close + 1
+            pieces.append("'")
+            start = close + 2
+    close = value.find('"', at + 1)
+    if close == -1 or "\\" in value[at + 1 : close]:
+        raise _NotSimpleError  # continues on the next line, or escapes to read
+    return value[at + 1 : close], close + 1
+
+
+def _flow_list(value: str) -> tuple[tuple[str, ...], int]:
+    """The strings of the one-line flow list opening ``value`` and the index after its close."""
+    close = value.find("]")
+    inner = value[1:close]
+    if close != -1 and "'" not in inner and '"' not in inner:
+        # Plain names only, the usual list: split at the commas.
+        if not inner.strip(" "):
+            return (), close + 1
+        names = tuple(name.strip(" ") for name in inner.split(","))
+        for name in names:
+            if not _FLOW_PLAIN.match(name) or _plain(name)[0] != "str":
+                raise _NotSimpleError
+        return names, close + 1
+    items: list[str] = []
+    at = 1
+    while True:
+        while value[at : at + 1] == " ":
+            at += 1
+        if value[at : at + 1] == "]" and not items:
+            return (), at + 1
+        if value[at : at + 1] in ("'", '"'):
+            text, at = _quoted(value, at)
+            while value[at : at + 1] == " ":
+                at += 1
+            end = value[at : at + 1]
+            if end not in (",", "]"):
+                raise _NotSimpleError
+            items.append(text)
+        else:
+            found = _FLOW_ITEM.match(value, at)
+            if found is None or _plain(found[1])[0] != "str":
+                raise _NotSimpleError
+            items.append(found[1])
+            at, end = found.end() - 1, found[2]
+        at += 1
+        if end == "]":
+            return tuple(items), at
 
 
 def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str:
@@ -216,7 +345,10 @@ def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str:
 
 
 def _simple_scalar(value: str, kind: str) -> str | None:
-    if not _SIMPLE_VALUE.match(value) or _plain(value)[0] != "str":
+    """A line's text as the string go-yaml reads, or None when it reads as something else."""
+    if type(value) is _Quoted:
+        value = str(value)
+    elif _plain(value)[0] != "str":
         return None
     if kind == "bootloader":
         name = value.lower()
@@ -225,7 +357,7 @@ def _simple_scalar(value: str, kind: str) -> str | None:
 
 
 def _simple_block(
-    lines: list[tuple[int, str | None, str | None, str | None]],
+    lines: list[tuple[int, bool, str | None, _LineValue]],
     start: int,
     indent: int,
     schema: dict[str, Any],
@@ -241,12 +373,17 @@ def _simple_block(
             return None, at
         kind = schema[key]
         at += 1
-        if value is not None:
-            if value in ("[]", "{}"):
-                if (value == "[]") != (kind == "list"):
-                    return None, at
-                fields[key] = () if kind == "list" else {}
-                continue
+        if isinstance(value, tuple):
+            if kind != "list":
+                return None, at
+            fields[key] = value
+            continue
+        if value is _EMPTY_MAPPING:
+            if not isinstance(kind, dict):
+                return None, at
+            fields[key] = {}
+            continue
+        if isinstance(value, str):
             if kind != "str":
                 return None, at
             scalar = _simple_scalar(value, "bootloader" if key == "bootloader" else "str")
@@ -259,18 +396,20 @@ def _simple_block(
         child_indent, child_item = lines[at][0], lines[at][1]
         if kind == "list":
             # Items may sit deeper than the key or, as YAML allows, at the key's own indent.
-            if child_item is None or child_indent < indent:
+            if not child_item or child_indent < indent:
                 return None, at
             items: list[str] = []
-            while at < len(lines) and lines[at][0] == child_indent and lines[at][1] is not None:
-                scalar = _simple_scalar(str(lines[at][1]), "str")
+            while at < len(lines) and lines[at][0] == child_indent and lines[at][1]:
+                item = lines[at][3]
+                assert isinstance(item, str)  # the line reader lets only strings be items
+                scalar = _simple_scalar(item, "str")
                 if scalar is None:
                     return None, at
                 items.append(scalar)
                 at += 1
             fields[key] = tuple(items)
         elif isinstance(kind, dict):
-            if child_indent <= indent or child_item is not None:
+            if child_indent <= indent or child_item:
                 return None, at
             nested, at = _simple_block(lines, at, child_indent, kind)
             if nested is None:

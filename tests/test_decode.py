@@ -187,7 +187,14 @@ _KEYS = ["customization", "overlay", "owner", "extraKernelArgs", "systemExtensio
          "officialExtensions", "bootloader", "name", "image", "meta", "other"]  # fmt: skip
 _VALUES = ["siderolabs/qemu-guest-agent", "net.ifnames=0", "a:b", "yes", "null", "~", "1",
            "0x10", "2024-01-01", "grub", "SD-BOOT", "auto", "[]", "{}", "-", "x:", "a,b",
-           "%x", "é", "'q'", "a #c", "<<"]  # fmt: skip
+           "%x", "é", "'q'", "a #c", "<<",
+           # quoted scalars, comments and one-line flow lists, which the plain-lines reader
+           # reads too, and their near misses, which it must leave to the full decoder
+           '"q"', "'it''s'", "''", '""', "'yes'", '"1"', "'sd-boot'", '"SD-BOOT"', "'none'",
+           '"a\\"b"', '"a#b" #c', "'x'#c", "'x' y", "'open", "a  ", "a # c # d", "#c", "x#c",
+           "[a, b]", "[a,b]", " [ a , b ] ", "['x', \"y\"]", "[]", "[ ]", "[] #c", "{} #c",
+           "[a:b]", "[a, ]", "[a, [b]]", "[a b]", "[null]", "[1]", "['1']", "[yes]", "[a] #c",
+           "[a]#c", "[a", "[a #c]", "[é]", "['a' 'b']", "[\"a,b\", c]", "[-]", "[~]"]  # fmt: skip
 
 
 @st.composite
@@ -204,6 +211,28 @@ def _simple_looking(draw: st.DrawFn) -> str:
                 f"{indent}{draw(st.sampled_from(_KEYS))}: {draw(st.sampled_from(_VALUES))}"
             )
     return "\n".join(lines) + "\n"
+
+
+@st.composite
+def _schematic_shaped(draw: st.DrawFn) -> str:
+    """A schematic's usual layout, each list block or flow, values and comments drawn."""
+    usual = ["siderolabs/qemu-guest-agent", "console=ttyS0", "'q r'", '"it\'s"', "'a''b'", "grub"]
+    value = st.one_of(st.sampled_from(usual), st.sampled_from(_VALUES))
+    comment = st.sampled_from(["", "", "  # why", " #", "#x"])
+
+    def a_list(indent: int) -> str:
+        items = draw(st.lists(value, max_size=3))
+        if draw(st.booleans()):
+            return f" [{', '.join(items)}]{draw(comment)}\n"
+        pad = " " * draw(st.sampled_from([indent, indent + 2]))
+        return "\n" + "".join(f"{pad}- {item}{draw(comment)}\n" for item in items)
+
+    text = draw(st.sampled_from(["", "# a schematic\n"])) + f"customization:{draw(comment)}\n"
+    text += "  extraKernelArgs:" + a_list(2)
+    text += "  systemExtensions:\n    officialExtensions:" + a_list(4)
+    if draw(st.booleans()):
+        text += f"  bootloader: {draw(value)}{draw(comment)}\n"
+    return text
 
 
 _CANONICAL_SHAPES = st.builds(
@@ -228,7 +257,7 @@ def _full(text: str) -> object:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(_simple_looking(), _CANONICAL_SHAPES))
+@given(st.one_of(_simple_looking(), _schematic_shaped(), _CANONICAL_SHAPES))
 def test_plain_lines_reader_agrees_with_the_full_decoder(text: str) -> None:
     fast = _simple_fields(text)
     if fast is not None:
@@ -245,7 +274,11 @@ def test_plain_lines_reader_takes_the_common_files() -> None:
             "systemExtensions": {"officialExtensions": ("siderolabs/qemu-guest-agent",)}
         }
     }
-    assert _simple_fields("customization:\n  extraKernelArgs: [a]\n") is None  # flow list
+    flow = "# made by hand\ncustomization:\n  extraKernelArgs: [a, 'b c']  # boot\n"
+    assert _simple_fields(flow) == {"customization": {"extraKernelArgs": ("a", "b c")}}
+    # A flow list over two lines, an escape: the full decoder's.
+    assert _simple_fields("customization:\n  extraKernelArgs: [a,\n    b]\n") is None
+    assert _simple_fields('customization:\n  extraKernelArgs: ["a\\tb"]\n') is None
 
 
 def test_an_anchor_may_be_defined_again() -> None:
@@ -276,7 +309,7 @@ def test_double_quoted_escapes_as_go_yaml_reads_them() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(_simple_looking(), _CANONICAL_SHAPES), st.booleans())
+@given(st.one_of(_simple_looking(), _schematic_shaped(), _CANONICAL_SHAPES), st.booleans())
 def test_plain_lines_are_written_as_the_emitter_writes_them(text: str, legacy: bool) -> None:
     fields = _simple_fields(text)
     if fields is not None:
