@@ -356,3 +356,65 @@ def test_canonical_strings_survive_a_yaml_parser(values: list[str]) -> None:
         if key.value == "customization" and value.value:
             read = [item.value for item in value.value[0][1].value]
     assert read == [v for v in values]
+
+
+# --- boundaries that a changed comparison would move (each expected text written by hand) ----
+
+
+@pytest.mark.parametrize(
+    ("key", "simple"),
+    [
+        ("k" * 128, True),  # go-yaml's check_simple_key: a key longer than 128 bytes is not
+        ("k" * 129, False),
+        ("\u00e9" * 64, True),  # 64 characters, 128 bytes of UTF-8
+        ("\u00e9" * 65, False),  # 65 characters, 130 bytes: bytes count, not characters
+    ],
+)
+def test_a_key_is_simple_up_to_128_bytes(key: str, simple: bool) -> None:
+    text = emit_document({"o": GoMap(((key, 1),))})
+    assert text == (f"o:\n    {key}: 1\n" if simple else f"o:\n    ? {key}\n    : 1\n")
+
+
+def test_a_run_of_zeros_counts_in_the_natural_key_order() -> None:
+    # go-yaml's keyList.Less: at the first difference ("0" against "2") a zero preceded by
+    # other digits starts the numbers at 1, so "1001" reads as 101 against 12 and "102"
+    # comes first; without that rule "01" against "2" would put "1001" first.
+    assert natural_less("102", "1001")
+    assert not natural_less("1001", "102")
+    body = "overlay:\n  name: n\n  image: i\n  options: {'1001': a, '102': b}\n"
+    canonical = (
+        "overlay:\n    image: i\n    name: 'n'\n    options:\n"
+        '        "102": b\n        "1001": a\n'
+        "customization: {}\n"
+    )
+    schematic = Schematic.from_yaml(body)
+    assert schematic.canonical() == canonical
+    assert schematic.id == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def test_integer_keys_at_the_int64_and_uint64_boundaries() -> None:
+    # go-yaml's resolve: ParseInt(64 bit), else ParseUint(64 bit), else a float. Keys sort as
+    # numbers (float64), equal ones by kind: int before uint64 before float64.
+    body = (
+        "overlay:\n  name: n\n  image: i\n  options:\n    m:\n"
+        "      9223372036854775807: a\n"  # the largest int64
+        "      9223372036854775808: b\n"  # uint64
+        # Written before the int64 it equals as a float64, so only the kind puts it after.
+        "      -9223372036854775809: d\n"  # neither: the float -2^63
+        "      -9223372036854775808: c\n"  # the smallest int64
+        "      18446744073709551615: e\n"  # the largest uint64
+        "      18446744073709551616: f\n"  # neither: the float 2^64
+    )
+    canonical = (
+        "overlay:\n    image: i\n    name: 'n'\n    options:\n        m:\n"
+        "            -9223372036854775808: c\n"
+        "            -9.223372036854776e+18: d\n"
+        "            9223372036854775807: a\n"
+        "            9223372036854775808: b\n"
+        "            18446744073709551615: e\n"
+        "            1.8446744073709552e+19: f\n"
+        "customization: {}\n"
+    )
+    schematic = Schematic.from_yaml(body)
+    assert schematic.canonical() == canonical
+    assert schematic.id == hashlib.sha256(canonical.encode()).hexdigest()

@@ -5,6 +5,7 @@ Regenerate the golden files with ``TALOS_SCHEMATIC_REGENERATE=1 pytest tests/tes
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -111,6 +112,67 @@ def test_summary_shape() -> None:
     ]
     missing = gpu_path["platformValues"]["gpu"]["permittedHostDevices"]["pciHostDevices"]
     assert [entry["pciVendorSelector"] for entry in missing] == ["10DE:2BB5"]
+
+
+def _written_by_hand(extensions: list[str], kernel_args: tuple[str, ...] = ()) -> str:
+    """The factory's canonical YAML for these lists, spelled out as the published vectors are
+    (4-space indent, lists in the order given), without the tool's emitter."""
+    body = "customization:\n"
+    if kernel_args:
+        body += "    extraKernelArgs:\n" + "".join(f"        - {a}\n" for a in kernel_args)
+    body += "    systemExtensions:\n        officialExtensions:\n"
+    return body + "".join(f"            - {name}\n" for name in extensions)
+
+
+# The example's pools, their extensions as the NVIDIA rules choose them (sorted, as the
+# factory's UI sends them), and the IDs: sha256 of those bytes, the published vectors' method.
+EXAMPLE_IDS = {
+    "rtx6000": (
+        _written_by_hand(
+            [
+                "siderolabs/nvidia-container-toolkit-production",
+                "siderolabs/nvidia-open-gpu-kernel-modules-production",
+                "siderolabs/qemu-guest-agent",
+            ]
+        ),
+        "a31d81eceab05afdc2c59b0002701173e117a5fb81bdc1f64062d27655145848",
+    ),
+    "l40s": (
+        _written_by_hand(
+            [
+                "siderolabs/iscsi-tools",
+                "siderolabs/nvidia-container-toolkit-lts",
+                "siderolabs/nvidia-open-gpu-kernel-modules-lts",
+                "siderolabs/qemu-guest-agent",
+            ],
+            ("console=ttyS0",),
+        ),
+        "a9044e0057fb1ed17bb79bfda98fadacd359a978fe009baf8c7262595b916d88",
+    ),
+    "v100": (
+        _written_by_hand(
+            [
+                "siderolabs/nonfree-kmod-nvidia-lts",
+                "siderolabs/nvidia-container-toolkit-lts",
+                "siderolabs/qemu-guest-agent",
+            ]
+        ),
+        "914b38adefad3d77212f565745ed52013bf3a424e7da2730e9e7dad8ee297342",
+    ),
+    # Cozystack's default worker schematic, whose ID the domain notes give too.
+    "cpu": (
+        _written_by_hand(["siderolabs/qemu-guest-agent"]),
+        "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515",
+    ),
+}
+
+
+def test_example_ids_are_the_hash_of_bodies_written_by_hand() -> None:
+    summary = json.loads(run("generate", str(EXAMPLE), "--format", "json").stdout)
+    got = {pool["name"]: (pool["schematic"], pool["schematicID"]) for pool in summary["pools"]}
+    assert got == EXAMPLE_IDS
+    for body, schematic_id in EXAMPLE_IDS.values():
+        assert hashlib.sha256(body.encode()).hexdigest() == schematic_id
 
 
 def test_manifests_are_kubernetes_nodes_per_pool() -> None:

@@ -421,6 +421,31 @@ def test_retry_after_longer_than_allowed_ends_retries_at_once(
     assert sleeps == []
 
 
+@pytest.mark.parametrize(("asked", "waits"), [("10", True), ("10.5", False)])
+def test_retry_after_is_honoured_up_to_the_cap_and_not_beyond(
+    client: FactoryClient,
+    router: respx.MockRouter,
+    qemu: Schematic,
+    sleeps: Sleeps,
+    asked: str,
+    waits: bool,
+) -> None:
+    # The policy allows 10 s: a wait of exactly 10 s is taken, anything longer ends at once.
+    assert client.retry.max_retry_after == 10.0
+    route = router.post("/schematics").mock(
+        side_effect=[httpx.Response(503, headers={"retry-after": asked}), created(qemu)]
+    )
+    if waits:
+        assert client.register(qemu, "pool gpu").id == QEMU_ID
+        assert sleeps == [10.0]
+        assert route.call_count == 2
+    else:
+        with pytest.raises(FactoryError, match=r"asked to retry after 10 s, longer than the 10"):
+            client.register(qemu, "pool gpu")
+        assert sleeps == []
+        assert route.call_count == 1
+
+
 # --- transport faults ----------------------------------------------------------------------
 
 

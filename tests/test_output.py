@@ -63,6 +63,29 @@ def test_writes_a_new_directory_with_the_usual_mode(tmp_path: Path) -> None:
     assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~mask
 
 
+def test_every_folder_and_file_has_the_usual_mode_when_written_and_rewritten(
+    tmp_path: Path,
+) -> None:
+    # What any new file or folder would get (0666 / 0777 less the umask), not a private mode
+    # left over from staging: other users and tools (Flux, a web server) read these files.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    out = tmp_path / "out"
+
+    def modes() -> dict[str, int]:
+        return {
+            p.relative_to(out).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in out.rglob("*")
+        }
+
+    write(out, FILES)
+    expected = {"a": 0o777 & ~mask, "b": 0o777 & ~mask, **dict.fromkeys(FILES, 0o666 & ~mask)}
+    assert modes() == expected
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~mask
+    changed = {**FILES, "index.yaml": index("a", "b", "c"), "a/values.yaml": b"cluster: d\n"}
+    write(out, {**changed, "c/values.yaml": b"new\n"})
+    assert modes() == {**expected, "c": 0o777 & ~mask, "c/values.yaml": 0o666 & ~mask}
+
+
 def test_replaces_the_previous_output_and_drops_stale_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
     write(out, {**FILES, "index.yaml": index("a", "b", "gone"), "gone/values.yaml": b"old\n"})

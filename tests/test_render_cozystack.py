@@ -141,9 +141,14 @@ def test_kernel_modules_three_states(example: ClusterPlan) -> None:
     assert values_of(example, "storage")["kernelModules"] == [
         {"name": "drbd", "parameters": ["usermode_helper=disabled"]}
     ]
+    # The same three states in every layout: absent when unset, [] for the opt-out, the list.
     for layout in LAYOUTS:
-        for pool in example.pools:
-            assert pool_values(example.cluster, pool, layout).get("kernelModules", ()) is not None
+        by_name = {pool.name: pool_values(example.cluster, pool, layout) for pool in example.pools}
+        assert "kernelModules" not in by_name["cpu"], layout
+        assert by_name["optout"]["kernelModules"] == [], layout
+        assert by_name["storage"]["kernelModules"] == [
+            {"name": "drbd", "parameters": ["usermode_helper=disabled"]}
+        ], layout
 
 
 def test_pool_without_nvidia_gpu_has_no_gpus_and_no_nvidia_extension(example: ClusterPlan) -> None:
