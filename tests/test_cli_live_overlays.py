@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 import respx
+import yaml
 from typer.testing import CliRunner, Result
 
 from schematic.cli import _register_commands, app
@@ -92,7 +93,29 @@ def test_an_offered_overlay_passes_and_is_asked_once(
         .read_text()
         .startswith("overlay:\n    image: siderolabs/sbc-raspberrypi\n    name: rpi_generic\n")
     )
-    assert (out / "extensions.lock.yaml").is_file()
+    lock = yaml.safe_load((out / "extensions.lock.yaml").read_text())
+    assert [e["name"] for e in lock["extensions"]] == ["siderolabs/intel-ucode"]
+    # Only the overlay a pool uses, with the factory's ref and digest.
+    assert lock["overlays"] == [
+        {
+            "name": "rpi_generic",
+            "image": "siderolabs/sbc-raspberrypi",
+            "ref": OFFICIAL[0]["ref"],
+            "digest": OFFICIAL[0]["digest"],
+        }
+    ]
+    assert (
+        (out / "extensions.lock.yaml")
+        .read_text()
+        .startswith("# Extension and overlay images the generated schematics resolve to")
+    )
+    assert run(env, "check", str(cluster), "--out", str(out), "--live-catalogue").exit_code == 0
+    # A new board firmware image is drift, as a new extension image is.
+    newer = [{**OFFICIAL[0], "digest": "sha256:" + "9" * 64}, *OFFICIAL[1:]]
+    route.mock(return_value=httpx.Response(200, json=newer))
+    drifted = run(env, "check", str(cluster), "--out", str(out), "--live-catalogue")
+    assert drifted.exit_code == 3
+    assert "  changed: extensions.lock.yaml\n" in drifted.stderr
 
 
 def test_an_overlay_the_factory_lacks_names_the_pool_and_key_and_writes_nothing(

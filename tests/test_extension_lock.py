@@ -8,7 +8,7 @@ from schematic import extension_lock, extension_names
 from schematic.errors import CatalogError
 from schematic.extension_lock import build_lock
 from schematic.extension_names import check_extension_names
-from schematic.factory import ExtensionInfo
+from schematic.factory import ExtensionInfo, OverlayInfo
 
 URL = "https://factory.example.test"
 NVIDIA_OPEN = {
@@ -70,3 +70,34 @@ def test_unknown_extension_names_are_catalog_errors() -> None:
     )
     with pytest.raises(CatalogError, match=r"offers no extension siderolabs/zfs$"):
         build_lock(infos, ["siderolabs/zfs"], factory=URL, talos="v1.13.9")
+
+
+def test_build_lock_pins_the_overlays_used_in_name_order() -> None:
+    rpi = OverlayInfo(
+        name="rpi_generic",
+        image="siderolabs/sbc-raspberrypi",
+        ref="ghcr.io/siderolabs/sbc-raspberrypi:v0.1.8",
+        digest="sha256:" + "c" * 64,
+    )
+    rock = OverlayInfo(
+        name="rock5b",
+        image="siderolabs/sbc-rockchip",
+        ref="ghcr.io/siderolabs/sbc-rockchip:v0.1.9",
+        digest="sha256:" + "d" * 64,
+    )
+    infos = [ExtensionInfo(**QEMU_EXT)]
+    lock = build_lock(infos, [QEMU_EXT["name"]], talos="v1.13.9", overlays=[rock, rpi, rock])
+    assert lock.startswith("# Extension and overlay images the generated schematics resolve to")
+    assert lock.endswith(
+        "overlays:\n"
+        "- name: rock5b\n"
+        "  image: siderolabs/sbc-rockchip\n"
+        "  ref: ghcr.io/siderolabs/sbc-rockchip:v0.1.9\n"
+        f"  digest: sha256:{'d' * 64}\n"
+        "- name: rpi_generic\n"
+        "  image: siderolabs/sbc-raspberrypi\n"
+        "  ref: ghcr.io/siderolabs/sbc-raspberrypi:v0.1.8\n"
+        f"  digest: sha256:{'c' * 64}\n"
+    )
+    assert build_lock(infos, [QEMU_EXT["name"]], talos="v1.13.9", overlays=[rpi, rock]) == lock
+    assert "overlays" not in build_lock(infos, [QEMU_EXT["name"]], talos="v1.13.9")

@@ -236,7 +236,13 @@ def _check_live_catalogue(client: FactoryClient, plan: ClusterPlan) -> str:
             shown.append(f"… and {len(problems) - _PROBLEMS_SHOWN} more")
         raise CatalogError("\n".join(shown))
     used = {name for pool in plan.pools for name in pool.extensions}
-    return build_lock(offered, used, factory=client.url, talos=talos)
+    used_boards = {
+        (pool.media.overlay.name, pool.media.overlay.image)
+        for pool in plan.pools
+        if pool.media.overlay is not None
+    }
+    pinned = [info for info in overlays if (info.name, info.image) in used_boards]
+    return build_lock(offered, used, factory=client.url, talos=talos, overlays=pinned)
 
 
 def _register(client: FactoryClient, plan: ClusterPlan) -> ClusterPlan:
