@@ -319,3 +319,34 @@ def test_nvidia_pool_without_its_modules_gets_a_note(tmp_path: Path) -> None:
         'pool "part": kernelModules as listed does not load nvidia_uvm, nvidia_drm, ' in (notes[1])
     )
     assert "note:" not in result.stdout
+
+
+def test_cluster_file_opt_ins_reach_the_machine_config(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: c\ntalos: {version: v1.13.9}\nnvidia: {peermem: true}\npools:\n"
+        "  - {name: b200, profile: metal-hgx-b200-8x}\n"
+        "  - {name: h100, profile: metal-hgx-h100-8x, nvidia: {peermem: false}}\n"
+    )
+    result = run("generate", str(cluster), "--format", "machine-config")
+    assert result.exit_code == 0, result.stderr
+    patches = [d for d in yaml.safe_load_all(result.stdout) if d]
+    modules = [[m["name"] for m in d["machine"]["kernel"]["modules"]] for d in patches]
+    assert [m for m in modules if "nvidia_peermem" in m] == [
+        ["nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "ib_umad"]
+    ]
+    assert ["nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset"] in modules
+
+
+def test_cluster_file_gds_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: c\ntalos: {version: v1.13.9}\npools:\n"
+        "  - {name: b200, profile: metal-hgx-b200-8x, nvidia: {gds: true}}\n"
+    )
+    out = tmp_path / "out"
+    result = run("generate", str(cluster), "--out", str(out))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f'talos-schematic: {cluster}: pool "b200": GPUDirect Storage')
+    assert "Traceback" not in result.stderr
+    assert not out.exists()

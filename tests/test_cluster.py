@@ -409,6 +409,68 @@ def test_peermem_from_the_cluster_and_gds_refused_per_pool() -> None:
     assert [m.name for m in off.kernel_modules] == NVIDIA_LOAD_ORDER
 
 
+def test_cluster_wide_peermem_reaches_gpu_pools_only() -> None:
+    b200, cpu, l40s = plan(
+        "- {name: b200, profile: metal-hgx-b200-8x}\n"
+        "- {name: cpu, profile: kubevirt-cpu}\n"
+        "- {name: l40s, profile: kubevirt-l40s, nvidia: {peermem: false}}\n",
+        top="nvidia: {peermem: true}\n",
+    ).pools
+    # peermem before ib_umad: the NVIDIA modules first, then what the NICs need.
+    assert [m.name for m in b200.kernel_modules] == [
+        *NVIDIA_LOAD_ORDER,
+        "nvidia_peermem",
+        "ib_umad",
+    ]
+    assert (cpu.extensions, cpu.kernel_modules) == (("siderolabs/qemu-guest-agent",), ())
+    assert [m.name for m in l40s.kernel_modules] == NVIDIA_LOAD_ORDER
+    # An opt-in adds modules, never an extension: peermem ships inside the open modules.
+    plain = only_pool("- {name: b200, profile: metal-hgx-b200-8x}\n")
+    assert b200.extensions == plain.extensions
+    assert b200.schematic_id == plain.schematic_id
+
+
+def test_a_pool_opts_in_where_the_cluster_does_not() -> None:
+    h100, other = plan(
+        "- {name: h100, profile: metal-hgx-h100-8x, nvidia: {peermem: true}}\n"
+        "- {name: other, profile: metal-hgx-h100-8x}\n",
+        top="nvidia: {peermem: false}\n",
+    ).pools
+    assert [m.name for m in h100.kernel_modules] == [*NVIDIA_LOAD_ORDER, "nvidia_peermem"]
+    assert [m.name for m in other.kernel_modules] == NVIDIA_LOAD_ORDER
+
+
+@pytest.mark.parametrize(
+    ("pools", "top"),
+    [
+        (
+            "- {name: h100, profile: metal-hgx-h100-8x, nvidia: {peermem: true}}\n",
+            "nvidia: {flavour: proprietary}\n",
+        ),
+        (
+            "- {name: h100, profile: metal-hgx-h100-8x, nvidia: {flavour: proprietary}}\n",
+            "nvidia: {peermem: true}\n",
+        ),
+    ],
+)
+def test_peermem_with_the_proprietary_modules_is_refused_naming_the_pool(
+    pools: str, top: str
+) -> None:
+    message = error_of(pools, top=top)
+    assert message.startswith('cluster.yaml: pool "h100": nvidia_peermem')
+    assert "use flavour open" in message
+
+
+def test_gds_on_a_cluster_refuses_its_gpu_pools_and_leaves_cpu_pools_alone() -> None:
+    cpu = only_pool("- {name: cpu, profile: kubevirt-cpu}\n", top="nvidia: {gds: true}\n")
+    assert cpu.extensions == ("siderolabs/qemu-guest-agent",)
+    message = error_of(
+        "- {name: cpu, profile: kubevirt-cpu}\n- {name: l40s, profile: kubevirt-l40s}\n",
+        top="nvidia: {gds: true}\n",
+    )
+    assert message.startswith('cluster.yaml: pool "l40s": GPUDirect Storage')
+
+
 @pytest.mark.parametrize("key", ["gdrdrv", "gds", "peermem"])
 def test_opt_ins_are_booleans(key: str) -> None:
     with pytest.raises(ClusterFileError, match=f"nvidia.{key}: Input should be a valid boolean"):

@@ -142,6 +142,8 @@ NVIDIA = st.fixed_dictionaries(
         "flavour": st.sampled_from(["auto", "open", "proprietary", None]),
         "tier": st.sampled_from(["auto", "lts", "production", None]),
         "gdrdrv": st.sampled_from([True, False, None]),
+        "gds": st.sampled_from([True, False, None]),
+        "peermem": st.sampled_from([True, False, None]),
     },
 )
 HARDWARE = PROFILE.map(lambda profile: {k: v for k, v in profile.items() if k != "name"})
@@ -190,7 +192,7 @@ POOL = st.builds(
     POOL_EXTRAS,
 )
 TALOS = st.fixed_dictionaries(
-    {"version": st.sampled_from(["v1.13.9", "1.12.4", "v1.9.0"])},
+    {"version": st.sampled_from(["v1.13.9", "1.12.4", "v1.9.0", "v1.14.0"])},
     optional={
         "imageFactoryURL": st.sampled_from(["https://f.example/", "http://f.example"]),
         "installerRepository": st.sampled_from(["r.example/installer/", "factory.talos.dev/i"]),
