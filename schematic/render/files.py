@@ -6,13 +6,13 @@ what ``generate`` prints without ``--out``. Both are pure: writing is :mod:`sche
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
+from dataclasses import fields
 from typing import Any, Literal, TypeGuard
 
 from schematic.charts import ChartFit
-from schematic.cluster import ClusterPlan, PoolPlan
+from schematic.cluster import ClusterPlan, PoolPlan, frozen_value
 from schematic.render import yamltext
 from schematic.render.cozystack import (
     LayoutOrFit,
@@ -108,8 +108,43 @@ def _indented(text: str) -> str:
     return "".join(f"  {line}\n" for line in text.splitlines())
 
 
+# What pools differing only in these render alike: the name is written by the renderers
+# themselves around the shared texts, and of the pass-through values the tool's own texts read
+# only what `_RenderedAlike` adds to the key.
+_NOT_IN_THE_SHARED_TEXTS = frozenset({"name", "passthrough"})
+_SHARED_FIELDS = tuple(f.name for f in fields(PoolPlan) if f.name not in _NOT_IN_THE_SHARED_TEXTS)
+
+
+class _RenderedAlike:
+    """The key under which pools share their tool values, patch and URLs texts.
+
+    Every field of the plan is in it but the name and the pass-through values, so a field added
+    to :class:`PoolPlan` (or one a renderer starts to read) cannot be left out by hand; of the
+    pass-through values, the two the tool's texts read (a pool's own ``talos.registryMirrors``
+    and ``talos.imageFactoryCA``).
+    """
+
+    def __init__(self) -> None:
+        # Pools planned alike share their field values (the same objects): each is made
+        # hashable once, by identity, holding the object so that its id stays its own.
+        self.frozen: dict[int, tuple[Any, Any]] = {}
+
+    def freeze(self, value: Any) -> Any:
+        known = self.frozen.get(id(value))
+        if known is None:
+            known = self.frozen[id(value)] = (value, frozen_value(value))
+        return known[1]
+
+    def __call__(self, pool: PoolPlan) -> tuple[Any, ...]:
+        return (
+            *(self.freeze(getattr(pool, name)) for name in _SHARED_FIELDS),
+            self.freeze(pool.registry_mirrors),
+            image_factory_ca(pool),
+        )
+
+
 class _Renderer:
-    """Renders one plan; pools sharing a schematic share their machine-config patch text."""
+    """Renders one plan; pools that render alike (see :class:`_RenderedAlike`) share texts."""
 
     def __init__(self, plan: ClusterPlan, layout: LayoutOrFit) -> None:
         self.plan = plan
@@ -117,14 +152,16 @@ class _Renderer:
         self.patches: dict[tuple[Any, ...], str] = {}
         self.tool_texts: dict[tuple[Any, ...], str] = {}
         self.documents: dict[tuple[Any, ...], str] = {}
+        self.rendered_alike = _RenderedAlike()
 
     def texts(self, pool: PoolPlan, kinds: Iterable[Kind]) -> dict[Kind, str]:
         wanted = set(kinds)
         out: dict[Kind, str] = {}
         values = ""
+        alike = self.rendered_alike(pool)
         if wanted & {"cozystack", "values", "helmrelease"}:
             # The user's keys and the tool's are disjoint, so the two dumps concatenate.
-            values = self.user_text(pool) + self.tool_text(pool)
+            values = self.user_text(pool) + self.tool_text(pool, alike)
         if "cozystack" in wanted:
             head = kubernetes_nodes(self.plan, pool, spec={})
             del head["spec"]
@@ -140,15 +177,13 @@ class _Renderer:
                 f"  values:\n{_indented(_indented(values))}"
             )
         if "machine-config" in wanted:
-            out["machine-config"] = self.patch(pool)
+            out["machine-config"] = self.patch(pool, alike)
         if "schematic" in wanted:
             out["schematic"] = pool.canonical
         if "urls" in wanted:
             urls = pool_urls(pool)
             name = yamltext.dump({"pool": urls.pop("pool")})
-            # SecureBoot and a boot schematic change the media, not always the schematic ID.
-            key = ("urls", pool.schematic_id, pool.profile, pool.media, pool.boot_schematic_id)
-            out["urls"] = name + self.cached(key, urls)
+            out["urls"] = name + self.cached(("urls", alike), urls)
         return out
 
     def cached(self, key: tuple[Any, ...], document: dict[str, Any]) -> str:
@@ -163,34 +198,16 @@ class _Renderer:
             self.documents[key] = yamltext.dump(user_values(self.plan.cluster, pool))
         return self.documents[key]
 
-    def tool_text(self, pool: PoolPlan) -> str:
-        key = (
-            pool.schematic_id,
-            pool.talos,
-            pool.gpu_resources,
-            pool.kernel_modules,
-            pool.kernel_modules_state,
-            json.dumps(pool.registry_mirrors, sort_keys=True),
-            image_factory_ca(pool),
-        )
-        if key not in self.tool_texts:
+    def tool_text(self, pool: PoolPlan, alike: tuple[Any, ...]) -> str:
+        if alike not in self.tool_texts:
             values = tool_values(pool, self.layout)
-            self.tool_texts[key] = yamltext.dump(values) if values else ""
-        return self.tool_texts[key]
+            self.tool_texts[alike] = yamltext.dump(values) if values else ""
+        return self.tool_texts[alike]
 
-    def patch(self, pool: PoolPlan) -> str:
-        # The patch depends only on these, which thousands of pools share.
-        key = (
-            pool.schematic_id,
-            pool.talos,
-            pool.kernel_modules,
-            tuple(pool.sysctls.items()),
-            json.dumps(pool.registry_mirrors, sort_keys=True),
-            pool.media.secureboot_enabled,  # the SecureBoot installer
-        )
-        if key not in self.patches:
-            self.patches[key] = yamltext.dump_all(machine_config_patch(pool))
-        return self.patches[key]
+    def patch(self, pool: PoolPlan, alike: tuple[Any, ...]) -> str:
+        if alike not in self.patches:
+            self.patches[alike] = yamltext.dump_all(machine_config_patch(pool))
+        return self.patches[alike]
 
 
 def _gpu_path_files(
