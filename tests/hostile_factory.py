@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import ssl
 import threading
 import time
 import zlib
@@ -145,8 +146,8 @@ class _Hostile(BaseHTTPRequestHandler):
                 )
             else:
                 self._headers(404, {"Content-Length": "0"})
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client hung up, as it should
+        except OSError:
+            pass  # the client hung up, as it should (over TLS: an EOF error)
         self.close_connection = True
 
     def _headers(self, status: int, headers: dict[str, str]) -> None:
@@ -163,8 +164,10 @@ class Server:
 
 
 @contextmanager
-def hostile_factory(redirect_target: str = "http://localhost:9") -> Iterator[Server]:
-    """Serve on 127.0.0.1 for the duration of the block."""
+def hostile_factory(
+    redirect_target: str = "http://localhost:9", tls: ssl.SSLContext | None = None
+) -> Iterator[Server]:
+    """Serve on 127.0.0.1 for the duration of the block (over TLS with ``tls``)."""
     seen = Seen()
     handler = type(
         "Handler",
@@ -173,10 +176,13 @@ def hostile_factory(redirect_target: str = "http://localhost:9") -> Iterator[Ser
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield Server(f"http://127.0.0.1:{server.server_address[1]}", seen)
+        scheme = "https" if tls is not None else "http"
+        yield Server(f"{scheme}://127.0.0.1:{server.server_address[1]}", seen)
     finally:
         server.shutdown()
         server.server_close()

@@ -9,6 +9,9 @@ ceiling against hangs: the figures are measured in ``benchmarks/hostile.py``.
 from __future__ import annotations
 
 import re
+import shutil
+import ssl
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -181,3 +184,58 @@ def test_an_encoding_not_asked_for_is_one_error(server: Server) -> None:
         "POST /schematics: the answer is in Content-Encoding 'br', which was not asked for "
         "(gzip or deflate)"
     )
+
+
+@pytest.fixture(scope="module")
+def tls_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
+    """The hostile server over TLS, with a throw-away certificate for 127.0.0.1."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with hostile_factory(tls=context) as server:
+        yield server, str(cert)
+
+
+@pytest.mark.parametrize("mode", ["drip-headers", "drip-body"])
+def test_the_deadline_holds_over_tls(tls_factory: tuple[Server, str], mode: str) -> None:
+    # The socket the watchdog shuts is the one under the TLS layer.
+    server, cert = tls_factory
+    http = httpx.Client(verify=ssl.create_default_context(cafile=cert))
+    made = FactoryClient(f"{server.url}/{mode}", client=http, environ={}, max_request_time=1.0)
+    assert "no complete answer within the 1 s allowed" in refused(made)
+    http.close()
+
+
+def test_an_honest_answer_over_tls_still_arrives(tls_factory: tuple[Server, str]) -> None:
+    server, cert = tls_factory
+    with (
+        httpx.Client(verify=ssl.create_default_context(cafile=cert)) as http,
+        FactoryClient(f"{server.url}/echo-gzip", client=http, environ={}) as made,
+    ):
+        assert made.register(QEMU, "pool gpu").id == QEMU.id
