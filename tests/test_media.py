@@ -363,6 +363,18 @@ def _check_listing(urls: dict[str, str], boot_id: str) -> None:
         assert parsed.secureboot is secure, key
 
 
+def test_the_must_show_cluster_file_takes_the_fast_way() -> None:
+    # No installerRepository, SecureBoot, an overlay profile, boot.schematic: still the usual
+    # shape, read without pydantic, and read as the models read it.
+    from schematic.inputs.cluster_file import _plain_cluster
+    from schematic.inputs.documents import validate_cluster
+
+    data = yaml.safe_load(
+        EDGE + "    meta: [{key: 10, value: x}]\n    diskImage: {sectorSize: 4096}\n"
+    )
+    assert _plain_cluster(data) == validate_cluster(data, "edge.yaml")
+
+
 def test_the_must_show_cluster_file_is_valid_for_the_json_schema() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     result = run("schema", "cluster")

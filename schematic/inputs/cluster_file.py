@@ -108,7 +108,9 @@ def _plain_talos(data: object) -> TalosSettings:
     return TalosSettings(
         version=check_release(plain_text(talos["version"])),
         image_factory_url=check_http_url(normal_endpoint(url)),
-        installer_repository=check_installer_repository(normal_endpoint(repository)),
+        installer_repository=(
+            check_installer_repository(normal_endpoint(repository)) if repository else ""
+        ),
         registry_mirrors=check_registry_mirrors(_text_keyed(talos.get("registryMirrors"))),
         image_factory_ca=check_image_factory_ca(talos.get("imageFactoryCA")),
         image_factory_version=None
