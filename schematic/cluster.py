@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from schematic.canonical import emit_document, sha256_hex
+from schematic.canonical import sha256_hex
 from schematic.catalog import (
     check_extensions,
     normalise_extension_name,
@@ -25,7 +25,7 @@ from schematic.catalog import (
     resolve_version,
 )
 from schematic.chart_targets import ChartTarget, assumed_target, chart_target
-from schematic.decode import canonical_tree
+from schematic.decode import canonical_schematic
 from schematic.errors import ClusterFileError, TalosSchematicError
 from schematic.inputs.cluster_values import ClusterFile, HamiRequest, PoolSpec, TalosSettings
 from schematic.inputs.profile_values import HardwareProfile
@@ -258,7 +258,7 @@ class _Resolver:
                 **options.customization_fields(extra_meta),
             }
             tree = {"overlay": options.overlay_fields(), "customization": custom}
-            canonical = emit_document(canonical_tree(tree))
+            canonical = canonical_schematic(tree)
             self.schematics[key] = (canonical, sha256_hex(canonical))
         return self.schematics[key]
 

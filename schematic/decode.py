@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -26,7 +26,14 @@ from schematic.errors import SchematicError
 from schematic.goscalar import resolve_plain
 from schematic.safe_yaml import YamlLimitError, compose_first
 
-__all__ = ["BOOTLOADERS", "canonical_tree", "decode_fields", "go_value", "schematic_id_of"]
+__all__ = [
+    "BOOTLOADERS",
+    "canonical_schematic",
+    "canonical_tree",
+    "decode_fields",
+    "go_value",
+    "schematic_id_of",
+]
 
 BOOTLOADERS = ("dual-boot", "sd-boot", "grub")
 
@@ -64,12 +71,23 @@ def schematic_id_of(
     """The ``(id, canonical YAML)`` of a request body."""
     text = _text(body, source)
     fields = _simple_fields(text)
-    if fields is not None:
-        canonical = _simple_canonical(fields, legacy_quoting)
-    else:
-        tree = canonical_tree(_SchematicDecoder(source, text).schematic(_document(text, source)))
-        canonical = emit_document(tree, legacy_quoting=legacy_quoting)
+    if fields is None:
+        fields = _SchematicDecoder(source, text).schematic(_document(text, source))
+    canonical = canonical_schematic(fields, legacy_quoting=legacy_quoting)
     return sha256_hex(canonical), canonical
+
+
+def canonical_schematic(fields: Mapping[str, Any], *, legacy_quoting: bool = False) -> str:
+    """The canonical YAML the factory stores and hashes for a schematic's fields.
+
+    The one way every part of the tool builds it: the model, ``id``, the cluster planner and
+    the check of factory-stamped bodies. ``fields`` are under their YAML names, as
+    :func:`decode_fields` gives them; empty ones are left out as the factory leaves them out.
+    """
+    tree = canonical_tree(fields)
+    if _fits_the_direct_writer(tree):
+        return _simple_canonical(tree, legacy_quoting)
+    return emit_document(tree, legacy_quoting=legacy_quoting)
 
 
 def canonical_tree(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -312,11 +330,34 @@ def _flow_list(value: str) -> tuple[tuple[str, ...], int]:
             return tuple(items), at
 
 
+_DIRECT_CUSTOMIZATION = frozenset({"extraKernelArgs", "systemExtensions", "bootloader"})
+
+
+def _fits_the_direct_writer(tree: Mapping[str, Any]) -> bool:
+    """Whether the tree holds only what :func:`_simple_canonical` writes (the usual shape)."""
+    overlay = tree.get("overlay")
+    return (
+        (overlay is None or "options" not in overlay)
+        and _DIRECT_CUSTOMIZATION.issuperset(tree["customization"])
+        # A literal block (text with a line break) ends where the emitter's layout decides.
+        and all(type(value) is str and "\n" not in value for value in _direct_strings(tree))
+    )
+
+
+def _direct_strings(tree: Mapping[str, Any]) -> Iterator[Any]:
+    yield from (value for key, value in tree.items() if key == "owner")
+    yield from (tree.get("overlay") or {}).values()
+    custom = tree["customization"]
+    yield from custom.get("extraKernelArgs", ())
+    yield from custom.get("systemExtensions", {}).get("officialExtensions", ())
+    yield from (value for key, value in custom.items() if key == "bootloader")
+
+
 def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str:
-    """The canonical YAML of what the plain-lines reader read, written directly.
+    """The canonical YAML of a tree of the usual shape, written directly.
 
     Those fields are a handful of strings in a fixed shape, so the layout is spelled out
-    here rather than walked; a test checks it equals :func:`emit_document` on the same fields.
+    here rather than walked; a test checks it equals :func:`emit_document` on the same tree.
     """
 
     def scalar(value: str, indent: int) -> str:

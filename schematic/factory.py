@@ -74,6 +74,7 @@ from schematic.factory_url import (
     split_factory_url,
 )
 from schematic.safe_yaml import format_size
+from schematic.stamped import owner_added
 
 __all__ = [
     "AUTH_ENV",
@@ -766,6 +767,14 @@ class FactoryClient:
                 subject,
                 f"{what}: the factory answered ID {factory_id} with a body that does not "
                 "hash to it; nothing is written",
+            )
+        if owner_added(stored, sent) is None:
+            # Only an added owner (an Enterprise factory's stamp) keeps it the same schematic.
+            raise self._error(
+                subject,
+                f"{what}: the factory stores a body that differs from the one sent by more "
+                f"than an added owner ({_changes(sent, stored)}) under ID {factory_id}; "
+                "nothing is written",
             )
         notice = self._redact(
             f"{self.url}: {subject or 'schematic'}: the factory stores a different body "

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schematic.canonical import emit_document, sha256_hex
-from schematic.decode import BOOTLOADERS, canonical_tree, decode_fields
+from schematic.canonical import sha256_hex
+from schematic.decode import BOOTLOADERS, canonical_schematic, decode_fields
 
 __all__ = [
     "BOOTLOADERS",
@@ -110,7 +110,7 @@ class Schematic(_Frozen):
         the YAML-1.1-only words (``yes``, ``off``, ``1:20``, ``<<``) instead of single-quoting
         them, and gave a literal block that starts with a line break an indentation indicator.
         """
-        return emit_document(self._tree(), legacy_quoting=legacy_quoting)
+        return canonical_schematic(self._fields(), legacy_quoting=legacy_quoting)
 
     @property
     def id(self) -> str:
@@ -126,30 +126,26 @@ class Schematic(_Frozen):
         """The official system extensions, in schematic order."""
         return self.customization.system_extensions.official_extensions
 
-    def _tree(self) -> dict[str, Any]:
+    def _fields(self) -> dict[str, Any]:
         c = self.customization
         secure = c.secureboot
-        return canonical_tree(
-            {
-                "owner": self.owner,
-                "overlay": {
-                    "image": self.overlay.image,
-                    "name": self.overlay.name,
-                    "options": self.overlay.options,
+        return {
+            "owner": self.owner,
+            "overlay": {
+                "image": self.overlay.image,
+                "name": self.overlay.name,
+                "options": self.overlay.options,
+            },
+            "customization": {
+                "embeddedMachineConfiguration": c.embedded_machine_configuration,
+                "extraKernelArgs": c.extra_kernel_args,
+                "meta": [{"key": m.key, "value": m.value} for m in c.meta],
+                "systemExtensions": {"officialExtensions": c.system_extensions.official_extensions},
+                "bootloader": c.bootloader,
+                "secureboot": {
+                    "enrollKeys": secure.enroll_keys,
+                    "includeWellKnownCertificates": secure.include_well_known_certificates,
                 },
-                "customization": {
-                    "embeddedMachineConfiguration": c.embedded_machine_configuration,
-                    "extraKernelArgs": c.extra_kernel_args,
-                    "meta": [{"key": m.key, "value": m.value} for m in c.meta],
-                    "systemExtensions": {
-                        "officialExtensions": c.system_extensions.official_extensions
-                    },
-                    "bootloader": c.bootloader,
-                    "secureboot": {
-                        "enrollKeys": secure.enroll_keys,
-                        "includeWellKnownCertificates": secure.include_well_known_certificates,
-                    },
-                    "diskImage": {"sectorSize": c.disk_image.sector_size},
-                },
-            }
-        )
+                "diskImage": {"sectorSize": c.disk_image.sector_size},
+            },
+        }

@@ -12,6 +12,7 @@ from schematic.decode import (
     _SchematicDecoder,
     _simple_canonical,
     _simple_fields,
+    canonical_schematic,
     canonical_tree,
     decode_fields,
     schematic_id_of,
@@ -314,4 +315,61 @@ def test_plain_lines_are_written_as_the_emitter_writes_them(text: str, legacy: b
     fields = _simple_fields(text)
     if fields is not None:
         tree = canonical_tree(fields)
-        assert _simple_canonical(fields, legacy) == emit_document(tree, legacy_quoting=legacy)
+        assert _simple_canonical(tree, legacy) == emit_document(tree, legacy_quoting=legacy)
+        assert canonical_schematic(fields, legacy_quoting=legacy) == _simple_canonical(tree, legacy)
+
+
+# Any text, in every field the direct writer writes: line breaks, quotes, non-ASCII...
+_ANY_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "a",
+            " ",
+            "\n",
+            "\r",
+            "\u2028",
+            "\x85",
+            "'",
+            '"',
+            "#",
+            ": ",
+            "- ",
+            "yes",
+            "1",
+            "\u00e9",
+            "\t",
+            "",
+        ]
+    ),
+    max_size=4,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "owner": _ANY_TEXT,
+            "overlay": st.fixed_dictionaries({}, optional={"image": _ANY_TEXT, "name": _ANY_TEXT}),
+            "customization": st.fixed_dictionaries(
+                {},
+                optional={
+                    "extraKernelArgs": st.lists(_ANY_TEXT, max_size=3).map(tuple),
+                    "systemExtensions": st.fixed_dictionaries(
+                        {"officialExtensions": st.lists(_ANY_TEXT, max_size=3).map(tuple)}
+                    ),
+                    "bootloader": st.sampled_from(["", "grub", "sd-boot"]),
+                    "embeddedMachineConfiguration": _ANY_TEXT,
+                },
+            ),
+        },
+    ),
+    st.booleans(),
+)
+def test_the_one_canonical_builder_writes_what_the_emitter_writes(
+    fields: dict[str, object], legacy: bool
+) -> None:
+    # canonical_schematic writes the usual shape directly: the same bytes as the emitter's.
+    expected = emit_document(canonical_tree(fields), legacy_quoting=legacy)
+    assert canonical_schematic(fields, legacy_quoting=legacy) == expected

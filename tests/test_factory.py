@@ -173,6 +173,33 @@ def test_enterprise_owner_stamp_makes_the_factory_id_win(
     )
 
 
+@pytest.mark.parametrize(
+    ("stored", "change"),
+    [
+        # An owner, and an extension gone: not the schematic that was sent any more.
+        ("owner: alice@example.com\ncustomization: {}\n", "removed"),
+        # Another field than owner added.
+        (QEMU_CANONICAL + "    bootloader: grub\n", "added 'bootloader: grub'"),
+    ],
+)
+def test_a_body_changed_beyond_an_added_owner_is_an_error(
+    client: FactoryClient, router: respx.MockRouter, qemu: Schematic, stored: str, change: str
+) -> None:
+    stored_id = hashlib.sha256(stored.encode()).hexdigest()
+    router.post("/schematics").mock(
+        return_value=httpx.Response(201, json={"id": stored_id, "schematic": stored})
+    )
+    with pytest.raises(FactoryError) as caught:
+        client.register(qemu, "pool gpu")
+    message = str(caught.value)
+    assert message.startswith(
+        f"{URL}: pool gpu: POST /schematics: the factory stores a body that differs from the "
+        "one sent by more than an added owner ("
+    )
+    assert change in message
+    assert message.endswith(f"under ID {stored_id}; nothing is written")
+
+
 def test_same_body_but_other_id_is_an_error(
     client: FactoryClient, router: respx.MockRouter, qemu: Schematic
 ) -> None:

@@ -18,6 +18,7 @@ def test_core_public_api() -> None:
     ]
     assert sorted(decode.__all__) == [
         "BOOTLOADERS",
+        "canonical_schematic",
         "canonical_tree",
         "decode_fields",
         "go_value",

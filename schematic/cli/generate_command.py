@@ -397,14 +397,14 @@ def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str
     recorded as stamped by the factory (an Enterprise factory adds ``owner``).
 
     `check` never asks the factory, so it takes them from DIR: a body counts only if it still
-    hashes to its recorded ID and, without ``owner``, is the offline schematic itself.
+    hashes to its recorded ID and, without its ``owner``, is the offline schematic itself
+    (:func:`schematic.stamped.recorded_stamped_body`).
     """
     import yaml
 
-    from schematic.canonical import emit_document, sha256_hex
-    from schematic.decode import canonical_tree, decode_fields
     from schematic.render.files import INDEX, POOL_FILES
     from schematic.safe_yaml import load, read_text
+    from schematic.stamped import recorded_stamped_body
 
     try:
         index = load(read_text(out / INDEX))
@@ -425,13 +425,9 @@ def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str
         path = out / name / POOL_FILES["schematic"]
         try:
             body = read_text(path)
-            fields = decode_fields(body, str(path))
-        except (OSError, TalosSchematicError):
+        except OSError:
             continue
-        fields.pop("owner", None)
-        if sha256_hex(body) == stamped and (
-            sha256_hex(emit_document(canonical_tree(fields))) == offline
-        ):
+        if recorded_stamped_body(body, stamped, offline):
             recorded[offline] = (stamped, body)
     for entry in entries if isinstance(entries, list) else ():
         if isinstance(entry, dict) and entry.get("name") in pools:
@@ -447,10 +443,9 @@ def _recorded_boot(out: Path, entry: dict[str, Any]) -> dict[str, tuple[str, str
     body still hashes to ``bootSchematicID`` and is, without ``owner``, the offline one."""
     import yaml
 
-    from schematic.canonical import emit_document, sha256_hex
-    from schematic.decode import canonical_tree, decode_fields
     from schematic.render.files import POOL_FILES
     from schematic.safe_yaml import load, read_text
+    from schematic.stamped import recorded_stamped_body
 
     stamped, offline = entry.get("bootSchematicID"), entry.get("offlineBootSchematicID")
     if not (isinstance(stamped, str) and isinstance(offline, str)):
@@ -461,13 +456,9 @@ def _recorded_boot(out: Path, entry: dict[str, Any]) -> dict[str, tuple[str, str
         body = urls.get("bootSchematic") if isinstance(urls, dict) else None
         if not isinstance(body, str):
             return {}
-        fields = decode_fields(body, str(path))
-    except (OSError, yaml.YAMLError, TalosSchematicError):
+    except (OSError, yaml.YAMLError):
         return {}
-    fields.pop("owner", None)
-    if sha256_hex(body) == stamped and sha256_hex(emit_document(canonical_tree(fields))) == offline:
-        return {offline: (stamped, body)}
-    return {}
+    return {offline: (stamped, body)} if recorded_stamped_body(body, stamped, offline) else {}
 
 
 def _unreachable_changes(out: Path, plan: ClusterPlan, files: dict[str, bytes]) -> list[str]:
