@@ -330,12 +330,16 @@ def fit_plan(
 # --- changes the nodes will not see ------------------------------------------------------------
 
 
+# The files that carry a pool's values, in the order they are looked for.
+_VALUES_FILES = ("values.yaml", "kubernetes-nodes.yaml")
+
+
 def _pool_values(files: Mapping[str, bytes], pool: str) -> dict[str, Any] | None:
     import yaml
 
     from schematic.safe_yaml import load
 
-    for name, inner in (("values.yaml", False), ("kubernetes-nodes.yaml", True)):
+    for name, inner in zip(_VALUES_FILES, (False, True), strict=True):
         text = files.get(f"{pool}/{name}")
         if text is None:
             continue
@@ -381,6 +385,8 @@ def unreachable_changes(
     for pool, schematic in new_ids.items():
         if old_ids.get(pool) != schematic:
             continue
+        if all(before.get(f"{pool}/{n}") == after.get(f"{pool}/{n}") for n in _VALUES_FILES):
+            continue  # unchanged text: nothing to parse (the usual re-run)
         old, new = _pool_values(before, pool), _pool_values(after, pool)
         if old is None or new is None:
             continue

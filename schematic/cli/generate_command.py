@@ -469,8 +469,15 @@ def _unreachable_changes(out: Path, plan: ClusterPlan, files: dict[str, bytes]) 
 
     if not (out / INDEX).is_file():
         return []
+    # Only the index and the files carrying each pool's values are read.
+    wanted = [INDEX] + [
+        f"{pool.name}/{name}"
+        for pool in plan.pools
+        for name in ("values.yaml", "kubernetes-nodes.yaml")
+        if f"{pool.name}/{name}" in files
+    ]
     before: dict[str, bytes] = {}
-    for name in (INDEX, *files):
+    for name in wanted:
         try:
             content = read_tool_file(out, name)
         except OSError:
