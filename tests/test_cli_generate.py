@@ -26,8 +26,9 @@ GOLDEN = Path(__file__).resolve().parent / "golden" / "example"
 REGENERATE = os.environ.get("TALOS_SCHEMATIC_REGENERATE") == "1"
 STREAMS = {
     "cozystack.yaml": ["--format", "cozystack"],
-    "values-schematicid.yaml": ["--values-only", "--layout", "schematicid"],
-    "values-talos.yaml": ["--format", "values", "--layout", "talos"],
+    # The example names its chart (osimage); these two are the other charts' layouts.
+    "values-schematicid.yaml": ["--values-only", "--chart", "pr3571", "--layout", "schematicid"],
+    "values-talos.yaml": ["--format", "values", "--chart", "v1.6", "--layout", "talos"],
     "machine-config.yaml": ["--format", "machine-config"],
     "schematic.yaml": ["--format", "schematic"],
     "urls.yaml": ["--format", "urls"],
