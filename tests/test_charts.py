@@ -528,3 +528,26 @@ def test_helmrelease_is_never_written_beside_the_kubernetes_nodes_object(tmp_pat
     out = tmp_path / "out"
     assert run("generate", str(write(tmp_path, CLUSTER)), "--out", str(out)).exit_code == 0
     assert not list(out.rglob("helmrelease.yaml"))
+
+
+def test_the_regenerate_hint_is_quoted_for_a_shell(tmp_path: Path) -> None:
+    import shlex
+
+    home = tmp_path / "my repo"
+    home.mkdir()
+    cluster = write(home, CLUSTER)
+    out = home / "out dir"
+    args = ["--chart", "pr3571", "--max-input-size", "1MiB"]
+    assert run("generate", str(cluster), "--out", str(out), *args).exit_code == 0
+    (out / "cpu" / "values.yaml").write_text("changed\n")
+    result = run("check", str(cluster), "--out", str(out), "--max-input-size", "1MiB")
+    assert result.exit_code == 3
+    hint = result.stderr.splitlines()[-1].removeprefix("regenerate with: ")
+    words = shlex.split(hint)
+    assert words[:2] == ["talos-schematic", "generate"]
+    assert words[2:] == [
+        *(str(cluster), "--out", str(out), "--chart", "pr3571", "--layout", "schematicid"),
+        *("--max-input-size", "1MiB"),
+    ]
+    assert run(*words[1:]).exit_code == 0
+    assert run("check", str(cluster), "--out", str(out)).exit_code == 0

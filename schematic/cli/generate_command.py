@@ -584,10 +584,9 @@ def check(
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
     missing or is extra (the GitOps drift gate).
 
-    The chart target and layout are read from DIR's index.yaml unless given, and the kinds of
-    file (generate --format) always are.
-    Offline, extensions.lock.yaml is left out of the comparison (it needs the factory's catalogue);
-    with --live-catalogue the names are checked and the lock file is compared too."""
+    Chart target, layout and kinds of file come from DIR's index.yaml; --chart, --layout win.
+    Offline, extensions.lock.yaml is not compared: it needs the factory's catalogue.
+    With --live-catalogue, the names are checked and the lock file is compared too."""
     recorded = _recorded_options(out)
     if chart is None and isinstance(recorded.get("cozystack"), str):
         chart = str(recorded["cozystack"])
@@ -633,20 +632,27 @@ def check(
         print(f"{out}: out of date with {cluster_file}:", file=sys.stderr)
         for line in drift.lines():
             print(f"  {line}", file=sys.stderr)
-        # Every option that shapes the output, so the hint regenerates exactly this.
-        options = [f"--out {out}", f"--chart {fit.target.name}", f"--layout {fit.layout}"]
+        import shlex
+
+        # Every option that shapes the output (or was needed to read the input), so the hint
+        # regenerates exactly this; quoted, so a path with a space pastes into a shell whole.
+        options = [str(cluster_file), "--out", str(out), "--chart", fit.target.name]
+        options += ["--layout", str(fit.layout)]
         if output_format is not None:
-            options.append(f"--format {output_format.value}")
+            options += ["--format", output_format.value]
         if allow_ignored_keys:
             options.append("--allow-ignored-keys")
-        options += [f"--profiles {directory}" for directory in profiles or ()]
+        for directory in profiles or ():
+            options += ["--profiles", str(directory)]
         if live_catalogue:
             options.append("--live-catalogue")
         if factory is not None:
             # A user:password@ in the URL must not reach a CI log.
-            options.append(f"--factory {re.sub(r'//[^/@]*@', '//', factory)}")
+            options += ["--factory", re.sub(r"//[^/@]*@", "//", factory)]
+        if max_input_size is not None:
+            options += ["--max-input-size", max_input_size]
         print(
-            f"regenerate with: talos-schematic generate {cluster_file} {' '.join(options)}",
+            f"regenerate with: talos-schematic generate {shlex.join(options)}",
             file=sys.stderr,
         )
         raise typer.Exit(3)
