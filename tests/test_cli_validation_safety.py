@@ -147,3 +147,17 @@ def test_bad_cluster_files_are_one_message_and_write_nothing(
         assert "\0" not in result.stderr
     assert snapshot(out) == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_inline_hardware_keys_that_do_not_sort_together_are_one_message(tmp_path: Path) -> None:
+    # A number beside a name as keys of one mapping: comparing pools once raised a TypeError.
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(
+        "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - name: gpu\n    hardware:\n"
+        "      platform: kubevirt\n      diskImage: {sectorSize: 512, 1: 1}\n"
+    )
+    result = run("generate", str(cluster), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 1
+    assert one_message(result).startswith(f'talos-schematic: {cluster}: pool "gpu": hardware:')
+    assert "diskImage" in one_message(result)
+    assert not (tmp_path / "out").exists()
