@@ -27,7 +27,13 @@ from schematic.catalog import (
 from schematic.chart_targets import ChartTarget, assumed_target, chart_target
 from schematic.decode import canonical_schematic
 from schematic.errors import ClusterFileError, TalosSchematicError
-from schematic.inputs.cluster_values import ClusterFile, HamiRequest, PoolSpec, TalosSettings
+from schematic.inputs.cluster_values import (
+    ClusterFile,
+    HamiRequest,
+    NvidiaSettings,
+    PoolSpec,
+    TalosSettings,
+)
 from schematic.inputs.profile_values import HardwareProfile
 from schematic.inputs.profiles import load_profile, profile_from_mapping
 from schematic.media import ImageOptions, MetaValue, check_options, installer_repository_for
@@ -436,7 +442,11 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
     extras = [normalise_extension_name(name) for name in (*profile.extensions, *pool.extensions)]
     nvidia_extras = {name: describe_nvidia_extension(name) for name in extras}
     nvidia_extras = {name: kind for name, kind in nvidia_extras.items() if kind is not None}
-    settings = pool.nvidia.over(cluster.nvidia)
+    # The pool's settings, then the cluster's, then the profile's GPUDirect defaults.
+    machine = profile.gpudirect
+    settings = pool.nvidia.over(cluster.nvidia).over(
+        NvidiaSettings(gdrdrv=machine.gdrdrv, gds=machine.gds, peermem=machine.peermem)
+    )
     gdrdrv = bool(settings.gdrdrv) or _GDRDRV_EXTENSION in nvidia_extras
     gpus = tuple(
         GpuRequest(id=gpu.id, count=gpu.count, architecture=gpu.architecture)

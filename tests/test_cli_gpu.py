@@ -193,6 +193,7 @@ def test_schema_profile_prints_the_json_schema() -> None:
         "cpuVendor",
         "gpus",
         "nvswitch",
+        "nvidia",
         "extensions",
         "kernelArgs",
         "secureboot",

@@ -471,6 +471,41 @@ def test_gds_on_a_cluster_refuses_its_gpu_pools_and_leaves_cpu_pools_alone() -> 
     assert message.startswith('cluster.yaml: pool "l40s": GPUDirect Storage')
 
 
+H100_METAL = "hardware: {platform: metal, gpus: [{id: '10de:2330', count: 8}], nvswitch: true"
+
+
+def test_a_profile_gives_gpudirect_defaults_the_cluster_file_overrides() -> None:
+    mine, off, cluster_off = plan(
+        f"- {{name: mine, {H100_METAL}, nvidia: {{peermem: true}}}}}}\n"
+        f"- {{name: off, {H100_METAL}, nvidia: {{peermem: true}}}}, nvidia: {{peermem: false}}}}\n"
+        f"- {{name: cluster-off, {H100_METAL}, nvidia: {{peermem: true}}}}}}\n",
+    ).pools
+    assert [m.name for m in mine.kernel_modules] == [*NVIDIA_LOAD_ORDER, "nvidia_peermem"]
+    assert [m.name for m in off.kernel_modules] == NVIDIA_LOAD_ORDER
+    # The cluster file is the user's decision for every pool: it wins over the machine's default.
+    (overridden,) = plan(
+        f"- {{name: cluster-off, {H100_METAL}, nvidia: {{peermem: true}}}}}}\n",
+        top="nvidia: {peermem: false}\n",
+    ).pools
+    assert [m.name for m in overridden.kernel_modules] == NVIDIA_LOAD_ORDER
+    assert [m.name for m in cluster_off.kernel_modules] == [*NVIDIA_LOAD_ORDER, "nvidia_peermem"]
+    gdrdrv = only_pool(
+        f"- {{name: g, {H100_METAL}, nvidia: {{gdrdrv: true}}}}}}\n", talos="v1.12.6"
+    )
+    assert "siderolabs/nvidia-gdrdrv-device" in gdrdrv.extensions
+
+
+def test_profile_gpudirect_keys_are_checked_naming_the_key() -> None:
+    message = error_of("- {name: c, hardware: {platform: metal, nvidia: {peermem: true}}}\n")
+    assert "nvidia (gdrdrv, gds, peermem) needs NVIDIA GPUs in gpus" in message
+    message = error_of(f"- {{name: c, {H100_METAL}, nvidia: {{gds: 'yes'}}}}}}\n")
+    assert "nvidia.gds" in message and "valid boolean" in message
+    message = error_of(f"- {{name: c, {H100_METAL}, nvidia: {{tier: lts}}}}}}\n")
+    assert "nvidia.tier" in message
+    refused = error_of(f"- {{name: c, {H100_METAL}, nvidia: {{gds: true}}}}}}\n")
+    assert refused.startswith('cluster.yaml: pool "c": GPUDirect Storage')
+
+
 @pytest.mark.parametrize("key", ["gdrdrv", "gds", "peermem"])
 def test_opt_ins_are_booleans(key: str) -> None:
     with pytest.raises(ClusterFileError, match=f"nvidia.{key}: Input should be a valid boolean"):

@@ -131,6 +131,14 @@ PROFILE = st.fixed_dictionaries(
         "cpuVendor": st.sampled_from(["intel", "amd", "arm", None]),
         "gpus": st.lists(GPU, max_size=2),
         "nvswitch": st.booleans(),
+        "nvidia": st.fixed_dictionaries(
+            {},
+            optional={
+                "gdrdrv": st.sampled_from([True, False, None]),
+                "gds": st.sampled_from([True, False, None]),
+                "peermem": st.sampled_from([True, False, None]),
+            },
+        ),
         "extensions": st.lists(st.sampled_from(["siderolabs/drbd", "siderolabs/zfs"]), max_size=2),
         "kernelArgs": st.lists(st.sampled_from(["console=ttyS0", "quiet"]), max_size=2),
         **MEDIA,

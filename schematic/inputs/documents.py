@@ -240,6 +240,26 @@ class GpuDocument(_Document):
         return pr.GpuSpec(id=self.id, count=self.count, architecture=self.architecture)
 
 
+class GpuDirectDocument(_Document):
+    """A profile's GPUDirect defaults; the cluster file's nvidia settings override each."""
+
+    gdrdrv: StrictBool | None = Field(
+        default=None, description="GPUDirect RDMA (nvidia-gdrdrv-device, open modules only)"
+    )
+    gds: StrictBool | None = Field(
+        default=None,
+        description="GPUDirect Storage (siderolabs/nvidia-fs, module nvidia_fs) where the Talos "
+        "release offers it",
+    )
+    peermem: StrictBool | None = Field(
+        default=None,
+        description="load nvidia_peermem (RDMA NICs reading GPU memory; open modules only)",
+    )
+
+    def value(self) -> pr.GpuDirect:
+        return pr.GpuDirect(gdrdrv=self.gdrdrv, gds=self.gds, peermem=self.peermem)
+
+
 class ProfileDocument(_MediaDocument):
     """One kind of machine, as a Talos node sees it."""
 
@@ -254,6 +274,11 @@ class ProfileDocument(_MediaDocument):
     gpus: tuple[GpuDocument, ...] = ()
     nvswitch: bool = Field(
         default=False, description="bare metal with NVSwitches (HGX / DGX): needs fabric manager"
+    )
+    nvidia: GpuDirectDocument | None = Field(
+        default=None,
+        description="GPUDirect defaults of this machine (gdrdrv, gds, peermem); the cluster "
+        "file's nvidia, cluster-wide or per pool, overrides each",
     )
     extensions: tuple[str, ...] = Field(
         default=(), description="official extensions to add, e.g. siderolabs/drbd"
@@ -285,6 +310,7 @@ class ProfileDocument(_MediaDocument):
             cpu_vendor=self.cpu_vendor,
             gpus=tuple(gpu.value() for gpu in self.gpus),
             nvswitch=self.nvswitch,
+            gpudirect=pr.GpuDirect() if self.nvidia is None else self.nvidia.value(),
             extensions=self.extensions,
             kernel_args=self.kernel_args,
             media=self.media(),

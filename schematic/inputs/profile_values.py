@@ -17,6 +17,7 @@ from schematic.media import ImageOptions
 
 __all__ = [
     "VM_PLATFORMS",
+    "GpuDirect",
     "GpuSpec",
     "HardwareProfile",
     "check_gpu",
@@ -71,6 +72,21 @@ class GpuSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GpuDirect:
+    """A profile's GPUDirect defaults (``nvidia: {gdrdrv, gds, peermem}``): what the machine's
+    NICs and storage are for. The cluster file's ``nvidia`` (cluster-wide, then per pool)
+    overrides each one; None leaves it to them."""
+
+    gdrdrv: bool | None = None
+    gds: bool | None = None
+    peermem: bool | None = None
+
+    def as_document(self) -> dict[str, bool]:
+        keys = {"gdrdrv": self.gdrdrv, "gds": self.gds, "peermem": self.peermem}
+        return {key: value for key, value in keys.items() if value is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
 class HardwareProfile:
     """One kind of machine, as a Talos node sees it."""
 
@@ -82,6 +98,7 @@ class HardwareProfile:
     cpu_vendor: CpuVendor | None = None
     gpus: tuple[GpuSpec, ...] = ()
     nvswitch: bool = False
+    gpudirect: GpuDirect = field(default_factory=GpuDirect)
     extensions: tuple[str, ...] = ()
     kernel_args: tuple[str, ...] = ()
     # SecureBoot, overlay, META, bootloader, disk sector size (a pool may override each).
@@ -113,6 +130,8 @@ class HardwareProfile:
             for gpu in self.gpus
         ]
         document["nvswitch"] = self.nvswitch
+        if self.gpudirect.as_document():
+            document["nvidia"] = self.gpudirect.as_document()
         document["extensions"] = list(self.extensions)
         document["kernelArgs"] = list(self.kernel_args)
         document.update(self.media.as_document())
@@ -193,6 +212,8 @@ def check_profile(profile: HardwareProfile) -> None:
         raise ValueError("cpuVendor arm with architecture amd64; set architecture: arm64")
     if profile.nvswitch and not any(gpu.is_nvidia for gpu in profile.gpus):
         raise ValueError("nvswitch: true needs NVIDIA GPUs in gpus")
+    if profile.gpudirect.as_document() and not any(gpu.is_nvidia for gpu in profile.gpus):
+        raise ValueError("nvidia (gdrdrv, gds, peermem) needs NVIDIA GPUs in gpus")
     check_gpu_count(sum(gpu.count for gpu in profile.gpus), "gpus: in all")
 
 

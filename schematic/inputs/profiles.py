@@ -31,6 +31,7 @@ from schematic.inputs.plain import (
 from schematic.inputs.profile_values import (
     Architecture,
     CpuVendor,
+    GpuDirect,
     GpuSpec,
     HardwareProfile,
     Platform,
@@ -62,12 +63,14 @@ _PROFILE_KEYS = frozenset(
         "cpuVendor",
         "gpus",
         "nvswitch",
+        "nvidia",
         "extensions",
         "kernelArgs",
         *MEDIA_KEYS,
     }
 )
 _GPU_KEYS = frozenset({"id", "count", "architecture"})
+_GPUDIRECT_KEYS = frozenset({"gdrdrv", "gds", "peermem"})
 _COUNT_TEXT = re.compile(r"[1-9][0-9]{0,5}")
 _PLATFORMS: tuple[str, ...] = get_args(Platform)
 _ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
@@ -93,6 +96,13 @@ def _plain_gpu(data: object) -> GpuSpec:
     return spec
 
 
+def _plain_gpudirect(data: object) -> GpuDirect:
+    switches = plain_keys(data, _GPUDIRECT_KEYS)
+    if any(value is not None and type(value) is not bool for value in switches.values()):
+        raise UnusualShapeError
+    return GpuDirect(**switches)
+
+
 def _plain_profile(data: object) -> HardwareProfile:
     """The profile, if ``data`` has the usual shape and is valid.
 
@@ -115,6 +125,7 @@ def _plain_profile(data: object) -> HardwareProfile:
         cpu_vendor=None if vendor is None else plain_choice(vendor, _CPU_VENDORS),
         gpus=tuple(_plain_gpu(gpu) for gpu in gpus),
         nvswitch=nvswitch,
+        gpudirect=_plain_gpudirect(doc["nvidia"]) if "nvidia" in doc else GpuDirect(),
         extensions=check_no_blank_items(plain_texts(doc.get("extensions", []))),
         kernel_args=check_no_blank_items(plain_texts(doc.get("kernelArgs", []))),
         media=plain_options(doc),
