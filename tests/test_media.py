@@ -284,23 +284,8 @@ def test_the_jetson_gpu_is_refused_with_a_reason() -> None:
 
 # --- the must-show cluster file ------------------------------------------------------------------
 
-EDGE = """\
-cluster: edge
-talos:
-  version: v1.13.9
-pools:
-  - name: secure
-    profile: metal-intel
-    secureboot: {enabled: true, includeWellKnownCertificates: true}
-  - name: rpi
-    profile: metal-rpi5
-  - name: pxe
-    profile: metal-amd
-    kernelArgs: [console=ttyS0]
-    boot:
-      schematic:
-        kernelArgs: [talos.config=https://config.internal/worker.yaml]
-"""
+# The shipped example is the must-show cluster file.
+EDGE = (ROOT / "examples" / "boot-media.yaml").read_text()
 
 
 def test_generate_ids_urls_and_patches_agree(tmp_path: Path) -> None:
