@@ -167,7 +167,7 @@ def test_a_bomb_in_one_linted_file_is_a_finding_and_the_rest_is_linted(workdir: 
     assert peak is None or peak < PEAK_LIMIT_MB
 
 
-@pytest.mark.parametrize("command", [["id"], ["generate"], ["detect"], ["register"], ["lint"]])
+@pytest.mark.parametrize("command", [["id"], ["generate"], ["detect"], ["register"]])
 def test_a_50_mb_file_is_refused_at_the_size_limit(workdir: Path, command: list[str]) -> None:
     with (workdir / "big.yaml").open("wb") as big:
         big.write(b"a: ")
@@ -178,6 +178,24 @@ def test_a_50_mb_file_is_refused_at_the_size_limit(workdir: Path, command: list[
         "talos-schematic: big.yaml: cannot read: larger than the 16 MiB input limit "
         "(raise it with --max-input-size)"
     )
+    assert peak is None or peak < PEAK_LIMIT_MB, f"peak {peak:.0f} MB"
+
+
+def test_lint_reports_an_oversized_or_binary_file_and_lints_the_rest(workdir: Path) -> None:
+    (workdir / "lint").mkdir()
+    with (workdir / "lint" / "a-big.yaml").open("wb") as big:
+        big.write(b"a: " + b"x" * (50 << 20))
+    (workdir / "lint" / "b-bin.yaml").write_bytes(b"talos:\n  version: \xff\n")
+    (workdir / "lint" / "c.schematic.yaml").write_text("customization:\n  bootloader: auto\n")
+    code, out, err, peak = run_measured("lint", "lint", cwd=workdir)
+    assert code == 3, err
+    assert err == ["talos-schematic lint: 3 errors, 0 warnings, 0 notes in 3 files"]
+    assert (
+        "lint/a-big.yaml: error TS002: not read: larger than the 16 MiB input limit "
+        "(raise it with --max-input-size)\n"
+    ) in out
+    assert "lint/b-bin.yaml: error TS002: not read: not UTF-8 text (invalid start byte" in out
+    assert "lint/c.schematic.yaml:2: error TS004: " in out
     assert peak is None or peak < PEAK_LIMIT_MB, f"peak {peak:.0f} MB"
 
 
@@ -205,7 +223,7 @@ def test_a_bad_size_is_a_usage_error(workdir: Path) -> None:
     assert any("is not a size" in line for line in err)
 
 
-@pytest.mark.parametrize("command", [["generate"], ["lint"], ["id"]])
+@pytest.mark.parametrize("command", [["generate"], ["id"]])
 def test_non_utf8_input_is_one_clear_error(workdir: Path, command: list[str]) -> None:
     (workdir / "bin.yaml").write_bytes(b"talos:\n  version: \xff\xfe\xfa\n")
     code, _, err, _ = run_measured(*command, "bin.yaml", cwd=workdir)

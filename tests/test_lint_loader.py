@@ -10,6 +10,7 @@ from schematic.errors import LintInputError
 from schematic.lint import lint_paths
 from schematic.lint.inventory import build_inventory
 from schematic.lint.loader import load_paths, parse_yaml
+from schematic.safe_yaml import DEFAULT_MAX_INPUT_SIZE, set_max_input_size
 
 DATA = Path(__file__).parent / "data" / "lint"
 
@@ -45,10 +46,26 @@ def test_missing_path_is_an_input_error(tmp_path: Path) -> None:
         load_paths([str(tmp_path / "nope.yaml")])
 
 
-def test_binary_file_is_an_input_error(tmp_path: Path) -> None:
+def test_a_binary_file_is_a_problem_of_that_file_and_the_rest_is_read(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_bytes(b"\xff\xfe\x00a")
-    with pytest.raises(LintInputError, match="not UTF-8"):
-        load_paths([str(tmp_path / "b.yaml")])
+    (tmp_path / "c.yaml").write_text("c: 1\n")
+    documents, problems = load_paths([str(tmp_path)])
+    assert [d.get(("c",)) for d in documents] == [1]
+    assert [(p.file, p.message, p.unread) for p in problems] == [
+        (str(tmp_path / "b.yaml"), "not UTF-8 text (invalid start byte at byte 0)", True)
+    ]
+
+
+def test_a_file_over_the_input_limit_is_not_read(tmp_path: Path) -> None:
+    (tmp_path / "big.yaml").write_text("a: " + "x" * 4096 + "\n")
+    set_max_input_size(1024)
+    try:
+        _, problems = load_paths([str(tmp_path / "big.yaml")])
+    finally:
+        set_max_input_size(DEFAULT_MAX_INPUT_SIZE)
+    assert [(p.message, p.unread) for p in problems] == [
+        ("larger than the 1 KiB input limit (raise it with --max-input-size)", True)
+    ]
 
 
 def test_directories_are_walked_for_yaml_only(tmp_path: Path) -> None:

@@ -86,6 +86,8 @@ def lint_paths(
     for problem in problems:
         if problem.skipped:
             out.add("TS190", problem.message, problem.file, None)
+        elif problem.unread:
+            out.add("TS002", f"not read: {problem.message}", problem.file, None)
         elif problem.template:
             out.add(
                 "TS003",

@@ -107,7 +107,9 @@ def _rules() -> tuple[Rule, ...]:
             fix="fix the YAML syntax at the reported line",
             seen="Nothing in this file was checked.",
             why="The file does not parse as YAML (or JSON), or go-yaml's safety rules refuse "
-            "it (excessive aliasing, nesting too deep); Kubernetes and Helm would refuse it too.",
+            "it (excessive aliasing, nesting too deep); Kubernetes and Helm would refuse it too. "
+            "A file larger than the input limit (16 MiB, --max-input-size) or not UTF-8 text is "
+            "not read at all. The other files are still linted.",
             confirm="`python -c 'import sys, yaml; list(yaml.safe_load_all(open(sys.argv[1])))' "
             "FILE` shows the same error.",
             remedy="Fix the syntax at the reported line.",

@@ -20,7 +20,13 @@ import yaml
 
 from schematic.errors import LintInputError
 from schematic.goscalar import resolve_plain
-from schematic.safe_yaml import compose_all, read_problem, read_text
+from schematic.safe_yaml import (
+    InputTooLargeError,
+    NotTextError,
+    compose_all,
+    read_problem,
+    read_text,
+)
 
 __all__ = [
     "Document",
@@ -82,6 +88,7 @@ class LoadProblem:
     message: str
     template: bool  # a Helm/Go template, skipped rather than wrong
     skipped: bool = False  # a dangling link or a FIFO below a directory: not read at all
+    unread: bool = False  # larger than the input limit, or not UTF-8: refused while reading
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
@@ -169,13 +176,6 @@ def _unreadable(path: Path) -> str:
     return ""
 
 
-def _read(path: Path, shown: str) -> str:
-    try:
-        return read_text(path)
-    except OSError as err:
-        raise LintInputError(f"{shown}: {read_problem(err)}") from None
-
-
 def _problem(shown: str, text: str, err: yaml.YAMLError) -> LoadProblem:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     line = mark.line + 1 if mark is not None else None
@@ -191,7 +191,15 @@ def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem]]
         if reason:
             problems.append(LoadProblem(shown, None, reason, template=False, skipped=True))
             continue
-        text = _read(path, shown)
+        try:
+            text = read_text(path)
+        except (InputTooLargeError, NotTextError) as err:
+            # Like a bomb, a hostile file is a finding for that file; the others are still read.
+            reason = str(err.strerror)
+            problems.append(LoadProblem(shown, None, reason, template=False, unread=True))
+            continue
+        except OSError as err:
+            raise LintInputError(f"{shown}: {read_problem(err)}") from None
         try:
             documents.extend(parse_yaml(text, shown))
         except yaml.YAMLError as err:
