@@ -34,6 +34,7 @@ SHARED = next(
     _HERE.parents[2] / "shared",
 )
 COZYSTACK = SHARED / "reference" / "cozystack"
+PR3571_SCHEMA = "kubernetes-nodes.values.schema.pr3571.json"
 needs_schemas = pytest.mark.skipif(
     not COZYSTACK.is_dir(), reason=f"Cozystack chart schemas not available at {COZYSTACK}"
 )
@@ -178,7 +179,7 @@ def test_same_file_fits_each_target_schema(name: str) -> None:
     assert fit.target == target and fit.layout == target.layout
     # PR #4171's schema is not in the shared reference: its osImage subtree is held against the
     # shape recorded in the table, the rest against PR #3571's (same kernelModules and talos).
-    schema_name = target.schema or "kubernetes-nodes.values.schema.pr3571.json"
+    schema_name = target.schema or PR3571_SCHEMA
     schema = strict(json.loads((COZYSTACK / schema_name).read_text()))
     if target.schema is None:
         schema["properties"].update({key: {} for key in target.keys - set(schema["properties"])})
@@ -201,6 +202,35 @@ def test_same_file_fits_each_target_schema(name: str) -> None:
             "name": "nvidia",
             "parameters": ["NVreg_NvLinkDisable=1"],
         }
+
+
+@needs_schemas
+@pytest.mark.parametrize("name", ["v1.6", "main", "pr3571", "osimage"])
+def test_written_values_fit_each_target_schema(tmp_path: Path, name: str) -> None:
+    # The files generate --out writes, not only the library's values: each pool's values.yaml
+    # and the spec of its KubernetesNodes object, against the target's closed schema.
+    jsonschema = pytest.importorskip("jsonschema")
+    target = chart_target(name)
+    schema = strict(json.loads((COZYSTACK / (target.schema or PR3571_SCHEMA)).read_text()))
+    if target.schema is None:  # PR #4171: see test_same_file_fits_each_target_schema
+        schema["properties"].update({key: {} for key in target.keys - set(schema["properties"])})
+    validator = jsonschema.Draft202012Validator(schema)
+    cluster = write(tmp_path, with_target(name))
+    out = tmp_path / "out"
+    result = run("generate", str(cluster), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    pools = sorted(p.name for p in out.iterdir() if (p / "values.yaml").is_file())
+    assert pools == ["cpu", "gpu", "storage"]
+    for pool in pools:
+        values = yaml.safe_load((out / pool / "values.yaml").read_text())
+        manifest = yaml.safe_load((out / pool / "kubernetes-nodes.yaml").read_text())
+        assert manifest["spec"] == values
+        assert [e.message for e in validator.iter_errors(values)] == [], (name, pool)
+        assert set(values) <= target.keys
+        if target.os_image_keys:
+            assert set(values["osImage"]["factory"]) <= target.os_image_keys["factory"]
+        else:
+            assert "osImage" not in values
 
 
 def test_v16_asked_for_osimage_is_refused_with_the_reason(tmp_path: Path) -> None:
