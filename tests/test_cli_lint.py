@@ -120,10 +120,11 @@ def test_explain_list() -> None:
     assert out.splitlines()[0].startswith("TS001  warning")
 
 
-def test_explain_unknown_code_exits_1() -> None:
+def test_explain_unknown_code_is_a_usage_error_listing_the_codes() -> None:
     code, out, err = run("explain", "TS999")
-    assert (code, out) == (1, "")
-    assert "TS101" in err
+    assert (code, out) == (2, "")
+    assert "unknown lint code 'TS999'" in err
+    assert all(known in err for known in RULES)
 
 
 def test_every_rule_explains_how_to_confirm() -> None:

@@ -14,14 +14,24 @@ import typer
 
 from schematic.errors import TalosSchematicError
 
-__all__ = ["MaxInputSizeOption", "app", "fail", "printable", "progress_line"]
+__all__ = ["CREDENTIALS_HELP", "MaxInputSizeOption", "app", "fail", "printable", "progress_line"]
+
+# Said once here, for every command that asks a factory (register, verify, versions,
+# extensions --live, generate --register / --live-catalogue, lint --factory, upgrade
+# --live-catalogue); each of those commands' own help says it again.
+CREDENTIALS_HELP = (
+    "Credentials, if the factory needs them, come only from the environment: "
+    "TALOS_SCHEMATIC_FACTORY_TOKEN (bearer token) or TALOS_SCHEMATIC_FACTORY_AUTH "
+    "(user:password); they are never printed."
+)
 
 app = typer.Typer(
     name="talos-schematic",
     help=(
         "Talos Image Factory schematics for NVIDIA GPU node pools: offline schematic IDs, "
         "open/proprietary NVIDIA extension choice by GPU generation, and Cozystack "
-        "KubernetesNodes values and Talos machine-config patches per pool."
+        "KubernetesNodes values and Talos machine-config patches per pool.\n\n"
+        "Offline unless a command or option asks the Image Factory. " + CREDENTIALS_HELP
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -45,8 +55,26 @@ def fail(err: TalosSchematicError) -> typer.Exit:
     return typer.Exit(err.exit_code)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from schematic import __version__
+
+        print(f"talos-schematic {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
     """Talos Image Factory schematics for NVIDIA GPU node pools."""
 
 

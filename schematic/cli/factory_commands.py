@@ -10,18 +10,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schematic.cli.base import MaxInputSizeOption, app, fail, progress_line
+from schematic.cli.base import CREDENTIALS_HELP, MaxInputSizeOption, app, fail, progress_line
 from schematic.errors import OutputError, SchematicError, TalosSchematicError
 
 if TYPE_CHECKING:
     from schematic.factory import FactoryClient
     from schematic.model import Schematic
 
-_CREDENTIALS_HELP = (
-    "Credentials, if the factory needs them, come only from the environment: "
-    "TALOS_SCHEMATIC_FACTORY_TOKEN (bearer token) or TALOS_SCHEMATIC_FACTORY_AUTH "
-    "(user:password); they are never printed."
-)
 
 FactoryOption = Annotated[
     str | None,
@@ -35,7 +30,7 @@ FactoryOption = Annotated[
 ]
 JobsOption = Annotated[
     int,
-    typer.Option("--jobs", min=1, max=64, help="Requests in flight at once."),
+    typer.Option("--jobs", metavar="N", min=1, max=64, help="Requests in flight at once."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")]
 
@@ -58,7 +53,10 @@ def _read_schematic(path: Path) -> Schematic:
     return Schematic.from_yaml(text, source=source)
 
 
-@app.command(help=f"Register schematic files with the Image Factory. {_CREDENTIALS_HELP}")
+@app.command(
+    help=f"Register schematic files with the Image Factory. {CREDENTIALS_HELP}",
+    short_help="Register schematic files with the Image Factory and print their IDs.",
+)
 def register(
     files: Annotated[
         list[Path],
@@ -295,12 +293,13 @@ def _verify_checks(
 
 
 @app.command(
+    short_help="Check that the Image Factory holds the given schematics, with the same body.",
     help="Check that the Image Factory holds the given schematics, with the same body. "
     "PATH is a directory `generate --out` wrote (its index.yaml IDs, each pool's "
     "schematic.yaml as the body, and a boot.schematic's bootSchematic in urls.yaml), a "
     "cluster file (its plan, one check per distinct schematic), a schematic file, or a "
     "directory searched for *.schematic.yaml. "
-    "Exit 3 when one is missing or different. " + _CREDENTIALS_HELP
+    "Exit 3 when one is missing or different. " + CREDENTIALS_HELP,
 )
 def verify(
     paths: Annotated[
@@ -330,6 +329,7 @@ def verify(
         list[Path] | None,
         typer.Option(
             "--profiles",
+            metavar="DIR",
             help="Directory of hardware profiles for cluster files (repeatable).",
         ),
     ] = None,
@@ -370,8 +370,9 @@ def verify(
 
 
 @app.command(
+    short_help="List the official extensions of a Talos version (packaged, or --live).",
     help="List the official extensions of a Talos version: the packaged catalogue, or with "
-    "--live the factory's list with each extension's image ref and digest. " + _CREDENTIALS_HELP
+    "--live the factory's list with each extension's image ref and digest. " + CREDENTIALS_HELP,
 )
 def extensions(
     talos: Annotated[str, typer.Option("--talos", metavar="vX.Y.Z", help="Talos version.")],
@@ -406,7 +407,10 @@ def extensions(
             print(row["name"])
 
 
-@app.command(help=f"List the Talos versions the Image Factory offers. {_CREDENTIALS_HELP}")
+@app.command(
+    help=f"List the Talos versions the Image Factory offers. {CREDENTIALS_HELP}",
+    short_help="List the Talos versions the Image Factory offers.",
+)
 def versions(as_json: JsonOption = False, factory: FactoryOption = None) -> None:
     """`GET /versions`."""
     try:

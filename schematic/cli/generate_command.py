@@ -122,6 +122,7 @@ ProfilesOption = Annotated[
     list[Path] | None,
     typer.Option(
         "--profiles",
+        metavar="DIR",
         help="directory of hardware profiles, searched before the shipped ones (repeatable)",
     ),
 ]
@@ -312,7 +313,9 @@ def _kinds(output_format: OutputFormat | None) -> tuple[Kind, ...]:
     return tuple(kind for kind in KINDS if kind == output_format.value)
 
 
-@app.command()
+@app.command(
+    short_help="Write each pool's schematic, Cozystack values, machine-config patch and URLs."
+)
 def generate(
     cluster_file: ClusterArgument,
     out: Annotated[
@@ -542,7 +545,7 @@ def _kind(name: str) -> Kind:
     raise typer.BadParameter(f"unknown format {name!r}")
 
 
-@app.command()
+@app.command(short_help="Compare DIR with what generate would write; exit 3 on drift.")
 def check(
     cluster_file: ClusterArgument,
     out: Annotated[

@@ -102,7 +102,9 @@ def gpu(
             "(and ib_umad on NVLink-5 Blackwell HGX; 8 B200/B300 with --metal imply it).",
         ),
     ],
-    talos: Annotated[str, typer.Option("--talos", help="Talos version, e.g. v1.13.9")],
+    talos: Annotated[
+        str, typer.Option("--talos", metavar="vX.Y.Z", help="Talos version, e.g. v1.13.9")
+    ],
     arch: Annotated[
         Arch | None,
         typer.Option(help="CPU architecture [default: arm64 for GB10 / Grace, else amd64]"),

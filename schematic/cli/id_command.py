@@ -11,12 +11,15 @@ import typer
 from schematic.cli.base import MaxInputSizeOption, app
 
 _FILES = typer.Argument(
+    metavar="[FILE]...",
     help="Schematic files (YAML or JSON). None, or '-', reads standard input.",
     show_default=False,
 )
 
 
-@app.command("id")
+@app.command(
+    "id", short_help="Print the schematic ID of each file, as the Image Factory computes it."
+)
 def id_command(
     files: Annotated[list[str] | None, _FILES] = None,
     canonical: Annotated[

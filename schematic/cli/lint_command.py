@@ -14,7 +14,7 @@ from schematic.errors import TalosSchematicError
 FOUND_ERRORS = 3
 
 
-@app.command()
+@app.command(short_help="Find silent Talos GPU-pool failures in manifests; exit 3 on any error.")
 def lint(
     paths: Annotated[
         list[str],
@@ -32,7 +32,7 @@ def lint(
         str | None,
         typer.Option(
             "--talos",
-            metavar="VERSION",
+            metavar="vX.Y.Z",
             help="Talos version to check against, overriding what the objects say.",
         ),
     ] = None,
@@ -139,7 +139,7 @@ def lint(
         raise typer.Exit(FOUND_ERRORS)
 
 
-@app.command()
+@app.command(short_help="Explain a lint finding: what you see, why, how to confirm and fix it.")
 def explain(
     code: Annotated[
         str | None, typer.Argument(metavar="CODE", help="A lint code such as TS101.")
@@ -157,9 +157,8 @@ def explain(
         return
     wanted = code.strip().upper()
     if wanted not in RULES:
-        print(
-            f"talos-schematic: unknown lint code {code!r}; known codes: {', '.join(RULES)}",
-            file=sys.stderr,
+        # A code that does not exist is a wrong argument, like a misspelt option: exit 2.
+        raise typer.BadParameter(
+            f"unknown lint code {code!r}; known codes: {', '.join(RULES)}", param_hint="CODE"
         )
-        raise typer.Exit(1)
     sys.stdout.write(RULES[wanted].explain())

@@ -29,9 +29,11 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
 }
 
 
-@app.command()
+@app.command(short_help="Print the JSON Schema of an input file kind, for editors and validation.")
 def schema(
-    name: Annotated[str, typer.Argument(help=f"which schema: {', '.join(SCHEMAS)}")],
+    name: Annotated[
+        str, typer.Argument(metavar="KIND", help=f"which schema: {', '.join(SCHEMAS)}")
+    ],
 ) -> None:
     """Print the JSON Schema of an input file kind (for editor completion and validation)."""
     if name not in SCHEMAS:

@@ -39,7 +39,7 @@ def _live_names(target: TargetPlan, factory: str | None, image_factory_url: str)
         return check_live_names(target, (info.name for info in offered), factory=client.url)
 
 
-@app.command()
+@app.command(short_help="What a Talos upgrade changes per pool; exit 3 when a pool would break.")
 def upgrade(
     cluster_file: Annotated[
         Path,
@@ -95,6 +95,7 @@ def upgrade(
         list[Path] | None,
         typer.Option(
             "--profiles",
+            metavar="DIR",
             help="directory of hardware profiles, searched before the shipped ones (repeatable)",
         ),
     ] = None,

@@ -1,0 +1,64 @@
+"""The command line presents itself: --version, one statement of credentials, summaries that
+end their sentence, the same metavar for the same kind of value everywhere."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import typer.main
+from typer.testing import CliRunner
+
+from schematic import __version__
+from schematic.cli import _register_commands, app
+
+_register_commands()
+ROOT: Any = typer.main.get_command(app)
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert (result.exit_code, result.stdout) == (0, f"talos-schematic {__version__}\n")
+
+
+def test_the_top_level_help_states_the_credentials_once() -> None:
+    result = run("--help")
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.replace("│", " ").split())
+    assert text.count("TALOS_SCHEMATIC_FACTORY_TOKEN") == 1
+    assert "TALOS_SCHEMATIC_FACTORY_AUTH (user:password); they are never printed." in text
+    assert "--version" in text
+
+
+def test_every_command_summary_is_one_finished_sentence() -> None:
+    for name, command in ROOT.commands.items():
+        summary = command.short_help or (command.help or "").split("\n\n")[0]
+        assert summary.endswith("."), name
+        assert "\n" not in summary.strip(), name
+        assert len(summary) <= 80, (name, len(summary))
+
+
+def _metavars() -> dict[tuple[str, str], str]:
+    found = {}
+    for name, command in ROOT.commands.items():
+        context = ROOT.context_class(command, info_name=name)
+        for param in command.params:
+            if getattr(param, "is_flag", False):
+                continue
+            found[name, param.opts[0] if param.opts else param.name] = param.make_metavar(context)
+    return found
+
+
+def test_the_same_kind_of_value_has_the_same_metavar_everywhere() -> None:
+    metavars = _metavars()
+    assert {m for (_, opt), m in metavars.items() if opt == "--talos"} == {"vX.Y.Z"}
+    assert {m for (_, opt), m in metavars.items() if opt == "--profiles"} == {"DIR"}
+    assert {m for (_, opt), m in metavars.items() if opt in ("--out", "-o")} == {"DIR"}
+    assert {m for (_, opt), m in metavars.items() if opt == "--factory"} == {"URL"}
+    # No type name where a word for the value belongs (typer's <str>, <path>, <int range>).
+    generic = re.compile(r"<(str|path|int|integer|float|text|int range)>|^[a-z_]+(\.\.\.)?$")
+    assert not {key: m for key, m in metavars.items() if generic.search(m)}
