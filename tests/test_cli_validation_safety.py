@@ -102,6 +102,13 @@ CASES = {
         ),
         ['pool "cpu"', "count 999999… (23 digits)", "at most 64"],
     ),
+    "GPU count true": (
+        GOOD.replace(
+            "profile: kubevirt-cpu",
+            "hardware: {platform: kubevirt, gpus: [{id: '10de:26b9', count: true}]}",
+        ),
+        ['pool "cpu"', "count", "true"],
+    ),
     "GPU counts adding up past the cap": (
         GOOD.replace(
             "profile: kubevirt-cpu",
@@ -161,3 +168,33 @@ def test_inline_hardware_keys_that_do_not_sort_together_are_one_message(tmp_path
     assert one_message(result).startswith(f'talos-schematic: {cluster}: pool "gpu": hardware:')
     assert "diskImage" in one_message(result)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_fifo_named_like_a_profile_is_refused_not_waited_on(out: Path, tmp_path: Path) -> None:
+    """Found by name in --profiles or given as a path, a FIFO would block generate forever."""
+    import os
+    import subprocess
+    import sys
+
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    os.mkfifo(profiles / "mine.yaml")
+    by_name = GOOD.replace("profile: kubevirt-cpu", "profile: mine")
+    by_path = GOOD.replace("profile: kubevirt-cpu", f"profile: {profiles / 'mine.yaml'}")
+    before = snapshot(out)
+    for text, extra in ((by_name, ["--profiles", str(profiles)]), (by_path, [])):
+        cluster = tmp_path / "cluster.yaml"
+        cluster.write_text(text)
+        command = [sys.executable, "-m", "schematic", "generate", str(cluster), *extra]
+        done = subprocess.run(
+            [*command, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        errors = [line for line in done.stderr.splitlines() if ": note:" not in line]
+        assert done.returncode == 1, done.stderr
+        assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
+        assert f"{profiles / 'mine.yaml'}: not a regular file" in errors[0], errors
+    assert snapshot(out) == before

@@ -221,6 +221,14 @@ class GpuDocument(_Document):
             raise ValueError("write the PCI ID as a quoted string, e.g. '10de:2330'")
         return value
 
+    @field_validator("count", mode="before")
+    @classmethod
+    def _count_is_a_number(cls, value: object) -> object:
+        # pydantic reads true as 1; `count: true` is a slip for a number, not one GPU.
+        if isinstance(value, bool):
+            raise ValueError(f"give how many GPUs as a whole number, not {str(value).lower()}")
+        return value
+
     @field_validator("id")
     @classmethod
     def _normal_id(cls, value: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
@@ -213,6 +214,9 @@ def _user_files(extra_dirs: Iterable[Path]) -> dict[str, Path]:
 
 def _read_path(path: Path) -> HardwareProfile:
     try:
+        # A FIFO named like a profile would block the run until something writes to it.
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ProfileError(f"{path}: not a regular file (a FIFO or a device); not read")
         text = read_text(path)
     except OSError as err:
         raise ProfileError(f"{path}: {read_problem(err)}") from None
