@@ -113,6 +113,8 @@ _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _ID = re.compile(r"[0-9a-f]{64}")
 _TALOS_VERSION = re.compile(r"v\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?")
 _SNIPPET = 300
+# One changed line of a schematic body, as shown in a message.
+_LINE_SNIPPET = 80
 # What a bearer token may hold to be sent as a header value: visible ASCII, no spaces.
 _TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -289,14 +291,27 @@ def _hashes_to(text: str, schematic_id: str) -> bool:
 
 
 def _changes(old: str, new: str, limit: int = 3) -> str:
-    """The first few changed lines between two canonical bodies, for a one-line explanation."""
-    lines = [
-        ("added " if line[0] == "+" else "removed ") + repr(line[2:].strip())
-        for line in difflib.ndiff(old.splitlines(), new.splitlines())
-        if line[:2] in ("+ ", "- ")
-    ]
-    shown = ", ".join(lines[:limit])
-    return shown + (f" and {len(lines) - limit} more" if len(lines) > limit else "")
+    """The first few changed lines between two canonical bodies, for a one-line explanation.
+
+    Bounded for any answer: whole lines are matched (ndiff's character-level matching of each
+    replaced line cost seconds per schematic on 100,000 added lines), and each line shown is cut
+    to a snippet (a 5 MB line would otherwise be printed whole).
+    """
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    shown: list[str] = []
+    count = 0
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines)
+    for tag, old_start, old_end, new_start, new_end in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        for verb, lines in (
+            ("removed", old_lines[old_start:old_end]),
+            ("added", new_lines[new_start:new_end]),
+        ):
+            count += len(lines)
+            for line in lines[: max(0, limit - len(shown))]:
+                shown.append(f"{verb} {_one_line(line, _LINE_SNIPPET)!r}")
+    return ", ".join(shown) + (f" and {count - limit} more" if count > limit else "")
 
 
 class _OutOfTimeError(Exception):

@@ -192,6 +192,32 @@ def test_deeply_nested_json_is_one_message(
     assert snapshot(work) == before
 
 
+@pytest.mark.parametrize(
+    "stored",
+    [
+        "x" * 1_000_000,
+        QEMU_BODY + "  extraKernelArgs:\n" + "".join(f"    - a{n}\n" for n in range(20_000)),
+    ],
+    ids=["one 1 MB line", "20,000 lines added"],
+)
+def test_a_huge_stored_body_is_told_in_short_lines(
+    work: Path, env: dict[str, str], router: respx.MockRouter, stored: str
+) -> None:
+    """verify names the first few changed lines, each cut short, and counts the rest."""
+    router.get(url__regex=r"/schematics/[0-9a-f]{64}$").mock(
+        return_value=httpx.Response(200, text=stored, headers={"Content-Type": "application/yaml"})
+    )
+    before = snapshot(work)
+    result = invoke(["verify", "--out", str(work / "out")], env)
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output
+    told = [line for line in result.stderr.splitlines() if "stores another body" in line]
+    assert len(told) == 1, result.stderr
+    assert "more)" in told[0]
+    assert all(len(line) < 1_000 for line in result.stderr.splitlines()), result.stderr[:2_000]
+    assert snapshot(work) == before
+
+
 def test_a_gzip_bomb_is_decoded_to_one_message(
     work: Path, env: dict[str, str], router: respx.MockRouter
 ) -> None:
