@@ -195,6 +195,8 @@ def test_lint_reports_an_oversized_or_binary_file_and_lints_the_rest(workdir: Pa
         "(raise it with --max-input-size)\n"
     ) in out
     assert "lint/b-bin.yaml: error TS002: not read: not UTF-8 text (invalid start byte" in out
+    assert "    fix: raise the limit with --max-input-size if the file is meant" in out
+    assert "    fix: save the file as UTF-8 text" in out
     assert "lint/c.schematic.yaml:2: error TS004: " in out
     assert peak is None or peak < PEAK_LIMIT_MB, f"peak {peak:.0f} MB"
 

@@ -87,7 +87,7 @@ def lint_paths(
         if problem.skipped:
             out.add("TS190", problem.message, problem.file, None)
         elif problem.unread:
-            out.add("TS002", f"not read: {problem.message}", problem.file, None)
+            out.add("TS002", f"not read: {problem.message}", problem.file, None, fix=problem.fix)
         elif problem.template:
             out.add(
                 "TS003",

@@ -89,6 +89,7 @@ class LoadProblem:
     template: bool  # a Helm/Go template, skipped rather than wrong
     skipped: bool = False  # a dangling link or a FIFO below a directory: not read at all
     unread: bool = False  # larger than the input limit, or not UTF-8: refused while reading
+    fix: str = ""  # what to do, where the rule's own fix line does not fit
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
@@ -195,8 +196,13 @@ def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem]]
             text = read_text(path)
         except (InputTooLargeError, NotTextError) as err:
             # Like a bomb, a hostile file is a finding for that file; the others are still read.
+            fix = (
+                "raise the limit with --max-input-size if the file is meant to be that large"
+                if isinstance(err, InputTooLargeError)
+                else "save the file as UTF-8 text"
+            )
             reason = str(err.strerror)
-            problems.append(LoadProblem(shown, None, reason, template=False, unread=True))
+            problems.append(LoadProblem(shown, None, reason, template=False, unread=True, fix=fix))
             continue
         except OSError as err:
             raise LintInputError(f"{shown}: {read_problem(err)}") from None
