@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
@@ -335,22 +335,19 @@ _DIRECT_CUSTOMIZATION = frozenset({"extraKernelArgs", "systemExtensions", "bootl
 
 def _fits_the_direct_writer(tree: Mapping[str, Any]) -> bool:
     """Whether the tree holds only what :func:`_simple_canonical` writes (the usual shape)."""
-    overlay = tree.get("overlay")
-    return (
-        (overlay is None or "options" not in overlay)
-        and _DIRECT_CUSTOMIZATION.issuperset(tree["customization"])
-        # A literal block (text with a line break) ends where the emitter's layout decides.
-        and all(type(value) is str and "\n" not in value for value in _direct_strings(tree))
-    )
-
-
-def _direct_strings(tree: Mapping[str, Any]) -> Iterator[Any]:
-    yield from (value for key, value in tree.items() if key == "owner")
-    yield from (tree.get("overlay") or {}).values()
     custom = tree["customization"]
-    yield from custom.get("extraKernelArgs", ())
-    yield from custom.get("systemExtensions", {}).get("officialExtensions", ())
-    yield from (value for key, value in custom.items() if key == "bootloader")
+    overlay = tree.get("overlay") or {}
+    if "options" in overlay or not _DIRECT_CUSTOMIZATION.issuperset(custom):
+        return False
+    texts = [
+        tree.get("owner", ""),
+        *overlay.values(),
+        *custom.get("extraKernelArgs", ()),
+        *custom.get("systemExtensions", {}).get("officialExtensions", ()),
+        custom.get("bootloader", ""),
+    ]
+    # Strings only, and no literal block (text with a line break): its layout is the emitter's.
+    return all(type(text) is str for text in texts) and "\n" not in "".join(texts)
 
 
 def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str:

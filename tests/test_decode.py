@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -373,3 +375,16 @@ def test_the_one_canonical_builder_writes_what_the_emitter_writes(
     # canonical_schematic writes the usual shape directly: the same bytes as the emitter's.
     expected = emit_document(canonical_tree(fields), legacy_quoting=legacy)
     assert canonical_schematic(fields, legacy_quoting=legacy) == expected
+
+
+def test_only_the_one_builder_calls_the_emitter_on_a_schematic() -> None:
+    # Every part of the tool builds a canonical schematic with decode.canonical_schematic:
+    # a second way to call the emitter (or to assemble the tree) is a second way to be wrong.
+    package = Path(__file__).resolve().parents[1] / "schematic"
+    callers = sorted(
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if "emit_document(" in path.read_text("utf-8")
+        or "canonical_tree(" in path.read_text("utf-8")
+    )
+    assert callers == ["canonical.py", "decode.py"]
