@@ -62,3 +62,17 @@ def test_the_same_kind_of_value_has_the_same_metavar_everywhere() -> None:
     # No type name where a word for the value belongs (typer's <str>, <path>, <int range>).
     generic = re.compile(r"<(str|path|int|integer|float|text|int range)>|^[a-z_]+(\.\.\.)?$")
     assert not {key: m for key, m in metavars.items() if generic.search(m)}
+
+
+def test_every_option_and_argument_help_is_a_sentence() -> None:
+    unfinished = {
+        (name, param.name): help_text
+        for name, command in ROOT.commands.items()
+        for param in command.params
+        if (help_text := getattr(param, "help", None))
+        and (
+            not (help_text[0].isupper() or help_text[0] in "`$-")
+            or not help_text.rstrip().endswith(".")
+        )
+    }
+    assert not unfinished

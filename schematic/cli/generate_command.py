@@ -66,7 +66,7 @@ _Choice = TypeVar("_Choice", bound=StrEnum)
 
 ClusterArgument = Annotated[
     Path,
-    typer.Argument(help="cluster file (YAML): cluster, talos, nvidia, pools", metavar="CLUSTER"),
+    typer.Argument(help="Cluster file (YAML): cluster, talos, nvidia, pools.", metavar="CLUSTER"),
 ]
 FormatOption = Annotated[
     OutputFormat | None,
@@ -74,13 +74,13 @@ FormatOption = Annotated[
         "--format",
         "-f",
         help=(
-            "what to print (default cozystack); with --out, write only this kind "
+            "What to print (default cozystack); with --out, write only this kind "
             "(default: every kind except json and helmrelease). addons: the tenant Kubernetes "
             "app's GPU Operator values (with --out -f cozystack, the whole Kubernetes object); "
             "platform: the management cluster's passthrough entries for GPUs its defaults "
             "lack; smoke-test: an nvidia-smi -L pod per GPU pool; helmrelease: a Flux "
             "HelmRelease of the kubernetes-nodes chart per pool, instead of the "
-            "KubernetesNodes object"
+            "KubernetesNodes object."
         ),
     ),
 ]
@@ -89,9 +89,9 @@ LayoutOption = Annotated[
     typer.Option(
         "--layout",
         help=(
-            "where values carry the schematic: osimage (osImage.factory), schematicid "
+            "Where values carry the schematic: osimage (osImage.factory), schematicid "
             "(root schematicID, cozystack PR #3571), talos (talos.schematicID, Cozystack v1.6.x); "
-            "default: the chart target's"
+            "default: the chart target's."
         ),
         show_default=False,
     ),
@@ -102,8 +102,8 @@ ChartOption = Annotated[
         "--chart",
         metavar="TARGET",
         help=(
-            "the Cozystack kubernetes-nodes chart the values are for: v1.6 (released v1.6.x), "
-            "main, pr3571, osimage (PR #4171); overrides the cluster file's cozystack.version"
+            "The Cozystack kubernetes-nodes chart the values are for: v1.6 (released v1.6.x), "
+            "main, pr3571, osimage (PR #4171); overrides the cluster file's cozystack.version."
         ),
         show_default=False,
     ),
@@ -113,8 +113,8 @@ AllowIgnoredOption = Annotated[
     typer.Option(
         "--allow-ignored-keys",
         help=(
-            "write keys the chart target ignores instead of refusing them, with a warning "
-            "naming what will not happen"
+            "Write keys the chart target ignores instead of refusing them, with a warning "
+            "naming what will not happen."
         ),
     ),
 ]
@@ -123,7 +123,7 @@ ProfilesOption = Annotated[
     typer.Option(
         "--profiles",
         metavar="DIR",
-        help="directory of hardware profiles, searched before the shipped ones (repeatable)",
+        help="Directory of hardware profiles, searched before the shipped ones (repeatable).",
     ),
 ]
 
@@ -136,7 +136,7 @@ FactoryOption = Annotated[
         help=(
             "Image Factory for --register and --live-catalogue (default: "
             "$TALOS_SCHEMATIC_FACTORY, else the cluster file's talos.imageFactoryURL); the "
-            "generated image URLs keep talos.imageFactoryURL"
+            "generated image URLs keep talos.imageFactoryURL."
         ),
         show_default=False,
     ),
@@ -146,10 +146,10 @@ LiveCatalogueOption = Annotated[
     typer.Option(
         "--live-catalogue",
         help=(
-            "check every pool's extensions (cached on disk for a day) and board overlay "
+            "Check every pool's extensions (cached on disk for a day) and board overlay "
             "against the factory's lists for the Talos version; with --out, also write "
             f"{LOCK_FILE} pinning each "
-            "extension's image ref and digest"
+            "extension's image ref and digest."
         ),
     ),
 ]
@@ -324,8 +324,8 @@ def generate(
             "--out",
             "-o",
             help=(
-                "write one file per pool per kind, plus index.yaml; files in DIR that an "
-                "earlier run did not write are kept"
+                "Write one file per pool per kind, plus index.yaml; files in DIR that an "
+                "earlier run did not write are kept."
             ),
             metavar="DIR",
         ),
@@ -335,7 +335,7 @@ def generate(
     chart: ChartOption = None,
     allow_ignored_keys: AllowIgnoredOption = False,
     values_only: Annotated[
-        bool, typer.Option("--values-only", help="print only each pool's spec (--format values)")
+        bool, typer.Option("--values-only", help="Print only each pool's spec (--format values).")
     ] = False,
     profiles: ProfilesOption = None,
     register: Annotated[
@@ -345,7 +345,7 @@ def generate(
             help=(
                 "POST every distinct schematic to the Image Factory first and write only if "
                 "all succeeded; an ID the factory answers differently (it stamped owner) is "
-                "the one written. Without it, generate makes no network request"
+                "the one written. Without it, generate makes no network request."
             ),
         ),
     ] = False,
@@ -551,7 +551,7 @@ def check(
     out: Annotated[
         Path,
         typer.Option(
-            "--out", "-o", help="directory an earlier `generate --out` wrote", metavar="DIR"
+            "--out", "-o", help="Directory an earlier `generate --out` wrote.", metavar="DIR"
         ),
     ],
     report_format: Annotated[
@@ -560,9 +560,10 @@ def check(
             "--format",
             "-f",
             help=(
-                "text: the drifted files, on stderr; json: on stdout, the changed, missing and "
-                "extra paths (and with --diff the diff). The kinds of file compared are those "
-                "DIR's index.yaml records"
+                "As text: the drifted files, on stderr; as json: on stdout, the changed, "
+                "missing and extra paths (and with --diff the diff). The kinds of file compared "
+                "are those "
+                "DIR's index.yaml records."
             ),
         ),
     ] = CheckReport.text,
@@ -577,8 +578,8 @@ def check(
         typer.Option(
             "--diff",
             help=(
-                "also print, on stdout, a unified diff of every drifted file from what DIR "
-                "holds to what generate would write (patch -p0 applies it)"
+                "Also print, on stdout, a unified diff of every drifted file from what DIR "
+                "holds to what generate would write (patch -p0 applies it)."
             ),
         ),
     ] = False,

@@ -103,40 +103,40 @@ def gpu(
         ),
     ],
     talos: Annotated[
-        str, typer.Option("--talos", metavar="vX.Y.Z", help="Talos version, e.g. v1.13.9")
+        str, typer.Option("--talos", metavar="vX.Y.Z", help="Talos version, e.g. v1.13.9.")
     ],
     arch: Annotated[
         Arch | None,
-        typer.Option(help="CPU architecture [default: arm64 for GB10 / Grace, else amd64]"),
+        typer.Option(help="CPU architecture [default: arm64 for GB10 / Grace, else amd64]."),
     ] = None,
     metal: Annotated[
-        bool, typer.Option("--metal", help="bare metal, not a KubeVirt VM with passthrough GPUs")
+        bool, typer.Option("--metal", help="Bare metal, not a KubeVirt VM with passthrough GPUs.")
     ] = False,
     nvswitch: Annotated[
-        bool, typer.Option("--nvswitch", help="the bare-metal node has NVSwitches (HGX / DGX)")
+        bool, typer.Option("--nvswitch", help="The bare-metal node has NVSwitches (HGX / DGX).")
     ] = False,
     flavour: Annotated[
-        FlavourChoice, typer.Option("--flavour", "--flavor", help="kernel-module flavour")
+        FlavourChoice, typer.Option("--flavour", "--flavor", help="Kernel-module flavour.")
     ] = FlavourChoice.auto,
-    tier: Annotated[TierChoice, typer.Option(help="driver tier")] = TierChoice.auto,
+    tier: Annotated[TierChoice, typer.Option(help="Driver tier.")] = TierChoice.auto,
     gdrdrv: Annotated[
-        bool, typer.Option("--gdrdrv", help="add GPUDirect RDMA (nvidia-gdrdrv-device)")
+        bool, typer.Option("--gdrdrv", help="Add GPUDirect RDMA (nvidia-gdrdrv-device).")
     ] = False,
     gds: Annotated[
         bool,
         typer.Option(
             "--gds",
-            help="add GPUDirect Storage (siderolabs/nvidia-fs, module nvidia_fs) where the "
-            "Talos release offers it",
+            help="Add GPUDirect Storage (siderolabs/nvidia-fs, module nvidia_fs) where the "
+            "Talos release offers it.",
         ),
     ] = False,
     peermem: Annotated[
         bool,
         typer.Option(
-            "--peermem", help="load nvidia_peermem (RDMA NICs to GPU memory; open modules)"
+            "--peermem", help="Load nvidia_peermem (RDMA NICs to GPU memory; open modules)."
         ),
     ] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Choose the NVIDIA kernel-module flavour, tier and extensions for a node's GPUs."""
     from schematic.nvidia import decide, resolve_gpus, usual_architecture

@@ -32,7 +32,7 @@ SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
 @app.command(short_help="Print the JSON Schema of an input file kind, for editors and validation.")
 def schema(
     name: Annotated[
-        str, typer.Argument(metavar="KIND", help=f"which schema: {', '.join(SCHEMAS)}")
+        str, typer.Argument(metavar="KIND", help=f"Which schema: {', '.join(SCHEMAS)}.")
     ],
 ) -> None:
     """Print the JSON Schema of an input file kind (for editor completion and validation)."""

@@ -44,7 +44,7 @@ def upgrade(
     cluster_file: Annotated[
         Path,
         typer.Argument(
-            help="cluster file (YAML): cluster, talos, nvidia, pools", metavar="CLUSTER"
+            help="Cluster file (YAML): cluster, talos, nvidia, pools.", metavar="CLUSTER"
         ),
     ],
     to: Annotated[
@@ -52,7 +52,8 @@ def upgrade(
         typer.Option(
             "--to",
             metavar="vX.Y.Z",
-            help="the Talos release to upgrade to (default: the file's talos.version, with --from)",
+            help="The Talos release to upgrade to "
+            "(default: the file's talos.version, with --from).",
             show_default=False,
         ),
     ] = None,
@@ -62,8 +63,8 @@ def upgrade(
             "--from",
             metavar="vX.Y.Z",
             help=(
-                "the release the nodes run now (default: the file's talos.version); for a pull "
-                "request that already bumped talos.version, give the base branch's version"
+                "The release the nodes run now (default: the file's talos.version); for a pull "
+                "request that already bumped talos.version, give the base branch's version."
             ),
             show_default=False,
         ),
@@ -74,10 +75,10 @@ def upgrade(
             "--base",
             metavar="FILE",
             help=(
-                "the cluster file as deployed now (in CI: the base branch's, from git show); "
+                "The cluster file as deployed now (in CI: the base branch's, from git show); "
                 "its plan is compared with CLUSTER's, pool by pool, so a pull request that "
                 "changes more than talos.version is shown whole. Its relative profile paths "
-                "resolve against CLUSTER's directory"
+                "resolve against CLUSTER's directory."
             ),
             show_default=False,
         ),
@@ -87,16 +88,16 @@ def upgrade(
         typer.Option(
             "--format",
             "-f",
-            help="text, json, or markdown (a table for a pull-request comment)",
+            help="Report as text, json, or markdown (a table for a pull-request comment).",
         ),
     ] = ReportFormat.text,
-    as_json: Annotated[bool, typer.Option("--json", help="the same as --format json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
     profiles: Annotated[
         list[Path] | None,
         typer.Option(
             "--profiles",
             metavar="DIR",
-            help="directory of hardware profiles, searched before the shipped ones (repeatable)",
+            help="Directory of hardware profiles, searched before the shipped ones (repeatable).",
         ),
     ] = None,
     live_catalogue: Annotated[
@@ -104,8 +105,8 @@ def upgrade(
         typer.Option(
             "--live-catalogue",
             help=(
-                "check every pool's extensions at the target release against the factory's "
-                "list (cached on disk for a day); a name it lacks breaks the pool"
+                "Check every pool's extensions at the target release against the factory's "
+                "list (cached on disk for a day); a name it lacks breaks the pool."
             ),
         ),
     ] = False,
@@ -116,7 +117,7 @@ def upgrade(
             metavar="URL",
             help=(
                 "Image Factory for --live-catalogue (default: $TALOS_SCHEMATIC_FACTORY, else "
-                "the cluster file's talos.imageFactoryURL)"
+                "the cluster file's talos.imageFactoryURL)."
             ),
             show_default=False,
         ),
