@@ -704,8 +704,9 @@ class FactoryClient:
         tail = f" (after {_attempts(attempts)})" if response.status_code in _RETRY_STATUSES else ""
         if retry_after is not None:
             tail = (
-                f" (asked to retry after {retry_after:.0f} s, longer than the "
-                f"{self.retry.max_retry_after:.0f} s allowed; gave up after {_attempts(attempts)})"
+                # :g, not :.0f, so 10.5 s is not shown as the 10 s it is longer than.
+                f" (asked to retry after {retry_after:g} s, longer than the "
+                f"{self.retry.max_retry_after:g} s allowed; gave up after {_attempts(attempts)})"
             )
         if response.status_code in (401, 403):
             tail = f" (set {TOKEN_ENV} or {AUTH_ENV})"
