@@ -19,7 +19,8 @@ test: $(BIN)/talos-schematic
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/pytest
+	# One worker per core: the suite is over 2,000 tests, many of them child processes.
+	$(BIN)/pytest -n auto
 
 ## bench: run the benchmarks and print their figures
 bench: $(BIN)/talos-schematic
