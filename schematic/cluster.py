@@ -428,6 +428,21 @@ def pools_by_schematic(plan: ClusterPlan) -> dict[str, list[PoolPlan]]:
     return groups
 
 
+def boot_media_schematics(plan: ClusterPlan) -> list[tuple[str, str, str]]:
+    """(label, ID, canonical body) of each distinct boot-media schematic (``boot.schematic``),
+    labelled like :func:`pools_label` with " boot media", in file order."""
+    names: dict[str, list[str]] = {}
+    bodies: dict[str, str] = {}
+    for pool in plan.pools:
+        if pool.boot_schematic_id is not None and pool.boot_canonical is not None:
+            names.setdefault(pool.boot_schematic_id, []).append(pool.name)
+            bodies[pool.boot_schematic_id] = pool.boot_canonical
+    return [
+        (f"{pools_label(plan.source, pools)} boot media", schematic_id, bodies[schematic_id])
+        for schematic_id, pools in names.items()
+    ]
+
+
 def _in_pool(source: str, pool: str, message: str) -> str:
     prefix = f'{source}: pool "{pool}": '
     return message if message.startswith(prefix) else prefix + message

@@ -115,7 +115,12 @@ def _cluster_text(path: Path) -> str | None:
 
 def _cluster_checks(path: Path, text: str, profiles: list[Path] | None) -> tuple[list[_Check], str]:
     """One check per distinct schematic of the cluster file's plan, and its factory URL."""
-    from schematic.cluster import plan_cluster, pools_by_schematic, pools_label
+    from schematic.cluster import (
+        boot_media_schematics,
+        plan_cluster,
+        pools_by_schematic,
+        pools_label,
+    )
     from schematic.inputs.cluster_file import parse_cluster
 
     cluster = parse_cluster(text, str(path))
@@ -127,19 +132,11 @@ def _cluster_checks(path: Path, text: str, profiles: list[Path] | None) -> tuple
         for schematic_id, pools in pools_by_schematic(plan).items()
     ]
     # The boot media's own schematics (boot.schematic), one check per distinct one.
-    booting: dict[str, list[str]] = {}
-    bodies: dict[str, str] = {}
-    for pool in plan.pools:
-        if pool.boot_schematic_id is not None and pool.boot_canonical is not None:
-            booting.setdefault(pool.boot_schematic_id, []).append(pool.name)
-            bodies[pool.boot_schematic_id] = pool.boot_canonical
+    booting = boot_media_schematics(plan)
     if booting:
         from schematic.model import Schematic
 
-        checks += [
-            (f"{pools_label(plan.source, names)} boot media", key, Schematic.from_yaml(bodies[key]))
-            for key, names in booting.items()
-        ]
+        checks += [(label, key, Schematic.from_yaml(body)) for label, key, body in booting]
     return checks, plan.talos.image_factory_url
 
 

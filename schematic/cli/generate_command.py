@@ -248,7 +248,12 @@ def _check_live_catalogue(client: FactoryClient, plan: ClusterPlan) -> str:
 
 def _register(client: FactoryClient, plan: ClusterPlan) -> ClusterPlan:
     """POST each distinct schematic once; the plan carrying the IDs the factory answered."""
-    from schematic.cluster import pools_by_schematic, pools_label, with_factory_schematics
+    from schematic.cluster import (
+        boot_media_schematics,
+        pools_by_schematic,
+        pools_label,
+        with_factory_schematics,
+    )
     from schematic.factory import register_schematics
 
     items = [
@@ -257,19 +262,11 @@ def _register(client: FactoryClient, plan: ClusterPlan) -> ClusterPlan:
     ]
     # The boot media's own schematics (boot.schematic): a factory builds no ISO or PXE script
     # for an ID it has not received.
-    booting: dict[str, list[str]] = {}
-    bodies: dict[str, str] = {}
-    for pool in plan.pools:
-        if pool.boot_schematic_id is not None and pool.boot_canonical is not None:
-            booting.setdefault(pool.boot_schematic_id, []).append(pool.name)
-            bodies[pool.boot_schematic_id] = pool.boot_canonical
+    booting = boot_media_schematics(plan)
     if booting:
         from schematic.model import Schematic
 
-        items += [
-            (f"{pools_label(plan.source, names)} boot media", Schematic.from_yaml(bodies[key]))
-            for key, names in booting.items()
-        ]
+        items += [(label, Schematic.from_yaml(body)) for label, _key, body in booting]
     registrations = register_schematics(
         client, items, progress=progress_line("registering schematics")
     )
