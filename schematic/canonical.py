@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from schematic.goscalar import resolve_plain
+from schematic.goscalar import reads_as_string
 
 __all__ = [
     "GoMap",
@@ -42,6 +42,8 @@ __all__ = [
     "emit_document",
     "format_go_float",
     "natural_less",
+    "one_line_scalar",
+    "one_line_scalar_legacy",
     "sha256_hex",
     "string_scalar",
 ]
@@ -110,7 +112,7 @@ _BASE60 = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?\Z")
 
 
 def _resolves_to_non_string(text: str) -> bool:
-    return resolve_plain(text)[0] != "str"
+    return not reads_as_string(text)
 
 
 def _is_yaml11_only(text: str) -> bool:
@@ -307,6 +309,10 @@ def string_scalar(text: str, indent: int, *, legacy_quoting: bool = False) -> st
 @functools.lru_cache(maxsize=65536)
 def _string_scalar(text: str, indent: int, is_key: bool, legacy_quoting: bool) -> str:
     """Render one string scalar (without the separating space)."""
+    return _render_string(text, indent, is_key, legacy_quoting)
+
+
+def _render_string(text: str, indent: int, is_key: bool, legacy_quoting: bool) -> str:
     if "\n" in text:
         wanted = "literal" if _should_use_literal(text) else "double"
     elif _resolves_to_non_string(text):
@@ -333,6 +339,22 @@ def _string_scalar(text: str, indent: int, is_key: bool, legacy_quoting: bool) -
     if wanted == "literal":
         return _literal(text, indent, legacy_quoting)
     return _double_quoted(text)
+
+
+@functools.lru_cache(maxsize=65536)
+def one_line_scalar(text: str) -> str:
+    """:func:`string_scalar` of a text without a line break, where the indent changes nothing.
+
+    Cached by the text alone, so mapping it over a list of names runs in C for the names
+    seen before (extension names repeat across schematics).
+    """
+    return _render_string(text, 0, False, False)
+
+
+@functools.lru_cache(maxsize=65536)
+def one_line_scalar_legacy(text: str) -> str:
+    """:func:`one_line_scalar` as factories before v1.5.0 (go-yaml v3) write it."""
+    return _render_string(text, 0, False, True)
 
 
 # --- numbers ------------------------------------------------------------------------------------

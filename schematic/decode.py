@@ -21,9 +21,16 @@ from typing import Any
 
 import yaml
 
-from schematic.canonical import GoMap, GoTime, emit_document, sha256_hex, string_scalar
+from schematic.canonical import (
+    GoMap,
+    GoTime,
+    emit_document,
+    one_line_scalar,
+    one_line_scalar_legacy,
+    sha256_hex,
+)
 from schematic.errors import SchematicError
-from schematic.goscalar import resolve_plain
+from schematic.goscalar import reads_as_string, resolve_plain
 from schematic.safe_yaml import YamlLimitError, compose_first
 
 __all__ = [
@@ -84,10 +91,10 @@ def canonical_schematic(fields: Mapping[str, Any], *, legacy_quoting: bool = Fal
     the check of factory-stamped bodies. ``fields`` are under their YAML names, as
     :func:`decode_fields` gives them; empty ones are left out as the factory leaves them out.
     """
-    tree = canonical_tree(fields)
-    if _fits_the_direct_writer(tree):
-        return _simple_canonical(tree, legacy_quoting)
-    return emit_document(tree, legacy_quoting=legacy_quoting)
+    direct = _simple_canonical(fields, legacy_quoting)
+    if direct is not None:
+        return direct
+    return emit_document(canonical_tree(fields), legacy_quoting=legacy_quoting)
 
 
 def canonical_tree(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,12 +168,45 @@ def go_value(value: Any) -> Any:
 # keys...) returns None and takes the full decoder, so both paths agree on every input (a test
 # checks that they do).
 
-_SIMPLE_VALUE = re.compile(r"[A-Za-z0-9_./=+][A-Za-z0-9_./=+,:@%~-]*(?<!:)\Z")
+# The usual lines, printable ASCII only (anything else is the full decoder's to judge). A
+# plain scalar has no space, no indicator first and no ':' last (that would make it a key);
+# quoted scalars stay on their line, single ones with '' for a quote, double ones without
+# backslash escapes.
+_PLAIN = r"[A-Za-z0-9_./=+][A-Za-z0-9_./=+,:@%~-]*+(?<!:)"
+_SINGLE = r"'(?:[ -&(-~]|'')*+'"
+_DOUBLE = r'"[ !#-\[\]-~]*+"'
 # In a flow list a ',' ends the item and a ':' could start a mapping: neither is read here.
-_FLOW_PLAIN = re.compile(r"[A-Za-z0-9_./=+][A-Za-z0-9_./=+@%~-]*\Z")
-_FLOW_ITEM = re.compile(r" *([A-Za-z0-9_./=+][A-Za-z0-9_./=+@%~-]*) *([,\]])")
-# Which keys the simple reader knows, and what each holds: a nested table, "list" of strings,
-# or "str". Everything else is left to the full decoder.
+_FLOW_PLAIN = r"[A-Za-z0-9_./=+][A-Za-z0-9_./=+@%~-]*+"
+_FLOW_ITEM = rf"(?>{_FLOW_PLAIN}|{_SINGLE}|{_DOUBLE})"
+_FLOW = rf"\[[ ]*+(?:{_FLOW_ITEM}(?:[ ]*+,[ ]*+{_FLOW_ITEM})*+[ ]*+)?\]"
+_VALUE = rf"(?>{_PLAIN}|{_SINGLE}|{_DOUBLE}|{_FLOW}|\{{\}})"
+# A line may end in a comment, after at least one space; comment lines and blank lines may
+# come before a key. Elsewhere (inside a run), and for trailing spaces, the text is first
+# normalised (_normalised) and read once more: the grammar then need not look for them on
+# every line.
+_COMMENT_END = r"(?:[ ]++#[ -~]*+)?"
+_SKIPPED = r"(?:[ ]*+(?:#[ -~]*+)?\n)*+"
+# One space after an item's dash: other spacings are rare and normalised neither.
+_ITEM = rf"- (?>{_PLAIN}|{_SINGLE}|{_DOUBLE}){_COMMENT_END}"
+# One match per key: its line, with a value or without, then the "- item" lines that follow
+# it at one indent (its run). Matching a whole run at once is what makes the reader fast: a
+# Python step per key, not per line. The grammar never needs to take back what it matched (a
+# plain scalar holds no space, a quoted one ends at its quote), so every repetition is
+# possessive: without backtracking a match costs a few steps per character.
+_KEY_TOKEN = re.compile(
+    rf"{_SKIPPED}([ ]*+)([A-Za-z]++):(?:[ ]++({_VALUE}))?{_COMMENT_END}"
+    rf"(\n([ ]*+){_ITEM}(?:\n\5{_ITEM})*+)?(?:\n|\Z)"
+)
+# A comment runs from its '#' to the end of the line (printable ASCII: anything else stays
+# for the grammar to refuse). The pattern opens with its '#' so that a search skips to it.
+_COMMENT = re.compile(r"#[ -~]*+")
+_BLANK_LINE_OR_TRAILING_SPACES = re.compile(r"^[ ]*+\n|[ ]++$", re.M)
+# The value of each item of a run or of a flow list: (plain, single-quoted, double-quoted).
+_RUN_ITEM = re.compile(rf"^[ ]*+- (?:({_PLAIN})|'((?:[ -&(-~]|'')*+)'|\"([ !#-\[\]-~]*+)\")", re.M)
+_FLOW_VALUE = re.compile(rf"({_FLOW_PLAIN})|'((?:[ -&(-~]|'')*+)'|\"([ !#-\[\]-~]*+)\"")
+
+# Which keys the reader knows, and what each holds: a nested table, "list" of strings, or
+# "str". Everything else is left to the full decoder.
 _SIMPLE_SCHEMA: dict[str, Any] = {
     "owner": "str",
     "overlay": {"image": "str", "name": "str"},
@@ -177,285 +217,212 @@ _SIMPLE_SCHEMA: dict[str, Any] = {
     },
 }
 
-
-class _Quoted(str):
-    """A quoted scalar's text: a string whatever it says (no plain-scalar resolution)."""
-
-    __slots__ = ()
-
-
-class _NotSimpleError(Exception):
-    """The line is outside the shapes the plain-lines reader reads."""
-
-
-class _EmptyMapping:
-    """A ``{}`` after a key."""
-
-
-_EMPTY_MAPPING = _EmptyMapping()
-
-# What a line's value is: None (nothing after "key:"), a str (plain text, still to resolve),
-# a _Quoted, a tuple of the strings of a one-line flow list, or _EMPTY_MAPPING.
-_LineValue = str | tuple[str, ...] | _EmptyMapping | None
+# (indent, key, value or None, run of items or None, the run's indent or None)
+_KeyToken = tuple[str, str, str | None, str | None, str | None]
 
 
 def _simple_fields(text: str) -> dict[str, Any] | None:
-    # Only line breaks and printable ASCII: control characters, tabs, carriage returns and
-    # anything beyond ASCII are the full decoder's to judge (each line is checked below).
-    if not text.isascii():
+    tokens, rest = _key_tokens(text)
+    if rest.strip(" \n"):
+        # The tokens stopped before the end: normalised, the text may read to its end.
+        tokens, rest = _key_tokens(_normalised(text))
+        if rest.strip(" \n"):
+            return None
+    if not tokens or tokens[0][0]:
         return None
-    # (indent, is list item, key, value): "- item" or "key:" / "key: value", nothing else.
-    lines: list[tuple[int, bool, str | None, _LineValue]] = []
-    try:
-        for raw in text.split("\n"):
-            if not raw.isprintable():
-                return None
-            body = raw.lstrip(" ")
-            if not body or body[0] == "#":
-                continue
-            indent = len(raw) - len(body)
-            if body[0] == "-":
-                if body[1:2] != " ":
-                    return None
-                # Most lines hold a bare name: matched here, without the general reading.
-                item = body[2:] if _SIMPLE_VALUE.match(body, 2) else _line_value(body[2:])
-                if not isinstance(item, str):
-                    return None
-                lines.append((indent, True, None, item))
-                continue
-            key, colon, rest = body.partition(":")
-            if not colon or not key.isalpha() or (rest and rest[0] != " "):
-                return None
-            value = rest[1:] if _SIMPLE_VALUE.match(rest, 1) else _line_value(rest)
-            lines.append((indent, False, key, value))
-    except _NotSimpleError:
-        return None
-    if not lines or lines[0][0] != 0:
-        return None
-    parsed, end = _simple_block(lines, 0, 0, _SIMPLE_SCHEMA)
-    if end != len(lines) or not isinstance(parsed, dict):
-        return None
-    return parsed
+    parsed, end = _simple_block(tokens, 0, 0, _SIMPLE_SCHEMA)
+    return parsed if end == len(tokens) else None
 
 
-def _line_value(rest: str) -> _LineValue:
-    """The value after ``key:`` or ``- `` (with its leading space), comment left out."""
-    value = rest.lstrip(" ")
-    if not value or value[0] == "#":
-        if value and rest[0] != " ":
-            raise _NotSimpleError  # "-#" or ":#": not a comment
-        return None
-    first = value[0]
-    if first == "'" or first == '"':
-        text, after = _quoted(value, 0)
-        _comment_only(value[after:])
-        return _Quoted(text)
-    if value.startswith("{}"):
-        _comment_only(value[2:])
-        return _EMPTY_MAPPING
-    if first == "[":
-        items, after = _flow_list(value)
-        _comment_only(value[after:])
-        return items
-    cut = value.find(" #")
-    plain = (value if cut == -1 else value[:cut]).rstrip(" ")
-    if not _SIMPLE_VALUE.match(plain):
-        raise _NotSimpleError
-    return plain
+def _key_tokens(text: str) -> tuple[list[_KeyToken], str]:
+    """The key tokens from the start of ``text``, and the text after the last one."""
+    tokens: list[_KeyToken] = []
+    at = 0
+    while (found := _KEY_TOKEN.match(text, at)) is not None:
+        tokens.append(found.groups())  # type: ignore[arg-type]
+        at = found.end()
+    return tokens, text[at:]
 
 
-def _comment_only(rest: str) -> None:
-    """What follows a value on its line must be nothing or a comment after a space."""
-    if rest and (rest[0] != " " or rest.lstrip(" ")[:1] not in ("", "#")):
-        raise _NotSimpleError
+def _normalised(text: str) -> str:
+    """The text without its comments (and the spaces before them), blank lines and trailing
+    spaces; a comment on a line of its own goes with its line.
 
-
-def _quoted(value: str, at: int) -> tuple[str, int]:
-    """The text of the one-line quoted scalar at ``at`` and the index after its close."""
-    quote = value[at]
-    if quote == "'":
-        pieces = []
-        start = at + 1
-        while True:
-            close = value.find("'", start)
-            if close == -1:
-                raise _NotSimpleError  # continues on the next line
-            pieces.append(value[start:close])
-            if value[close + 1 : close + 2] != "'":
-                return "".join(pieces), close + 1
-            pieces.append("'")
-            start = close + 2
-    close = value.find('"', at + 1)
-    if close == -1 or "\\" in value[at + 1 : close]:
-        raise _NotSimpleError  # continues on the next line, or escapes to read
-    return value[at + 1 : close], close + 1
-
-
-def _flow_list(value: str) -> tuple[tuple[str, ...], int]:
-    """The strings of the one-line flow list opening ``value`` and the index after its close."""
-    close = value.find("]")
-    inner = value[1:close]
-    if close != -1 and "'" not in inner and '"' not in inner:
-        # Plain names only, the usual list: split at the commas.
-        if not inner.strip(" "):
-            return (), close + 1
-        names = tuple(name.strip(" ") for name in inner.split(","))
-        for name in names:
-            if not _FLOW_PLAIN.match(name) or _plain(name)[0] != "str":
-                raise _NotSimpleError
-        return names, close + 1
-    items: list[str] = []
-    at = 1
-    while True:
-        while value[at : at + 1] == " ":
-            at += 1
-        if value[at : at + 1] == "]" and not items:
-            return (), at + 1
-        if value[at : at + 1] in ("'", '"'):
-            text, at = _quoted(value, at)
-            while value[at : at + 1] == " ":
-                at += 1
-            end = value[at : at + 1]
-            if end not in (",", "]"):
-                raise _NotSimpleError
-            items.append(text)
-        else:
-            found = _FLOW_ITEM.match(value, at)
-            if found is None or _plain(found[1])[0] != "str":
-                raise _NotSimpleError
-            items.append(found[1])
-            at, end = found.end() - 1, found[2]
-        at += 1
-        if end == "]":
-            return tuple(items), at
-
-
-_DIRECT_CUSTOMIZATION = frozenset({"extraKernelArgs", "systemExtensions", "bootloader"})
-
-
-def _fits_the_direct_writer(tree: Mapping[str, Any]) -> bool:
-    """Whether the tree holds only what :func:`_simple_canonical` writes (the usual shape)."""
-    custom = tree["customization"]
-    overlay = tree.get("overlay") or {}
-    if "options" in overlay or not _DIRECT_CUSTOMIZATION.issuperset(custom):
-        return False
-    texts = [
-        tree.get("owner", ""),
-        *overlay.values(),
-        *custom.get("extraKernelArgs", ()),
-        *custom.get("systemExtensions", {}).get("officialExtensions", ()),
-        custom.get("bootloader", ""),
-    ]
-    # Strings only, and no literal block (text with a line break): its layout is the emitter's.
-    return all(type(text) is str for text in texts) and "\n" not in "".join(texts)
-
-
-def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str:
-    """The canonical YAML of a tree of the usual shape, written directly.
-
-    Those fields are a handful of strings in a fixed shape, so the layout is spelled out
-    here rather than walked; a test checks it equals :func:`emit_document` on the same tree.
+    A '#' starts a comment at a line's start or after a space. One after a space inside a
+    quoted scalar is cut too, which leaves the quote open: the grammar then refuses the line,
+    as it refuses a '#' after anything else ("a#b"), which stays.
     """
-
-    def scalar(value: str, indent: int) -> str:
-        return string_scalar(value, indent, legacy_quoting=legacy_quoting)
-
-    lines: list[str] = []
-    if fields.get("owner"):
-        lines.append(f"owner: {scalar(fields['owner'], 4)}\n")
-    overlay = fields.get("overlay") or {}
-    if overlay.get("image") or overlay.get("name"):
-        image, name = overlay.get("image", ""), overlay.get("name", "")
-        lines.append(f"overlay:\n    image: {scalar(image, 8)}\n    name: {scalar(name, 8)}\n")
-    custom = fields.get("customization") or {}
-    body: list[str] = []
-    if custom.get("extraKernelArgs"):
-        body.append("    extraKernelArgs:\n")
-        body.extend(f"        - {scalar(arg, 10)}\n" for arg in custom["extraKernelArgs"])
-    extensions = (custom.get("systemExtensions") or {}).get("officialExtensions")
-    if extensions:
-        body.append("    systemExtensions:\n        officialExtensions:\n")
-        body.extend(f"            - {scalar(name, 14)}\n" for name in extensions)
-    if custom.get("bootloader"):
-        body.append(f"    bootloader: {scalar(custom['bootloader'], 8)}\n")
-    lines.append("customization:\n" + "".join(body) if body else "customization: {}\n")
-    return "".join(lines)
-
-
-def _simple_scalar(value: str, kind: str) -> str | None:
-    """A line's text as the string go-yaml reads, or None when it reads as something else."""
-    if type(value) is _Quoted:
-        value = str(value)
-    elif _plain(value)[0] != "str":
-        return None
-    if kind == "bootloader":
-        name = value.lower()
-        return "" if name == "none" else name if name in BOOTLOADERS else None
-    return value
+    if "#" in text:
+        kept: list[str] = []
+        at = 0
+        for comment in _COMMENT.finditer(text):
+            start = comment.start()
+            if start and text[start - 1] not in " \n":
+                continue
+            kept.append(text[at:start])
+            at = comment.end()
+        kept.append(text[at:])
+        text = "".join(kept)
+    return _BLANK_LINE_OR_TRAILING_SPACES.sub("", text)
 
 
 def _simple_block(
-    lines: list[tuple[int, bool, str | None, _LineValue]],
-    start: int,
-    indent: int,
-    schema: dict[str, Any],
+    tokens: list[_KeyToken], start: int, indent: int, schema: dict[str, Any]
 ) -> tuple[dict[str, Any] | None, int]:
-    """A block mapping at ``indent`` from line ``start``; (None, _) when not simple."""
+    """The block mapping at ``indent`` from token ``start``; (None, _) when not simple."""
     fields: dict[str, Any] = {}
     at = start
-    while at < len(lines):
-        line_indent, _item, key, value = lines[at]
-        if line_indent < indent:
+    while at < len(tokens):
+        line_indent, key, value, run, run_indent = tokens[at]
+        if len(line_indent) < indent:
             break
-        if line_indent > indent or key is None or key in fields or key not in schema:
+        if len(line_indent) > indent or key in fields or key not in schema:
             return None, at
         kind = schema[key]
         at += 1
-        if isinstance(value, tuple):
-            if kind != "list":
+        if run is not None:
+            # Items may sit deeper than the key or, as YAML allows, at the key's own indent.
+            if kind != "list" or value is not None or len(run_indent or "") < indent:
                 return None, at
-            fields[key] = value
+            items = _run_items(run, run_indent or "")
+        elif value is None:
+            # "key:" and then deeper keys; with nothing deeper it is null, the full decoder's.
+            if not isinstance(kind, dict) or at == len(tokens) or len(tokens[at][0]) <= indent:
+                return None, at
+            nested, at = _simple_block(tokens, at, len(tokens[at][0]), kind)
+            if nested is None:
+                return None, at
+            fields[key] = nested
             continue
-        if value is _EMPTY_MAPPING:
+        elif value[0] == "[":
+            items = _flow_items(value) if kind == "list" else None
+        elif value == "{}":
             if not isinstance(kind, dict):
                 return None, at
             fields[key] = {}
             continue
-        if isinstance(value, str):
-            if kind != "str":
-                return None, at
-            scalar = _simple_scalar(value, "bootloader" if key == "bootloader" else "str")
+        else:
+            scalar = _simple_scalar(value) if kind == "str" else None
+            if scalar is not None and key == "bootloader":
+                scalar = scalar.lower()
+                scalar = "" if scalar == "none" else scalar if scalar in BOOTLOADERS else None
             if scalar is None:
                 return None, at
             fields[key] = scalar
             continue
-        if at == len(lines):
-            return None, at  # "key:" with nothing after it is null: the full decoder decides
-        child_indent, child_item = lines[at][0], lines[at][1]
-        if kind == "list":
-            # Items may sit deeper than the key or, as YAML allows, at the key's own indent.
-            if not child_item or child_indent < indent:
-                return None, at
-            items: list[str] = []
-            while at < len(lines) and lines[at][0] == child_indent and lines[at][1]:
-                item = lines[at][3]
-                assert isinstance(item, str)  # the line reader lets only strings be items
-                scalar = _simple_scalar(item, "str")
-                if scalar is None:
-                    return None, at
-                items.append(scalar)
-                at += 1
-            fields[key] = tuple(items)
-        elif isinstance(kind, dict):
-            if child_indent <= indent or child_item:
-                return None, at
-            nested, at = _simple_block(lines, at, child_indent, kind)
-            if nested is None:
-                return None, at
-            fields[key] = nested
-        else:
+        if items is None:
             return None, at
+        fields[key] = items
     return fields, at
+
+
+def _simple_scalar(value: str) -> str | None:
+    """A value as the string go-yaml reads, or None when it reads as something else."""
+    if value[0] == "'":
+        return value[1:-1].replace("''", "'")
+    if value[0] == '"':
+        return value[1:-1]
+    return value if reads_as_string(value) else None
+
+
+def _run_items(run: str, indent: str) -> tuple[str, ...] | None:
+    """The strings of a run of "- item" lines (the run opens with a line break)."""
+    if "'" in run or '"' in run or "#" in run:
+        return _strings(_RUN_ITEM.findall(run))
+    # Plain names one to a line: split at the line starts. The split is one pass in C, and
+    # so is the map over the cached reading of each name.
+    names = run.split("\n" + indent + "- ")
+    del names[0]
+    return _plain_strings(names)
+
+
+def _flow_items(value: str) -> tuple[str, ...] | None:
+    """The strings of a one-line flow list, ``[`` and ``]`` included."""
+    if "'" in value or '"' in value:
+        return _strings(_FLOW_VALUE.findall(value))
+    inner = value[1:-1]
+    if not inner.strip(" "):
+        return ()
+    return _plain_strings(list(map(str.strip, inner.split(","))))
+
+
+def _plain_strings(names: list[str]) -> tuple[str, ...] | None:
+    """The plain scalars ``names`` as a tuple, if go-yaml reads each as a string."""
+    # ("<<", the merge key, is no plain scalar of the grammar: it cannot start one.)
+    return tuple(names) if all(map(reads_as_string, names)) else None
+
+
+def _strings(values: list[tuple[str, str, str]]) -> tuple[str, ...] | None:
+    """The strings of (plain, single-quoted, double-quoted) matches, or None if one is not."""
+    items: list[str] = []
+    for plain, single, double in values:
+        if plain:
+            if not reads_as_string(plain):
+                return None
+            items.append(plain)
+        else:
+            # An empty quoted scalar leaves all three empty: "" either way.
+            items.append(single.replace("''", "'") if single else double)
+    return tuple(items)
+
+
+_DIRECT_FIELDS = frozenset({"owner", "overlay", "customization"})
+_DIRECT_OVERLAY = frozenset({"image", "name"})
+_DIRECT_CUSTOMIZATION = frozenset({"extraKernelArgs", "systemExtensions", "bootloader"})
+_LINE_BREAK = re.compile("[\r\n\x85\u2028\u2029]")
+
+
+def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str | None:
+    """The canonical YAML of fields of the usual shape, written directly; None for others.
+
+    The usual shape is a handful of one-line strings (owner, overlay image and name, kernel
+    arguments, extension names, bootloader), so the layout is spelled out here rather than
+    walked, with :func:`canonical_tree`'s rules for what is left out; a test checks it equals
+    :func:`emit_document` of that tree. Lists are joined in one go, each item written by a
+    cached function.
+    """
+    custom = fields.get("customization") or {}
+    overlay = fields.get("overlay") or {}
+    extensions = custom.get("systemExtensions") or {}
+    if (
+        not _DIRECT_FIELDS.issuperset(fields)
+        or not _DIRECT_OVERLAY.issuperset(overlay)
+        or not _DIRECT_CUSTOMIZATION.issuperset(custom)
+        or len(extensions) > ("officialExtensions" in extensions)
+    ):
+        return None
+    owner = fields.get("owner") or ""
+    image, name = overlay.get("image") or "", overlay.get("name") or ""
+    args = custom.get("extraKernelArgs") or ()
+    names = extensions.get("officialExtensions") or ()
+    bootloader = custom.get("bootloader") or ""
+    try:
+        joined = "".join((owner, image, name, bootloader, *args, *names))
+    except TypeError:
+        return None  # not strings: the emitter's
+    # No line break: a literal block's layout, and how a quoted scalar folds a break, depend
+    # on the indent, which the direct writer does not track.
+    if not joined.isprintable() and _LINE_BREAK.search(joined):
+        return None
+    scalar = one_line_scalar_legacy if legacy_quoting else one_line_scalar
+    lines: list[str] = []
+    if owner:
+        lines.append(f"owner: {scalar(owner)}\n")
+    if image or name:
+        lines.append(f"overlay:\n    image: {scalar(image)}\n    name: {scalar(name)}\n")
+    if not (args or names or bootloader):
+        lines.append("customization: {}\n")
+        return "".join(lines)
+    lines.append("customization:\n")
+    if args:
+        items = "\n        - ".join(map(scalar, args))
+        lines.append(f"    extraKernelArgs:\n        - {items}\n")
+    if names:
+        items = "\n            - ".join(map(scalar, names))
+        lines.append(f"    systemExtensions:\n        officialExtensions:\n            - {items}\n")
+    if bootloader:
+        lines.append(f"    bootloader: {scalar(bootloader)}\n")
+    return "".join(lines)
 
 
 # --- parsing -------------------------------------------------------------------------------------
@@ -467,7 +434,8 @@ def _text(body: str | bytes, source: str) -> str:
     try:
         if body.startswith((b"\xff\xfe", b"\xfe\xff")):
             return body.decode("utf-16")
-        return body.decode("utf-8-sig")
+        # "utf-8-sig" is a codec written in Python; the BOM is dropped here instead.
+        return (body[3:] if body.startswith(b"\xef\xbb\xbf") else body).decode()
     except UnicodeDecodeError as err:
         raise SchematicError(f"not valid UTF-8 text ({err.reason})", source=source) from None
 

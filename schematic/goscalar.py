@@ -9,12 +9,13 @@ first, 64-bit ranges, ``ParseFloat`` only for text shaped like a YAML float).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-__all__ = ["go_parse_int", "parse_go_timestamp", "resolve_plain"]
+__all__ = ["go_parse_int", "parse_go_timestamp", "reads_as_string", "resolve_plain"]
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _UINT64_MAX = (1 << 64) - 1
@@ -145,6 +146,16 @@ def resolve_plain(text: str) -> tuple[str, Any]:
                     return ("int", number)
         return ("str", text)
     return ("str", text)
+
+
+@functools.lru_cache(maxsize=65536)
+def reads_as_string(text: str) -> bool:
+    """Whether go-yaml reads the plain scalar ``text`` as a string.
+
+    Cached, because the reader and the writer each ask it of every name and names repeat
+    across schematics; and a ``map`` over a cached function runs in C for the names seen.
+    """
+    return resolve_plain(text)[0] == "str"
 
 
 # --- timestamps: Go's time.Parse for go-yaml's four layouts -----------------------------------

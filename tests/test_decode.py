@@ -284,6 +284,33 @@ def test_plain_lines_reader_takes_the_common_files() -> None:
     assert _simple_fields('customization:\n  extraKernelArgs: ["a\\tb"]\n') is None
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "customization:\n  extraKernelArgs:\n    - a=1\n  systemExtensions:\n"
+        "    officialExtensions:\n      - siderolabs/x\n",
+        "customization:\n  extraKernelArgs: [a=1]\n  systemExtensions:\n"
+        "    officialExtensions: [siderolabs/x]\n",
+        "customization:\n  extraKernelArgs:\n    - 'a=1'\n  systemExtensions:\n"
+        '    officialExtensions:\n      - "siderolabs/x"\n',
+        # Comments after values and on lines of their own, one inside a run, a blank line and
+        # trailing spaces: the last three are read after normalising the text.
+        "# nodes\ncustomization:  # c\n  extraKernelArgs:\n    - a=1  # why\n\n"
+        "  systemExtensions:\n    # official\n    officialExtensions:   \n"
+        "      # first\n      - siderolabs/x\n",
+    ],
+)
+def test_the_fast_reader_takes_each_usual_shape(body: str) -> None:
+    expected = {
+        "customization": {
+            "extraKernelArgs": ("a=1",),
+            "systemExtensions": {"officialExtensions": ("siderolabs/x",)},
+        }
+    }
+    assert _simple_fields(body) == expected
+    assert _full(body) == expected
+
+
 def test_an_anchor_may_be_defined_again() -> None:
     # YAML and go-yaml let a later anchor of the same name win; libyaml's composer refuses it.
     body = "overlay:\n  name: &a first\n  image: &a second\n  options: {x: *a}\n"
@@ -316,9 +343,10 @@ def test_double_quoted_escapes_as_go_yaml_reads_them() -> None:
 def test_plain_lines_are_written_as_the_emitter_writes_them(text: str, legacy: bool) -> None:
     fields = _simple_fields(text)
     if fields is not None:
-        tree = canonical_tree(fields)
-        assert _simple_canonical(tree, legacy) == emit_document(tree, legacy_quoting=legacy)
-        assert canonical_schematic(fields, legacy_quoting=legacy) == _simple_canonical(tree, legacy)
+        expected = emit_document(canonical_tree(fields), legacy_quoting=legacy)
+        # Whatever the reader reads, the direct writer writes (the fast way stays fast).
+        assert _simple_canonical(fields, legacy) == expected
+        assert canonical_schematic(fields, legacy_quoting=legacy) == expected
 
 
 # Any text, in every field the direct writer writes: line breaks, quotes, non-ASCII...

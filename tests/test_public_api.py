@@ -30,10 +30,17 @@ def test_core_public_api() -> None:
         "emit_document",
         "format_go_float",
         "natural_less",
+        "one_line_scalar",
+        "one_line_scalar_legacy",
         "sha256_hex",
         "string_scalar",
     ]
-    assert sorted(goscalar.__all__) == ["go_parse_int", "parse_go_timestamp", "resolve_plain"]
+    assert sorted(goscalar.__all__) == [
+        "go_parse_int",
+        "parse_go_timestamp",
+        "reads_as_string",
+        "resolve_plain",
+    ]
     for module in (model, decode, canonical, goscalar):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
