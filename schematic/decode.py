@@ -186,7 +186,7 @@ _VALUE = rf"(?>{_PLAIN}|{_SINGLE}|{_DOUBLE}|{_FLOW}|\{{\}})"
 # every line.
 _COMMENT_END = r"(?:[ ]++#[ -~]*+)?"
 _SKIPPED = r"(?:[ ]*+(?:#[ -~]*+)?\n)*+"
-# One space after an item's dash: other spacings are rare and normalised neither.
+# One space after an item's dash: other spacings are rare and go to the full decoder.
 _ITEM = rf"- (?>{_PLAIN}|{_SINGLE}|{_DOUBLE}){_COMMENT_END}"
 # One match per key: its line, with a value or without, then the "- item" lines that follow
 # it at one indent (its run). Matching a whole run at once is what makes the reader fast: a
