@@ -108,6 +108,7 @@ _YAML11_BOOLS = frozenset(
         "OFF",
     )
 )
+_BASE60_FIRST = frozenset("+-0123456789")
 _BASE60 = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?\Z")
 
 
@@ -116,7 +117,13 @@ def _resolves_to_non_string(text: str) -> bool:
 
 
 def _is_yaml11_only(text: str) -> bool:
-    return text in _YAML11_BOOLS or text == "<<" or bool(_BASE60.match(text))
+    # A sexagesimal number starts with a digit or a sign: the test of the first character
+    # spares most names a regex call.
+    return (
+        text in _YAML11_BOOLS
+        or text == "<<"
+        or (text[:1] in _BASE60_FIRST and _BASE60.match(text) is not None)
+    )
 
 
 # --- scalar analysis (libyaml's analyser, as go-yaml ports it) --------------------------------

@@ -30,7 +30,7 @@ from schematic.canonical import (
     sha256_hex,
 )
 from schematic.errors import SchematicError
-from schematic.goscalar import reads_as_string, resolve_plain
+from schematic.goscalar import all_read_as_strings, reads_as_string, resolve_plain
 from schematic.safe_yaml import YamlLimitError, compose_first
 
 __all__ = [
@@ -193,9 +193,11 @@ _ITEM = rf"- (?>{_PLAIN}|{_SINGLE}|{_DOUBLE}){_COMMENT_END}"
 # Python step per key, not per line. The grammar never needs to take back what it matched (a
 # plain scalar holds no space, a quoted one ends at its quote), so every repetition is
 # possessive: without backtracking a match costs a few steps per character.
-_KEY_TOKEN = re.compile(
+# Any text where no key token starts: it takes the rest, so that one findall both reads the
+# tokens and shows where they stopped.
+_KEY_TOKENS = re.compile(
     rf"{_SKIPPED}([ ]*+)([A-Za-z]++):(?:[ ]++({_VALUE}))?{_COMMENT_END}"
-    rf"(\n([ ]*+){_ITEM}(?:\n\5{_ITEM})*+)?(?:\n|\Z)"
+    rf"(\n([ ]*+){_ITEM}(?:\n\5{_ITEM})*+)?(?:\n|\Z)|(?s:(.++))"
 )
 # A comment runs from its '#' to the end of the line (printable ASCII: anything else stays
 # for the grammar to refuse). The pattern opens with its '#' so that a search skips to it.
@@ -217,31 +219,25 @@ _SIMPLE_SCHEMA: dict[str, Any] = {
     },
 }
 
-# (indent, key, value or None, run of items or None, the run's indent or None)
-_KeyToken = tuple[str, str, str | None, str | None, str | None]
+# (indent, key, value, run of items, the run's indent, the text after the last token), with
+# "" for what a token does not hold: findall gives "" for a group that took no part.
+_KeyToken = tuple[str, str, str, str, str, str]
 
 
 def _simple_fields(text: str) -> dict[str, Any] | None:
-    tokens, rest = _key_tokens(text)
-    if rest.strip(" \n"):
-        # The tokens stopped before the end: normalised, the text may read to its end.
-        tokens, rest = _key_tokens(_normalised(text))
-        if rest.strip(" \n"):
-            return None
+    tokens: list[_KeyToken] = _KEY_TOKENS.findall(text)
+    if tokens and tokens[-1][5]:
+        if tokens[-1][5].strip(" \n"):
+            # The tokens stopped before the end: normalised, the text may read to its end.
+            tokens = _KEY_TOKENS.findall(_normalised(text))
+            if tokens and tokens[-1][5].strip(" \n"):
+                return None
+        if tokens and tokens[-1][5]:
+            tokens.pop()
     if not tokens or tokens[0][0]:
         return None
     parsed, end = _simple_block(tokens, 0, 0, _SIMPLE_SCHEMA)
     return parsed if end == len(tokens) else None
-
-
-def _key_tokens(text: str) -> tuple[list[_KeyToken], str]:
-    """The key tokens from the start of ``text``, and the text after the last one."""
-    tokens: list[_KeyToken] = []
-    at = 0
-    while (found := _KEY_TOKEN.match(text, at)) is not None:
-        tokens.append(found.groups())  # type: ignore[arg-type]
-        at = found.end()
-    return tokens, text[at:]
 
 
 def _normalised(text: str) -> str:
@@ -272,22 +268,26 @@ def _simple_block(
     """The block mapping at ``indent`` from token ``start``; (None, _) when not simple."""
     fields: dict[str, Any] = {}
     at = start
-    while at < len(tokens):
-        line_indent, key, value, run, run_indent = tokens[at]
-        if len(line_indent) < indent:
-            break
-        if len(line_indent) > indent or key in fields or key not in schema:
+    count = len(tokens)
+    while at < count:
+        line_indent, key, value, run, run_indent, _ = tokens[at]
+        if len(line_indent) != indent:
+            if len(line_indent) < indent:
+                break
             return None, at
-        kind = schema[key]
+        kind = schema.get(key)
+        if kind is None or key in fields:
+            return None, at
         at += 1
-        if run is not None:
+        items: tuple[str, ...] | None
+        if run:
             # Items may sit deeper than the key or, as YAML allows, at the key's own indent.
-            if kind != "list" or value is not None or len(run_indent or "") < indent:
+            if kind != "list" or value or len(run_indent) < indent:
                 return None, at
-            items = _run_items(run, run_indent or "")
-        elif value is None:
+            items = _run_items(run, run_indent)
+        elif not value:
             # "key:" and then deeper keys; with nothing deeper it is null, the full decoder's.
-            if not isinstance(kind, dict) or at == len(tokens) or len(tokens[at][0]) <= indent:
+            if not isinstance(kind, dict) or at == count or len(tokens[at][0]) <= indent:
                 return None, at
             nested, at = _simple_block(tokens, at, len(tokens[at][0]), kind)
             if nested is None:
@@ -330,10 +330,11 @@ def _run_items(run: str, indent: str) -> tuple[str, ...] | None:
     if "'" in run or '"' in run or "#" in run:
         return _strings(_RUN_ITEM.findall(run))
     # Plain names one to a line: split at the line starts. The split is one pass in C, and
-    # so is the map over the cached reading of each name.
+    # so is the check of the names' first characters.
     names = run.split("\n" + indent + "- ")
     del names[0]
-    return _plain_strings(names)
+    # ("<<", the merge key, is no plain scalar of the grammar: it cannot start one.)
+    return tuple(names) if all_read_as_strings(names) else None
 
 
 def _flow_items(value: str) -> tuple[str, ...] | None:
@@ -343,13 +344,8 @@ def _flow_items(value: str) -> tuple[str, ...] | None:
     inner = value[1:-1]
     if not inner.strip(" "):
         return ()
-    return _plain_strings(list(map(str.strip, inner.split(","))))
-
-
-def _plain_strings(names: list[str]) -> tuple[str, ...] | None:
-    """The plain scalars ``names`` as a tuple, if go-yaml reads each as a string."""
-    # ("<<", the merge key, is no plain scalar of the grammar: it cannot start one.)
-    return tuple(names) if all(map(reads_as_string, names)) else None
+    names = list(map(str.strip, inner.split(",")))
+    return tuple(names) if all_read_as_strings(names) else None
 
 
 def _strings(values: list[tuple[str, str, str]]) -> tuple[str, ...] | None:
@@ -401,8 +397,12 @@ def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str | 
     except TypeError:
         return None  # not strings: the emitter's
     # No line break: a literal block's layout, and how a quoted scalar folds a break, depend
-    # on the indent, which the direct writer does not track.
-    if not joined.isprintable() and _LINE_BREAK.search(joined):
+    # on the indent, which the direct writer does not track. ASCII has two line breaks, and
+    # isascii reads a flag where a search reads every character.
+    if joined.isascii():
+        if "\n" in joined or "\r" in joined:
+            return None
+    elif _LINE_BREAK.search(joined):
         return None
     scalar = one_line_scalar_legacy if legacy_quoting else one_line_scalar
     lines: list[str] = []
