@@ -54,6 +54,10 @@ def id_command(
     from schematic.decode import schematic_id_of
     from schematic.errors import SchematicError
 
+    # Bounded by --max-input-size; os.read underneath skips the buffered file object. Imported
+    # here, once: an import statement in a function run per file costs as much as a read.
+    from schematic.safe_yaml import read_bytes
+
     names = files or ["-"]
     several = len(names) > 1
     # Output is gathered and written in one go: with thousands of files, a write per line
@@ -70,7 +74,9 @@ def id_command(
 
     for name in names:
         try:
-            schematic_id, text = schematic_id_of(_read(name), name, legacy_quoting=legacy_quoting)
+            schematic_id, text = schematic_id_of(
+                read_bytes(name), name, legacy_quoting=legacy_quoting
+            )
         except SchematicError as err:
             complain(str(err))
             failed = True
@@ -102,10 +108,3 @@ def _write(pending: list[str]) -> None:
         sys.stdout.write("".join(pending))
         sys.stdout.flush()
         pending.clear()
-
-
-def _read(name: str) -> bytes:
-    from schematic.safe_yaml import read_bytes
-
-    # Bounded by --max-input-size; os.read underneath skips the buffered file object.
-    return read_bytes(name)
