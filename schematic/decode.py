@@ -188,16 +188,22 @@ _COMMENT_END = r"(?:[ ]++#[ -~]*+)?"
 _SKIPPED = r"(?:[ ]*+(?:#[ -~]*+)?\n)*+"
 # One space after an item's dash: other spacings are rare and go to the full decoder.
 _ITEM = rf"- (?>{_PLAIN}|{_SINGLE}|{_DOUBLE}){_COMMENT_END}"
+# A plain name that needs no second look: a first character where go-yaml's resolver looks no
+# further (goscalar.all_read_as_strings), no comment after it.
+_STRING_ITEM = r"- [a-eg-mp-su-xzA-EG-MP-SU-XZ_/=][A-Za-z0-9_./=+,:@%~-]*+(?<!:)"
 # One match per key: its line, with a value or without, then the "- item" lines that follow
-# it at one indent (its run). Matching a whole run at once is what makes the reader fast: a
-# Python step per key, not per line. The grammar never needs to take back what it matched (a
-# plain scalar holds no space, a quoted one ends at its quote), so every repetition is
-# possessive: without backtracking a match costs a few steps per character.
-# Any text where no key token starts: it takes the rest, so that one findall both reads the
-# tokens and shows where they stopped.
+# it at one indent (its run; a look-ahead takes the indent, which each item line repeats).
+# Matching a whole run at once is what makes the reader fast: a Python step per key, not per
+# line. A run of names that need no second look, the usual run, is taken by a group of its
+# own (only if it is the whole run), so that reading it is a split and nothing more. The
+# grammar never needs to take back what it matched (a plain scalar holds no space, a quoted
+# one ends at its quote), so every repetition is possessive: without backtracking a match
+# costs a few steps per character. Any text where no key token starts is taken whole by the
+# last group, so that one findall both reads the tokens and shows where they stopped.
 _KEY_TOKENS = re.compile(
     rf"{_SKIPPED}([ ]*+)([A-Za-z]++):(?:[ ]++({_VALUE}))?{_COMMENT_END}"
-    rf"(\n([ ]*+){_ITEM}(?:\n\5{_ITEM})*+)?(?:\n|\Z)|(?s:(.++))"
+    rf"(?:(?=\n([ ]*+)- )(?:((?:\n\4{_STRING_ITEM})++)(?!\n\4- )|((?:\n\4{_ITEM})++)))?"
+    r"(?:\n|\Z)|(?s:(.++))"
 )
 # A comment runs from its '#' to the end of the line (printable ASCII: anything else stays
 # for the grammar to refuse). The pattern opens with its '#' so that a search skips to it.
@@ -219,20 +225,21 @@ _SIMPLE_SCHEMA: dict[str, Any] = {
     },
 }
 
-# (indent, key, value, run of items, the run's indent, the text after the last token), with
-# "" for what a token does not hold: findall gives "" for a group that took no part.
-_KeyToken = tuple[str, str, str, str, str, str]
+# (indent, key, value, the indent of the run of items, the run if all its items are names
+# that need no second look, the run otherwise, the text after the last token), with "" for
+# what a token does not hold: findall gives "" for a group that took no part.
+_KeyToken = tuple[str, str, str, str, str, str, str]
 
 
 def _simple_fields(text: str) -> dict[str, Any] | None:
     tokens: list[_KeyToken] = _KEY_TOKENS.findall(text)
-    if tokens and tokens[-1][5]:
-        if tokens[-1][5].strip(" \n"):
+    if tokens and tokens[-1][6]:
+        if tokens[-1][6].strip(" \n"):
             # The tokens stopped before the end: normalised, the text may read to its end.
             tokens = _KEY_TOKENS.findall(_normalised(text))
-            if tokens and tokens[-1][5].strip(" \n"):
+            if tokens and tokens[-1][6].strip(" \n"):
                 return None
-        if tokens and tokens[-1][5]:
+        if tokens and tokens[-1][6]:
             tokens.pop()
     if not tokens or tokens[0][0]:
         return None
@@ -270,7 +277,7 @@ def _simple_block(
     at = start
     count = len(tokens)
     while at < count:
-        line_indent, key, value, run, run_indent, _ = tokens[at]
+        line_indent, key, value, run_indent, string_run, other_run, _ = tokens[at]
         if len(line_indent) != indent:
             if len(line_indent) < indent:
                 break
@@ -280,11 +287,17 @@ def _simple_block(
             return None, at
         at += 1
         items: tuple[str, ...] | None
-        if run:
+        if string_run or other_run:
             # Items may sit deeper than the key or, as YAML allows, at the key's own indent.
             if kind != "list" or value or len(run_indent) < indent:
                 return None, at
-            items = _run_items(run, run_indent)
+            if string_run:
+                # One split at the line starts, in C, gives the names.
+                names = string_run.split("\n" + run_indent + "- ")
+                del names[0]
+                items = tuple(names)
+            else:
+                items = _run_items(other_run, run_indent)
         elif not value:
             # "key:" and then deeper keys; with nothing deeper it is null, the full decoder's.
             if not isinstance(kind, dict) or at == count or len(tokens[at][0]) <= indent:

@@ -191,6 +191,8 @@ _KEYS = ["customization", "overlay", "owner", "extraKernelArgs", "systemExtensio
 _VALUES = ["siderolabs/qemu-guest-agent", "net.ifnames=0", "a:b", "yes", "null", "~", "1",
            "0x10", "2024-01-01", "grub", "SD-BOOT", "auto", "[]", "{}", "-", "x:", "a,b",
            "%x", "é", "'q'", "a #c", "<<",
+           # every first character of a word the resolver does not read as a string
+           "false", "False", "TRUE", "Null", "NULL", "Off", "on", ".5", "+1", "-1", "_x", "=",
            # quoted scalars, comments and one-line flow lists, which the plain-lines reader
            # reads too, and their near misses, which it must leave to the full decoder
            '"q"', "'it''s'", "''", '""', "'yes'", '"1"', "'sd-boot'", '"SD-BOOT"', "'none'",
@@ -265,6 +267,27 @@ def test_plain_lines_reader_agrees_with_the_full_decoder(text: str) -> None:
     fast = _simple_fields(text)
     if fast is not None:
         assert fast == _full(text)
+
+
+# Each first character the resolver treats apart, in a word it reads as no string.
+_RESOLVER_WORDS = ["null", "Null", "NULL", "~", "true", "True", "TRUE", "false", "False",
+                   "FALSE", ".inf", ".NaN", "+1", "-1", "0x1F", "1_000", "2024-01-01", "1e3",
+                   ".5"]  # fmt: skip
+
+
+@pytest.mark.parametrize("word", _RESOLVER_WORDS)
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "customization:\n  extraKernelArgs:\n    - console=ttyS0\n    - {}\n",
+        "customization:\n  extraKernelArgs:\n  - {}\n  - console=ttyS0\n",
+        "customization:\n  extraKernelArgs: [console=ttyS0, {}]\n",
+    ],
+)
+def test_the_reader_leaves_no_resolver_word_read_as_a_string(layout: str, word: str) -> None:
+    text = layout.format(word)
+    fast = _simple_fields(text)
+    assert fast is None or fast == _full(text)
 
 
 def test_plain_lines_reader_takes_the_common_files() -> None:
