@@ -190,7 +190,11 @@ _SKIPPED = r"(?:[ ]*+(?:#[ -~]*+)?\n)*+"
 _ITEM = rf"- (?>{_PLAIN}|{_SINGLE}|{_DOUBLE}){_COMMENT_END}"
 # A plain name that needs no second look: a first character where go-yaml's resolver looks no
 # further (goscalar.all_read_as_strings), no comment after it.
-_STRING_ITEM = r"- [a-eg-mp-su-xzA-EG-MP-SU-XZ_/=][A-Za-z0-9_./=+,:@%~-]*+(?<!:)"
+_STRING_FIRST = "[a-eg-mp-su-xzA-EG-MP-SU-XZ_/=]"
+_STRING_ITEM = rf"- {_STRING_FIRST}[A-Za-z0-9_./=+,:@%~-]*+(?<!:)"
+# The same in a flow list: the items between its brackets.
+_STRING_FLOW_ITEM = rf"{_STRING_FIRST}[A-Za-z0-9_./=+@%~-]*+"
+_STRING_FLOW = rf"\[[ ]*+({_STRING_FLOW_ITEM}(?:[ ]*+,[ ]*+{_STRING_FLOW_ITEM})*+)[ ]*+\]"
 # One match per key: its line, with a value or without, then the "- item" lines that follow
 # it at one indent (its run; a look-ahead takes the indent, which each item line repeats).
 # Matching a whole run at once is what makes the reader fast: a Python step per key, not per
@@ -201,8 +205,8 @@ _STRING_ITEM = r"- [a-eg-mp-su-xzA-EG-MP-SU-XZ_/=][A-Za-z0-9_./=+,:@%~-]*+(?<!:)
 # costs a few steps per character. Any text where no key token starts is taken whole by the
 # last group, so that one findall both reads the tokens and shows where they stopped.
 _KEY_TOKENS = re.compile(
-    rf"{_SKIPPED}([ ]*+)([A-Za-z]++):(?:[ ]++({_VALUE}))?{_COMMENT_END}"
-    rf"(?:(?=\n([ ]*+)- )(?:((?:\n\4{_STRING_ITEM})++)(?!\n\4- )|((?:\n\4{_ITEM})++)))?"
+    rf"{_SKIPPED}([ ]*+)([A-Za-z]++):(?:[ ]++(?:{_STRING_FLOW}|({_VALUE})))?{_COMMENT_END}"
+    rf"(?:(?=\n([ ]*+)- )(?:((?:\n\5{_STRING_ITEM})++)(?!\n\5- )|((?:\n\5{_ITEM})++)))?"
     r"(?:\n|\Z)|(?s:(.++))"
 )
 # A comment runs from its '#' to the end of the line (printable ASCII: anything else stays
@@ -225,21 +229,22 @@ _SIMPLE_SCHEMA: dict[str, Any] = {
     },
 }
 
-# (indent, key, value, the indent of the run of items, the run if all its items are names
-# that need no second look, the run otherwise, the text after the last token), with "" for
-# what a token does not hold: findall gives "" for a group that took no part.
-_KeyToken = tuple[str, str, str, str, str, str, str]
+# (indent, key, the items of a flow list if all are names that need no second look, any
+# other value, the indent of the run of items, the run if all its items are such names, the
+# run otherwise, the text after the last token), with "" for what a token does not hold:
+# findall gives "" for a group that took no part.
+_KeyToken = tuple[str, str, str, str, str, str, str, str]
 
 
 def _simple_fields(text: str) -> dict[str, Any] | None:
     tokens: list[_KeyToken] = _KEY_TOKENS.findall(text)
-    if tokens and tokens[-1][6]:
-        if tokens[-1][6].strip(" \n"):
+    if tokens and tokens[-1][7]:
+        if tokens[-1][7].strip(" \n"):
             # The tokens stopped before the end: normalised, the text may read to its end.
             tokens = _KEY_TOKENS.findall(_normalised(text))
-            if tokens and tokens[-1][6].strip(" \n"):
+            if tokens and tokens[-1][7].strip(" \n"):
                 return None
-        if tokens and tokens[-1][6]:
+        if tokens and tokens[-1][7]:
             tokens.pop()
     if not tokens or tokens[0][0]:
         return None
@@ -277,7 +282,7 @@ def _simple_block(
     at = start
     count = len(tokens)
     while at < count:
-        line_indent, key, value, run_indent, string_run, other_run, _ = tokens[at]
+        line_indent, key, string_flow, value, run_indent, string_run, other_run, _ = tokens[at]
         if len(line_indent) != indent:
             if len(line_indent) < indent:
                 break
@@ -289,7 +294,7 @@ def _simple_block(
         items: tuple[str, ...] | None
         if string_run or other_run:
             # Items may sit deeper than the key or, as YAML allows, at the key's own indent.
-            if kind != "list" or value or len(run_indent) < indent:
+            if kind != "list" or value or string_flow or len(run_indent) < indent:
                 return None, at
             if string_run:
                 # One split at the line starts, in C, gives the names.
@@ -298,6 +303,10 @@ def _simple_block(
                 items = tuple(names)
             else:
                 items = _run_items(other_run, run_indent)
+        elif string_flow:
+            if kind != "list":
+                return None, at
+            items = tuple(map(str.strip, string_flow.split(",")))
         elif not value:
             # "key:" and then deeper keys; with nothing deeper it is null, the full decoder's.
             if not isinstance(kind, dict) or at == count or len(tokens[at][0]) <= indent:

@@ -304,6 +304,9 @@ def test_plain_lines_reader_takes_the_common_files() -> None:
     assert _simple_fields(flow) == {"customization": {"extraKernelArgs": ("a", "b c")}}
     # A flow list over two lines, an escape: the full decoder's.
     assert _simple_fields("customization:\n  extraKernelArgs: [a,\n    b]\n") is None
+    # A value and then items under the same key: YAML refuses it, the full decoder says so.
+    for value in ("[a]", "[a, 'b']", "a", "'a'"):
+        assert _simple_fields(f"customization:\n  extraKernelArgs: {value}\n    - b\n") is None
     assert _simple_fields('customization:\n  extraKernelArgs: ["a\\tb"]\n') is None
 
 
