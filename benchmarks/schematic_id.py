@@ -39,7 +39,7 @@ EXTENSIONS = [
     "siderolabs/util-linux-tools",
 ]
 TOOL = Path(sys.executable).with_name("talos-schematic")
-PAIRS = 11
+PAIRS = 15
 
 
 def _block(extensions: list[str], args: list[str]) -> str:
@@ -129,20 +129,24 @@ def _added_per_file(one: Path, files: list[str], env: dict[str, str]) -> tuple[f
     """(median wall seconds for all files, and the median wall and CPU microseconds each file
     adds beyond the first).
 
-    One file and all files are run in turns: the difference of each pair cancels the
-    machine's drift, and the median of the differences is the cost of the extra files. The
-    CPU figure (the child's user and system time) is what the target is checked on: on a
-    machine shared with other work, wall time also counts the waits for a free core.
+    Runs of one file and of all files take turns, one file first and last, so that each run of
+    all files sits between two runs of one. Each pair's difference, taken against the mean of
+    the two runs either side, cancels the machine's drift (a straight-line drift exactly), and
+    the median of the differences is the cost of the extra files. The CPU figure (the child's
+    user and system time) is what the target is checked on: on a machine shared with other
+    work, wall time also counts the waits for a free core.
     """
     wall_extra: list[float] = []
     cpu_extra: list[float] = []
     many_times: list[float] = []
+    single_wall, single_cpu = _timed([str(TOOL), "id", str(one)], env)
     for _ in range(PAIRS):
-        single_wall, single_cpu = _timed([str(TOOL), "id", str(one)], env)
         many_wall, many_cpu = _timed([str(TOOL), "id", *files], env)
+        after_wall, after_cpu = _timed([str(TOOL), "id", str(one)], env)
         many_times.append(many_wall)
-        wall_extra.append(many_wall - single_wall)
-        cpu_extra.append(many_cpu - single_cpu)
+        wall_extra.append(many_wall - (single_wall + after_wall) / 2)
+        cpu_extra.append(many_cpu - (single_cpu + after_cpu) / 2)
+        single_wall, single_cpu = after_wall, after_cpu
     per_file = 1e6 / (len(files) - 1)
     return (
         statistics.median(many_times),
