@@ -80,7 +80,11 @@ def schematic_id_of(
     fields = _simple_fields(text)
     if fields is None:
         fields = _SchematicDecoder(source, text).schematic(_document(text, source))
-    canonical = canonical_schematic(fields, legacy_quoting=legacy_quoting)
+        canonical = canonical_schematic(fields, legacy_quoting=legacy_quoting)
+    else:
+        # What the fast reader gives is the direct writer's by construction (its keys, tuples
+        # of one-line strings): canonical_schematic's writer, without the checks of its input.
+        canonical = _write_simple(fields, legacy_quoting)
     return sha256_hex(canonical), canonical
 
 
@@ -409,13 +413,17 @@ def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str | 
         or len(extensions) > ("officialExtensions" in extensions)
     ):
         return None
-    owner = fields.get("owner") or ""
-    image, name = overlay.get("image") or "", overlay.get("name") or ""
-    args = custom.get("extraKernelArgs") or ()
-    names = extensions.get("officialExtensions") or ()
-    bootloader = custom.get("bootloader") or ""
     try:
-        joined = "".join((owner, image, name, bootloader, *args, *names))
+        joined = "".join(
+            (
+                fields.get("owner") or "",
+                overlay.get("image") or "",
+                overlay.get("name") or "",
+                custom.get("bootloader") or "",
+                *(custom.get("extraKernelArgs") or ()),
+                *(extensions.get("officialExtensions") or ()),
+            )
+        )
     except TypeError:
         return None  # not strings: the emitter's
     # No line break: a literal block's layout, and how a quoted scalar folds a break, depend
@@ -426,6 +434,18 @@ def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str | 
             return None
     elif _LINE_BREAK.search(joined):
         return None
+    return _write_simple(fields, legacy_quoting)
+
+
+def _write_simple(fields: Mapping[str, Any], legacy_quoting: bool) -> str:
+    """The direct writer's text for fields it takes (:func:`_simple_canonical` checks that)."""
+    custom = fields.get("customization") or {}
+    overlay = fields.get("overlay") or {}
+    owner = fields.get("owner") or ""
+    image, name = overlay.get("image") or "", overlay.get("name") or ""
+    args = custom.get("extraKernelArgs") or ()
+    names = (custom.get("systemExtensions") or {}).get("officialExtensions") or ()
+    bootloader = custom.get("bootloader") or ""
     scalar = one_line_scalar_legacy if legacy_quoting else one_line_scalar
     lines: list[str] = []
     if owner:
@@ -454,6 +474,9 @@ def _text(body: str | bytes, source: str) -> str:
     if isinstance(body, str):
         return body
     try:
+        # No BOM starts with an ASCII byte: the usual file decodes at once.
+        if body[:1] < b"\x80":
+            return body.decode()
         if body.startswith((b"\xff\xfe", b"\xfe\xff")):
             return body.decode("utf-16")
         # "utf-8-sig" is a codec written in Python; the BOM is dropped here instead.

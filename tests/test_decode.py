@@ -373,6 +373,8 @@ def test_plain_lines_are_written_as_the_emitter_writes_them(text: str, legacy: b
         # Whatever the reader reads, the direct writer writes (the fast way stays fast).
         assert _simple_canonical(fields, legacy) == expected
         assert canonical_schematic(fields, legacy_quoting=legacy) == expected
+        # schematic_id_of writes what the reader read without checking it again.
+        assert schematic_id_of(text, legacy_quoting=legacy)[1] == expected
 
 
 # Any text, in every field the direct writer writes: line breaks, quotes, non-ASCII...
