@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from schematic.goscalar import reads_as_string
+from schematic.goscalar import RESOLVER_FIRST_CHARACTERS, reads_as_string
 
 __all__ = [
     "GoMap",
@@ -57,11 +57,14 @@ _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
 
 # Fast path: text of these characters (no space, no indicator first, no final ":") is plain
 # once the resolver has said it reads back as a string.
-# The first characters _SAFE_PLAIN takes, less those where the resolver looks further (a
-# YAML 1.1 word starts with one of the letters left out, a number or a date with a digit or
-# a sign, null with '~').
-_UNAMBIGUOUS_FIRST = frozenset("ABCDEGHIJKLMPQRSUVWXZabcdeghijklmpqrsuvwxz_/=^$()")
 _SAFE_PLAIN = re.compile(r"[A-Za-z0-9_/=+~^$()][A-Za-z0-9_./=+~^$()@%,<>#&*!|'\[\]{}?:-]*(?<!:)\Z")
+# The first characters _SAFE_PLAIN takes, less those where the resolver looks further (the
+# YAML 1.1 words start with one of them too): after one of these, no test of the resolver's
+# is needed. (The letters are spelled out: the string module would add an import to start-up.)
+_UNAMBIGUOUS_FIRST = (
+    frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_/=+~^$()")
+    - RESOLVER_FIRST_CHARACTERS
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,12 @@ from schematic.canonical import (
     sha256_hex,
 )
 from schematic.errors import SchematicError
-from schematic.goscalar import all_read_as_strings, reads_as_string, resolve_plain
+from schematic.goscalar import (
+    RESOLVER_FIRST_CHARACTERS,
+    all_read_as_strings,
+    reads_as_string,
+    resolve_plain,
+)
 from schematic.safe_yaml import YamlLimitError, compose_first
 
 __all__ = [
@@ -192,9 +197,15 @@ _COMMENT_END = r"(?:[ ]++#[ -~]*+)?"
 _SKIPPED = r"(?:[ ]*+(?:#[ -~]*+)?\n)*+"
 # One space after an item's dash: other spacings are rare and go to the full decoder.
 _ITEM = rf"- (?>{_PLAIN}|{_SINGLE}|{_DOUBLE}){_COMMENT_END}"
-# A plain name that needs no second look: a first character where go-yaml's resolver looks no
-# further (goscalar.all_read_as_strings), no comment after it.
-_STRING_FIRST = "[a-eg-mp-su-xzA-EG-MP-SU-XZ_/=]"
+# A plain name that needs no second look: one of _PLAIN's first characters where go-yaml's
+# resolver looks no further, no comment after it. (The letters are spelled out: the string
+# module would add an import to start-up.)
+_PLAIN_FIRST_CHARACTERS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=+"
+)
+_STRING_FIRST = (
+    f"[{re.escape(''.join(sorted(_PLAIN_FIRST_CHARACTERS - RESOLVER_FIRST_CHARACTERS)))}]"
+)
 _STRING_ITEM = rf"- {_STRING_FIRST}[A-Za-z0-9_./=+,:@%~-]*+(?<!:)"
 # The same in a flow list: the items between its brackets.
 _STRING_FLOW_ITEM = rf"{_STRING_FIRST}[A-Za-z0-9_./=+@%~-]*+"

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 __all__ = [
+    "RESOLVER_FIRST_CHARACTERS",
     "all_read_as_strings",
     "go_parse_int",
     "parse_go_timestamp",
@@ -167,8 +168,9 @@ def reads_as_string(text: str) -> bool:
 
 
 # The resolver looks past the first character only when it is one of these (or the text is
-# empty): any other first character makes a plain scalar a string.
-_MAYBE_NOT_A_STRING = frozenset("yYnNtTfFoO~.+-0123456789")
+# empty): any other first character makes a plain scalar a string. The writer's and the fast
+# reader's shortcuts are built from this one set.
+RESOLVER_FIRST_CHARACTERS = frozenset("yYnNtTfFoO~.+-0123456789")
 _FIRST_CHARACTER = operator.itemgetter(0)
 
 
@@ -180,7 +182,7 @@ def all_read_as_strings(names: Sequence[str]) -> bool:
     over many files. Names whose first character leaves the answer open are each resolved.
     """
     try:
-        if _MAYBE_NOT_A_STRING.isdisjoint(map(_FIRST_CHARACTER, names)):
+        if RESOLVER_FIRST_CHARACTERS.isdisjoint(map(_FIRST_CHARACTER, names)):
             return True
     except IndexError:
         pass  # an empty name: the resolver's (null)

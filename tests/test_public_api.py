@@ -36,6 +36,7 @@ def test_core_public_api() -> None:
         "string_scalar",
     ]
     assert sorted(goscalar.__all__) == [
+        "RESOLVER_FIRST_CHARACTERS",
         "all_read_as_strings",
         "go_parse_int",
         "parse_go_timestamp",
