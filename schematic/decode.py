@@ -82,6 +82,11 @@ def schematic_id_of(
 ) -> tuple[str, str]:
     """The ``(id, canonical YAML)`` of a request body."""
     text = _text(body, source)
+    fields = _documented_fields(text)
+    if fields is not None:
+        # Its names are written as they are: joined, with no call per name.
+        canonical = _write_simple(fields, legacy_quoting, names_as_they_are=True)
+        return sha256_hex(canonical), canonical
     fields = _simple_fields(text)
     if fields is None:
         fields = _SchematicDecoder(source, text).schematic(_document(text, source))
@@ -249,6 +254,80 @@ _SIMPLE_SCHEMA: dict[str, Any] = {
 # run otherwise, the text after the last token), with "" for what a token does not hold:
 # findall gives "" for a group that took no part.
 _KeyToken = tuple[str, str, str, str, str, str, str, str]
+
+
+# --- the layout the factory's documentation shows, in one match ------------------------------
+#
+# The schematic most files hold, in the order and layout the factory's documentation writes it
+# (two spaces an indent, or four as the factory's own canonical text has them):
+#
+#     overlay:                              (optional: image, then name)
+#       image: siderolabs/sbc-raspberrypi
+#       name: rpi_generic
+#     customization:
+#       extraKernelArgs: [console=ttyS0, net.ifnames=0]     (a flow list, ", " between, or a run)
+#       systemExtensions:
+#         officialExtensions:
+#           - siderolabs/qemu-guest-agent
+#
+# with every name one that go-yaml reads as a string and writes as it is.
+#
+# One fullmatch checks all of it, and its groups (none inside a repetition, so sre keeps no
+# marks per line) are the lists: one split each. Text in any other shape, or with other
+# names, takes the key tokens below.
+#
+# A name written as it is: one of the grammar's plain names (_PLAIN) whose first character is
+# one where go-yaml's resolver stops (_STRING_FIRST), or one that holds an '=' (kernel
+# arguments: net.ifnames=0, 8250.nr_uarts=5), which no number, boolean, null or timestamp of
+# go-yaml's holds, nor any YAML 1.1 word. Either way the writer's _SAFE_PLAIN takes it as it
+# is, in both quoting generations (a '.' first it does not take, so that is left out). A test
+# checks both rules on names drawn from these patterns. The look-ahead for the '=' stops at
+# the end of the item: its line, or in a flow list its ',' or ']'.
+_VERBATIM_FIRST = rf"(?:{_STRING_FIRST}|[0-9A-Za-z_+](?=[^=\n]*+=))"
+_VERBATIM = rf"{_VERBATIM_FIRST}[A-Za-z0-9_./=+,:@%~-]*+(?<!:)"
+_VERBATIM_FLOW = rf"(?:{_STRING_FIRST}|[0-9A-Za-z_+](?=[^=\n,\]]*+=))[A-Za-z0-9_./=+@%~-]*+"
+# The indent is taken from the first indented line (two spaces or four) and repeated by
+# reference. Groups: that indent, the overlay's image and name, then the kernel arguments and
+# the extensions, each as a run of lines or as the inside of a flow list.
+_FLOW_INSIDE = rf" \[({_VERBATIM_FLOW}(?:, {_VERBATIM_FLOW})*+)\]\n"
+_DOCUMENTED_LAYOUT = re.compile(
+    r"(?=[a-z]++:\n(  (?:  )?+)[a-z])"
+    rf"(?:overlay:\n\1image: ({_VERBATIM})\n\1name: ({_VERBATIM})\n)?"
+    r"customization:\n"
+    rf"(?:\1extraKernelArgs:(?:\n((?:\1\1- {_VERBATIM}\n)++)|{_FLOW_INSIDE}))?"
+    r"(?:\1systemExtensions:\n\1\1officialExtensions:"
+    rf"(?:\n((?:\1\1\1- {_VERBATIM}\n)++)|{_FLOW_INSIDE}))?"
+)
+
+
+def _documented_fields(text: str) -> dict[str, Any] | None:
+    """The fields of a text in the documented layout, its names all written as they are
+    (lists, not tuples), or None for any other text."""
+    # The layout holds no quote and no comment: three searches in C cost less than a match
+    # that fails a few lines in.
+    if "'" in text or '"' in text or "#" in text:
+        return None
+    match = _DOCUMENTED_LAYOUT.fullmatch(text)
+    if match is None:
+        return None
+    unit, image, name, argument_run, argument_flow, extension_run, extension_flow = match.groups()
+    custom: dict[str, Any] = {}
+    # A run is "<indent>- a\n<indent>- b\n": what is between its first "- " and its last
+    # line break, split at each line's start.
+    if argument_run:
+        indent = unit * 2
+        custom["extraKernelArgs"] = argument_run[len(indent) + 2 : -1].split(f"\n{indent}- ")
+    elif argument_flow:
+        custom["extraKernelArgs"] = argument_flow.split(", ")
+    if extension_run:
+        indent = unit * 3
+        names = extension_run[len(indent) + 2 : -1].split(f"\n{indent}- ")
+        custom["systemExtensions"] = {"officialExtensions": names}
+    elif extension_flow:
+        custom["systemExtensions"] = {"officialExtensions": extension_flow.split(", ")}
+    if image is None:
+        return {"customization": custom}
+    return {"overlay": {"image": image, "name": name}, "customization": custom}
 
 
 def _simple_fields(text: str) -> dict[str, Any] | None:
@@ -448,8 +527,14 @@ def _simple_canonical(fields: Mapping[str, Any], legacy_quoting: bool) -> str | 
     return _write_simple(fields, legacy_quoting)
 
 
-def _write_simple(fields: Mapping[str, Any], legacy_quoting: bool) -> str:
-    """The direct writer's text for fields it takes (:func:`_simple_canonical` checks that)."""
+def _write_simple(
+    fields: Mapping[str, Any], legacy_quoting: bool, names_as_they_are: bool = False
+) -> str:
+    """The direct writer's text for fields it takes (:func:`_simple_canonical` checks that).
+
+    ``names_as_they_are``: the caller knows that each list item is written as it is (as
+    :func:`_documented_fields` does), so the lists are joined without a call per item.
+    """
     custom = fields.get("customization") or {}
     overlay = fields.get("overlay") or {}
     owner = fields.get("owner") or ""
@@ -468,10 +553,10 @@ def _write_simple(fields: Mapping[str, Any], legacy_quoting: bool) -> str:
         return "".join(lines)
     lines.append("customization:\n")
     if args:
-        items = "\n        - ".join(map(scalar, args))
+        items = "\n        - ".join(args if names_as_they_are else map(scalar, args))
         lines.append(f"    extraKernelArgs:\n        - {items}\n")
     if names:
-        items = "\n            - ".join(map(scalar, names))
+        items = "\n            - ".join(names if names_as_they_are else map(scalar, names))
         lines.append(f"    systemExtensions:\n        officialExtensions:\n            - {items}\n")
     if bootloader:
         lines.append(f"    bootloader: {scalar(bootloader)}\n")
