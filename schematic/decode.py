@@ -270,7 +270,8 @@ _KeyToken = tuple[str, str, str, str, str, str, str, str]
 #         officialExtensions:
 #           - siderolabs/qemu-guest-agent
 #
-# with every name one that go-yaml reads as a string and writes as it is.
+# with every name one that go-yaml reads as a string and writes as it is, bare or in quotes,
+# and comments anywhere.
 #
 # One fullmatch checks all of it, and its groups (none inside a repetition, so sre keeps no
 # marks per line) are the lists: one split each. Text in any other shape, or with other
@@ -298,15 +299,65 @@ _DOCUMENTED_LAYOUT = re.compile(
     r"(?:\1systemExtensions:\n\1\1officialExtensions:"
     rf"(?:\n((?:\1\1\1- {_VERBATIM}\n)++)|{_FLOW_INSIDE}))?"
 )
+# A name may also be quoted, single or double: quoted it is the same string, and the writer
+# still writes it bare, when what is inside holds no quote and no backslash (so nothing in it
+# is an escape) and is a name the layout takes. Such a pair of quotes stands where a name
+# does, after "- ", ": ", ", " or "[" and before the line's end, ',' or ']', with no space,
+# comma or bracket inside (so one quoted name is never read as two, nor as a key or a list).
+# When every quote of a text is in such a pair, the text without its quotes is matched
+# instead. (The pattern opens with the quote, which a search skips to: a look-behind first
+# would be tried at every position.)
+_QUOTED_NAME = re.compile(
+    r"""(['"])(?:(?<=- .)|(?<=: .)|(?<=, .)|(?<=\[.))[^'"\n ,\[\]\\]++\1(?=[\n,\]])"""
+)
+
+
+def _without_comments(text: str) -> str | None:
+    """The text without its comments (and the spaces before them; a comment on a line of its
+    own goes with its line), or None where a '#' may be something else.
+
+    A '#' starts a comment after a space or at a line's start; one after anything else
+    ("a#b") is part of a name, and the text is left to the key tokens. So is a comment with
+    anything but printable ASCII in it, for the grammar to refuse. One inside quotes cuts
+    the quoted name short, and the quotes left unpaired leave the text to the key tokens too.
+    A loop of searches in C, a step per comment: a pattern with a space or a line's start
+    first would be tried at almost every position.
+    """
+    kept: list[str] = []
+    start = 0
+    found = text.find("#")
+    while found >= 0:
+        if found and text[found - 1] not in " \n":
+            return None
+        end = text.find("\n", found)
+        if end < 0:
+            return None
+        comment = text[found:end]
+        if not (comment.isascii() and comment.isprintable()):
+            return None
+        before = text[start:found].rstrip(" ")
+        kept.append(before)
+        # On a line of its own (nothing before it since the last line break), its line break
+        # goes too; after a value the value's line break stays.
+        start = end + 1 if not before or before[-1] == "\n" else end
+        found = text.find("#", end)
+    kept.append(text[start:])
+    return "".join(kept)
 
 
 def _documented_fields(text: str) -> dict[str, Any] | None:
     """The fields of a text in the documented layout, its names all written as they are
     (lists, not tuples), or None for any other text."""
-    # The layout holds no quote and no comment: three searches in C cost less than a match
-    # that fails a few lines in.
-    if "'" in text or '"' in text or "#" in text:
-        return None
+    if "#" in text:
+        uncommented = _without_comments(text)
+        if uncommented is None:
+            return None
+        text = uncommented
+    if "'" in text or '"' in text:
+        quotes = text.count("'") + text.count('"')
+        if 2 * len(_QUOTED_NAME.findall(text)) != quotes:
+            return None
+        text = text.replace("'", "").replace('"', "")
     match = _DOCUMENTED_LAYOUT.fullmatch(text)
     if match is None:
         return None
