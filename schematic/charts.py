@@ -32,6 +32,7 @@ from schematic.chart_targets import (
     check_chart_name,
 )
 from schematic.errors import ClusterFileError
+from schematic.nvidia import NVIDIA_MODULES
 
 if TYPE_CHECKING:
     from schematic.cluster import ClusterPlan, PoolPlan
@@ -63,7 +64,6 @@ _LAYOUT_TARGETS: dict[Layout, str] = {
 # PR #3571's render-time guards on kernelModules (its chart refuses anything else).
 MODULE_NAME = re.compile(r"[a-z0-9_-]+")
 _PARAMETER_FORBIDDEN = re.compile(r"""[$`\\'"\s]""")
-_NVIDIA_MODULE_NAMES = frozenset({"nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset"})
 _DEFAULT_SCHEMATIC = "ce4c9805…7515"
 
 
@@ -200,7 +200,7 @@ def _check_nvidia_modules_without_gpu(where: str, pool: PoolPlan) -> None:
     """What lint calls TS122, refused before anything is written."""
     if pool.kernel_modules_state != "override" or pool.nvidia is not None:
         return
-    listed = [m.name for m in pool.kernel_modules if m.name in _NVIDIA_MODULE_NAMES]
+    listed = [m.name for m in pool.kernel_modules if m.name in NVIDIA_MODULES]
     if listed:
         raise ClusterFileError(
             f"{where}: kernelModules: loads {', '.join(listed)}, but this pool has no NVIDIA "

@@ -17,10 +17,14 @@ from typing import Any, Literal
 
 from schematic import nvidia_rules
 from schematic.errors import NvidiaError, UnknownDeviceError
-from schematic.talos import DriverRow, TalosVersion, driver_row, driver_table
+from schematic.talos import DriverRow, TalosVersion, driver_key, driver_row, driver_table
 
 __all__ = [
     "ARCHITECTURES",
+    "BPF_JIT_HARDEN_SYSCTL",
+    "BPF_JIT_HARDEN_UNTIL",
+    "NVIDIA_MODULES",
+    "PRE_TURING_LAST_BRANCH",
     "Gpu",
     "GpuRequest",
     "KernelModule",
@@ -64,7 +68,7 @@ ARCHITECTURES = (
 _OLDER_THAN_FERMI = ("Tesla", "Curie", "Rankine", "Kelvin", "Celsius")
 # No GSP: only the proprietary modules drive them, and driver branches after 580 dropped them.
 _PRE_TURING = frozenset({"Maxwell", "Pascal", "Volta"})
-_PRE_TURING_LAST_BRANCH = 580
+PRE_TURING_LAST_BRANCH = 580
 _UNSUPPORTED = frozenset({"Fermi", "Kepler", "Rubin", *_OLDER_THAN_FERMI})
 # Grace self-hosted parts: the GPU of a GH200 / GB200 / GB300 superchip needs the open modules.
 _GRACE_RANGES = ((0x2340, 0x237F), (0x2940, 0x297F), (0x31C0, 0x31FF), (0x31A1, 0x31A1))
@@ -79,8 +83,11 @@ _CLIENT_GPU_NAME = re.compile(r"\b(?:GeForce|TITAN|Quadro|RTX|NVS|CMP)\b|^NVIDIA
 _PROPRIETARY_BASE = "nonfree-kmod-nvidia"
 _GDRDRV_BASE = "nvidia-gdrdrv-device"
 _GDS_BASE = "nvidia-fs"
-_BPF_JIT_HARDEN_UNTIL = (1, 12)  # Talos minor lines up to this one need the sysctl
-_LOAD_ORDER = ("nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset")
+# Talos's NVIDIA support up to this minor line asks for the sysctl set to 1 on GPU nodes.
+BPF_JIT_HARDEN_SYSCTL = "net.core.bpf_jit_harden"
+BPF_JIT_HARDEN_UNTIL = (1, 12)
+# The modules the NVIDIA extensions install and a GPU node loads, in their load order.
+NVIDIA_MODULES = ("nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset")
 _NVLINK_DISABLE = "NVreg_NvLinkDisable=1"
 _DISPLAY_CLASSES = frozenset({"0300", "0302"})
 
@@ -520,14 +527,6 @@ def describe_nvidia_extension(name: str) -> NvidiaExtension | None:
 # --- the decision -----------------------------------------------------------------------------
 
 
-def _driver_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
-
-
-def _branch(version: str) -> int:
-    return _driver_key(version)[0]
-
-
 @functools.cache
 def _inferred_minimum(gpu: Gpu) -> str | None:
     """First driver of an open-only part no driver README lists: the earliest of its kin."""
@@ -540,7 +539,7 @@ def _inferred_minimum(gpu: Gpu) -> str | None:
     for group in groups:
         listed = [other.first_open_driver for other in group if other.first_open_driver]
         if listed:
-            return min(listed, key=_driver_key)
+            return min(listed, key=driver_key)
     return None
 
 
@@ -559,13 +558,13 @@ def _minimum_driver(gpu: Gpu) -> tuple[str | None, str]:
 
 def _driver_refusal(gpu: Gpu, driver: str) -> str | None:
     """Why ``driver`` cannot drive ``gpu``, or None when it can."""
-    if gpu.pre_turing and _branch(driver) > _PRE_TURING_LAST_BRANCH:
+    if gpu.pre_turing and driver_key(driver)[0] > PRE_TURING_LAST_BRANCH:
         return (
-            f"{driver} does not drive {gpu.label}: drivers after the {_PRE_TURING_LAST_BRANCH} "
+            f"{driver} does not drive {gpu.label}: drivers after the {PRE_TURING_LAST_BRANCH} "
             "branch dropped Maxwell, Pascal and Volta"
         )
     minimum, origin = _minimum_driver(gpu)
-    if minimum is not None and _driver_key(driver) < _driver_key(minimum):
+    if minimum is not None and driver_key(driver) < driver_key(minimum):
         return f"{driver} does not know {gpu.label}: it needs {minimum} or newer ({origin})"
     return None
 
@@ -660,7 +659,7 @@ def _flavours_for(
     if gpu.pre_turing:
         return frozenset({"proprietary"}), (
             f"{gpu.label} is {gpu.architecture}: no GSP, proprietary kernel modules only, "
-            f"last driver branch {_PRE_TURING_LAST_BRANCH}"
+            f"last driver branch {PRE_TURING_LAST_BRANCH}"
         )
     return frozenset({"open", "proprietary"}), (
         f"{gpu.label} is {gpu.architecture}: either flavour; open is NVIDIA's default since R560"
@@ -807,7 +806,7 @@ def _choose_tier(
         for why in whys:
             reasons.append(f"not {tier_}: {why}")
     # Newest driver wins; on a tie, production (sorted last among equals by max()).
-    best = max(usable, key=lambda t: (_driver_key(drivers[t]), t == "production"))
+    best = max(usable, key=lambda t: (driver_key(drivers[t]), t == "production"))
     chosen: Tier = "lts" if best == "lts" else "production"
     if len(usable) == 1:
         reasons.append(
@@ -899,7 +898,7 @@ def decide(
         KernelModule(
             name=name, parameters=(_NVLINK_DISABLE,) if passthrough and name == "nvidia" else ()
         )
-        for name in _LOAD_ORDER
+        for name in NVIDIA_MODULES
     ]
     if passthrough:
         reasons.append(
@@ -965,9 +964,9 @@ def decide(
             _verify(answer, notes)
             reasons.append(f"{answer.value}: NVLink-5 (Blackwell HGX); {answer.row.note}")
     sysctls: dict[str, str] = {}
-    if version.minor_line <= _BPF_JIT_HARDEN_UNTIL:
-        sysctls["net.core.bpf_jit_harden"] = "1"
-        reasons.append("sysctl net.core.bpf_jit_harden=1: needed on Talos 1.12 and older")
+    if version.minor_line <= BPF_JIT_HARDEN_UNTIL:
+        sysctls[BPF_JIT_HARDEN_SYSCTL] = "1"
+        reasons.append(f"sysctl {BPF_JIT_HARDEN_SYSCTL}=1: needed on Talos 1.12 and older")
     kernel_args: tuple[str, ...] = ()
     gb10_args = nvidia_rules.release_rule("gb10-kernel-args", version)
     if gb10_args is not None and any(gpu.gb10 for gpu in found):

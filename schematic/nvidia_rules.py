@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Literal
 
 from schematic.errors import CatalogError
-from schematic.talos import TalosVersion
+from schematic.talos import TalosVersion, driver_key
 
 __all__ = [
     "RULES_FILE",
@@ -40,10 +40,6 @@ _RULES = frozenset(
 )
 
 
-def _driver_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
-
-
 @dataclass(frozen=True)
 class RuleRow:
     """One row: ``rule`` answers ``value`` for Talos releases or drivers ``first``..``last``."""
@@ -60,8 +56,8 @@ class RuleRow:
         return TalosVersion.parse(self.first) <= release <= TalosVersion.parse(self.last)
 
     def covers_driver(self, driver: str) -> bool:
-        key = _driver_key(driver)
-        return _driver_key(self.first) <= key and (not self.last or key <= _driver_key(self.last))
+        key = driver_key(driver)
+        return driver_key(self.first) <= key and (not self.last or key <= driver_key(self.last))
 
 
 @dataclass(frozen=True)
@@ -101,7 +97,7 @@ def parse_rules(text: str, source: str = RULES_FILE) -> tuple[RuleRow, ...]:
                 if TalosVersion.parse(first) > TalosVersion.parse(last):
                     raise ValueError("from is after to")
             elif scope == "driver":
-                if last and _driver_key(first) > _driver_key(last):
+                if last and driver_key(first) > driver_key(last):
                     raise ValueError("from is after to")
             else:
                 raise ValueError("scope must be talos or driver")

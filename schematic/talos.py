@@ -21,6 +21,7 @@ __all__ = [
     "DriverTableMatch",
     "TalosVersion",
     "default_installer_repository",
+    "driver_key",
     "driver_row",
     "driver_table",
     "vanilla_installer_image",
@@ -107,6 +108,12 @@ def vanilla_installer_image(version: str | TalosVersion) -> str:
     if wanted.release >= METAL_INSTALLER_FROM:
         return f"{default_installer_repository(wanted)}/{EMPTY_SCHEMATIC_ID}:{wanted}"
     return f"ghcr.io/siderolabs/installer:{wanted}"
+
+
+def driver_key(version: str) -> tuple[int, ...]:
+    """Sort key of an NVIDIA driver version such as ``580.95.05``: its numbers, in order
+    (ValueError for text that is not numbers between dots)."""
+    return tuple(int(part) for part in version.split("."))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from schematic.errors import CatalogError, NvidiaError
-from schematic.talos import TalosVersion, driver_row, driver_table
+from schematic.talos import TalosVersion, driver_key, driver_row, driver_table
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -201,3 +201,12 @@ def test_vanilla_installer_image_per_release() -> None:
     from schematic.model import Schematic
 
     assert Schematic.from_extensions(()).id == EMPTY_SCHEMATIC_ID
+
+
+def test_driver_versions_compare_by_their_numbers() -> None:
+    assert driver_key("580.95.05") == (580, 95, 5)
+    assert driver_key("580.95.05") < driver_key("580.105.08") < driver_key("595.45.04")
+    assert max(["570.195.03", "580.82.07"], key=driver_key) == "580.82.07"
+    for malformed in ("r580", "580.x", ""):
+        with pytest.raises(ValueError):
+            driver_key(malformed)

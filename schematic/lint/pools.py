@@ -10,17 +10,21 @@ could be either of two generations is never refused on a guess. A pool with no
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from schematic.errors import TalosSchematicError
 from schematic.lint.extensions import check_extension_names, check_extension_order, short_id
 from schematic.lint.findings import Collector
 from schematic.lint.inventory import Cluster, Inventory, KernelModules, Pool, SchematicUse
 from schematic.lint.schematics import SchematicResolver
 from schematic.model import Schematic
 from schematic.nvidia import (
+    BPF_JIT_HARDEN_SYSCTL,
+    BPF_JIT_HARDEN_UNTIL,
+    NVIDIA_MODULES,
+    PRE_TURING_LAST_BRANCH,
     Gpu,
     NvidiaExtension,
     all_gpus,
@@ -28,6 +32,7 @@ from schematic.nvidia import (
     describe_pci_function,
     nvlink5_hgx_count,
 )
+from schematic.talos import TalosVersion, driver_key, driver_row
 
 if TYPE_CHECKING:
     from schematic.chart_targets import ChartTarget
@@ -35,9 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LintContext", "check_clusters", "check_pools", "gpu_candidates"]
 
-_NVIDIA_MODULES = frozenset({"nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset"})
-_PRE_TURING_LAST_BRANCH = 580
-_BPF_SYSCTL = "net.core.bpf_jit_harden"
+# machine.install.extensions has no effect from this release on (TS125).
+_INSTALL_EXTENSIONS_IGNORED_FROM = (1, 10)
 
 
 @dataclass
@@ -105,14 +109,15 @@ def _describe(candidates: Sequence[Gpu]) -> str:
 # --- the checks -------------------------------------------------------------------------------
 
 
-def _driver_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version))
+def _minor_line(talos: str) -> tuple[int, int] | None:
+    """The minor line of the Talos release an object names; None when it is not a version."""
+    try:
+        return TalosVersion.parse(talos).minor_line
+    except TalosSchematicError:
+        return None
 
 
 def _tier_driver(talos: str, extension: NvidiaExtension) -> str | None:
-    from schematic.errors import TalosSchematicError
-    from schematic.talos import driver_row
-
     try:
         row = driver_row(talos).row
     except TalosSchematicError:
@@ -334,21 +339,18 @@ class _PoolCheck:
         if (
             kmod.flavour == "proprietary"
             and all(g.pre_turing for g in candidates)
-            and _driver_key(driver)[0] > _PRE_TURING_LAST_BRANCH
+            and driver_key(driver)[0] > PRE_TURING_LAST_BRANCH
         ):
             self.add(
                 "TS105",
                 f"{where}: {kmod.name} is driver {driver} on Talos {talos}, which dropped "
-                f"{what}; only the {_PRE_TURING_LAST_BRANCH} branch (lts) drives it",
+                f"{what}; only the {PRE_TURING_LAST_BRANCH} branch (lts) drives it",
                 use.place,
             )
         minimums = [g.first_open_driver for g in candidates if g.open_only or g.gb10]
-        if (
-            len(minimums) == len(candidates)
-            and all(minimums)
-            and all(_driver_key(driver) < _driver_key(m or "") for m in minimums)
-        ):
-            needed = min((m for m in minimums if m), key=_driver_key)
+        known = [m for m in minimums if m]
+        if len(known) == len(candidates) and all(driver_key(driver) < driver_key(m) for m in known):
+            needed = min(known, key=driver_key)
             self.add(
                 "TS106",
                 f"{where}: {kmod.name} is driver {driver} on Talos {talos}; {what} needs "
@@ -361,7 +363,7 @@ class _PoolCheck:
         for modules in (pool.modules, pool.machine_config_modules):
             if modules is None or modules.state != "list":
                 continue
-            listed = sorted(_NVIDIA_MODULES & set(modules.names))
+            listed = sorted(set(NVIDIA_MODULES) & set(modules.names))
             if listed and not has_kmods:
                 self.add(
                     "TS122",
@@ -436,20 +438,22 @@ class _PoolCheck:
         if pool.sysctls is None or not has_kmods:
             return
         talos = self.need_version("the NVIDIA sysctl")
-        if talos is None or _driver_key(talos)[:2] >= (1, 13):
+        line = None if talos is None else _minor_line(talos)
+        if line is None or line > BPF_JIT_HARDEN_UNTIL:
             return
-        if pool.sysctls.get(_BPF_SYSCTL) != "1":
+        if pool.sysctls.get(BPF_JIT_HARDEN_SYSCTL) != "1":
             modules = pool.machine_config_modules
             self.add(
                 "TS124",
-                f"{where}: NVIDIA nodes on Talos {talos} need sysctl {_BPF_SYSCTL}: 1, and the "
-                "machine config does not set it",
+                f"{where}: NVIDIA nodes on Talos {talos} need sysctl {BPF_JIT_HARDEN_SYSCTL}: 1, "
+                "and the machine config does not set it",
                 modules.place if modules else None,
             )
 
     def install_extensions(self) -> None:
         place = self.pool.install_extensions
-        if place is None or (self.talos is not None and _driver_key(self.talos)[:2] < (1, 10)):
+        line = None if self.talos is None else _minor_line(self.talos)
+        if place is None or (line is not None and line < _INSTALL_EXTENSIONS_IGNORED_FROM):
             return
         self.add(
             "TS125",
