@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from schematic.cli.base import app, fail
 from schematic.errors import TalosSchematicError
 
-__all__ = ["app", "fail", "main"]
+__all__ = ["app", "fail", "main", "register_all_commands"]
 
 # Which module defines each command: a run imports only the one it needs, which keeps
 # start-up short (the full set is loaded for --help and for names that match no command).
@@ -48,6 +48,11 @@ def _register_commands(names: Sequence[str] = ()) -> None:
     for module in dict.fromkeys(wanted):
         # Imported for their side effect of adding commands to `app`.
         importlib.import_module(f"schematic.cli.{module}")
+
+
+def register_all_commands() -> None:
+    """Add every command to ``app`` (for tools that list them all, such as the docs site)."""
+    _register_commands()
 
 
 def main() -> None:
