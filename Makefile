@@ -3,11 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: example test lint bench clean
+.PHONY: example test lint bench docs clean
 
 $(BIN)/talos-schematic: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,docs]'
 	touch $@
 
 ## example: generate Cozystack values for the shipped example cluster (offline)
@@ -26,5 +26,9 @@ test: $(BIN)/talos-schematic
 bench: $(BIN)/talos-schematic
 	$(BIN)/python benchmarks/run.py
 
+## docs: build the documentation site into site/ (a broken link or page fails the build)
+docs: $(BIN)/talos-schematic
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache

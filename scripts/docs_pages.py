@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["on_files", "reference_pages"]
+__all__ = ["PAGES", "build_page", "on_files", "reference_pages"]
 
 _INTRO = (
     "This page is generated from the package's own data each time the site is built; "
@@ -22,6 +22,14 @@ _INTRO = (
 def _cell(text: object) -> str:
     # A table cell is one line; a pipe would end it.
     return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _prose(text: str) -> str:
+    """Rule prose as Markdown: its backticks are code spans; ``<id>`` outside them is text."""
+    parts = text.strip().split("`")
+    for index in range(0, len(parts), 2):
+        parts[index] = parts[index].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
 
 
 def _table(header: Iterable[str], rows: Iterable[Iterable[object]]) -> str:
@@ -56,11 +64,14 @@ def _lint_codes() -> str:
             if not text:
                 continue
             out.append(f"### {heading}\n")
-            out.append("```text\n" + text.rstrip() + "\n```\n")
+            out.append(_prose(text) + "\n")
     return "\n".join(out)
 
 
-def _decision_key(decision: Any) -> tuple[object, ...]:
+_DecisionKey = tuple[str, str, str, tuple[str, ...], tuple[str, ...]]
+
+
+def _decision_key(decision: Any) -> _DecisionKey:
     return (
         decision.flavour,
         decision.tier or "",
@@ -88,9 +99,9 @@ def _gpu_support() -> str:
         drivers = f"LTS {row.lts_driver}"
         if row.production_driver:
             drivers += f", production {row.production_driver}"
-        out.append(f"## Talos {row.first} – {row.last}\n")
+        out.append(f"## Talos {row.first} to {row.last}\n")
         out.append(f"Drivers: {drivers}; container toolkit {row.container_toolkit}.\n")
-        groups: dict[tuple[object, ...], list[str]] = {}
+        groups: dict[_DecisionKey, list[str]] = {}
         refusals: dict[str, list[str]] = {}
         for gpu in gpus:
             arch = "arm64" if gpu.gb10 else "amd64"
@@ -98,7 +109,10 @@ def _gpu_support() -> str:
             try:
                 decision = nvidia.decide([nvidia.GpuRequest(gpu.id)], version, arch=arch)
             except TalosSchematicError as err:
-                why = str(err).replace(gpu.label, "this GPU").replace(gpu.id, "this GPU")
+                # The GPU's own name out of the reason, so GPUs refused alike share a row.
+                why = str(err).replace(gpu.label, "this GPU")
+                why = why.replace(f"{gpu.id} ({gpu.name}, ", "this GPU (")
+                why = why.replace(gpu.id, "this GPU")
                 refusals.setdefault(why, []).append(label)
                 continue
             if decision is not None:
@@ -112,12 +126,10 @@ def _gpu_support() -> str:
                     tier or "—",
                     driver,
                     ", ".join(f"`{name}`" for name in extensions),
-                    " ".join(str(note) for note in notes) or "—",
+                    " ".join(notes) or "—",
                 )
             )
-        out.append(
-            _table(("GPUs", "modules", "tier", "driver", "extensions", "notes"), rows)
-        )
+        out.append(_table(("GPUs", "modules", "tier", "driver", "extensions", "notes"), rows))
         if refusals:
             out.append("Refused on this release:\n")
             out.append(
@@ -196,7 +208,7 @@ def _extensions() -> str:
             elif len(offering) == len(members):
                 cells.append("✓")
             else:
-                cells.append(f"{offering[0]}–{offering[-1]}")
+                cells.append(f"{offering[0]} to {offering[-1]}")
         rows.append(cells)
     out.append(_table(header, rows))
     out.append("## Releases\n")
@@ -284,7 +296,6 @@ def _size(size: int) -> str:
 
 
 def _cli() -> str:
-    import typer.main
     from typer.testing import CliRunner
 
     cli = importlib.import_module("schematic.cli")
@@ -320,6 +331,14 @@ _PAGES: dict[str, Callable[[], str]] = {
     "reference/limits.md": _limits,
     "reference/cli.md": _cli,
 }
+
+
+PAGES = tuple(_PAGES)
+
+
+def build_page(path: str) -> str:
+    """The Markdown of one generated page (``reference/codes.md``, ...)."""
+    return _PAGES[path]()
 
 
 def reference_pages() -> dict[str, str]:
