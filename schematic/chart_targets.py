@@ -18,13 +18,22 @@ from typing import Literal
 __all__ = [
     "LAYOUTS",
     "LAYOUT_KEYS",
+    "ChartRef",
     "ChartTarget",
+    "ConfigChanges",
     "Layout",
+    "Support",
     "assumed_target",
     "chart_target",
     "chart_targets",
     "check_chart_name",
+    "release_note",
 ]
+
+# cozystack/cozystack pull request #3523 (fixing issue #3515) names the TalosConfigTemplate by a
+# hash of its spec; the template's spec is immutable, so a fixed name keeps the old one.
+HASHED_TEMPLATE_PR = "cozystack/cozystack#3523"
+IMMUTABLE_TEMPLATE_ISSUE = "cozystack/cozystack#3515"
 
 Layout = Literal["osimage", "schematicid", "talos"]
 LAYOUTS: tuple[Layout, ...] = ("osimage", "schematicid", "talos")
@@ -34,7 +43,28 @@ LAYOUT_KEYS: dict[Layout, str] = {
     "schematicid": "schematicID",
     "talos": "talos.schematicID",
 }
-_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+|x))?")
+# A release (v1.6.4), a line (v1.6, v1.6.x) or a pre-release (v1.7.0-alpha.3).
+_RELEASE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+|x)(?:-[0-9a-z.]+)?)?")
+# yes, no, or unverified: the sources this data was checked against do not settle it.
+Support = Literal["yes", "no", "unverified"]
+# How a machine-config change reaches a pool's workers: the chart names the
+# TalosConfigTemplate by a hash of its spec (the pool rolls), by a fixed name (only workers
+# created afterwards get it), or the sources do not say which.
+ConfigChanges = Literal["rolls", "new-workers", "unverified"]
+
+
+@dataclass(frozen=True)
+class ChartRef:
+    """Where Flux finds the chart: a HelmRelease's ``spec.chartRef``."""
+
+    kind: str
+    name: str
+    namespace: str
+    # Read from this target's own sources (False: taken from the newest line that has one).
+    verified: bool
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "name": self.name, "namespace": self.namespace}
 
 
 @dataclass(frozen=True)
@@ -47,11 +77,20 @@ class ChartTarget:
     aliases: tuple[str, ...]
     # A release line (``v1.6``) matches its patch releases (``v1.6.2``).
     releases: str | None
+    # The releases of the line whose chart the data was read from.
+    verified_releases: tuple[str, ...]
+    # The commit the data describes (a branch such as main, or a pull request's head).
+    commit: str | None
     layout: Layout
     keys: frozenset[str]
     talos_keys: frozenset[str]
     # osImage forms and the keys of each (empty: the chart has no osImage).
     os_image_keys: Mapping[str, frozenset[str]]
+    # Keys written for this target although its sources do not show the chart reading them.
+    unverified_keys: frozenset[str]
+    kernel_modules_support: Support
+    machine_config_changes: ConfigChanges
+    chart_ref: ChartRef
     # Whether an NVIDIA GPU pool without kernelModules gets the NVIDIA modules loaded.
     nvidia_modules_by_default: bool
     # Whether the chart refuses module names / parameters at render time (PR #3571).
@@ -68,6 +107,30 @@ class ChartTarget:
     @property
     def kernel_modules(self) -> bool:
         return "kernelModules" in self.keys
+
+    def config_change_reach(self) -> str:
+        """How a machine-config change (kernel modules included) reaches the pool's workers."""
+        hashed = (
+            f"names the TalosConfigTemplate by a hash of its spec ({HASHED_TEMPLATE_PR}, fixing "
+            f"{IMMUTABLE_TEMPLATE_ISSUE}), so a machine-config change, kernel modules included, "
+            "creates a new template and replaces every worker of the pool"
+        )
+        fixed = (
+            "names the TalosConfigTemplate <cluster>-<pool>, a fixed name, and a template's "
+            f"spec cannot change ({IMMUTABLE_TEMPLATE_ISSUE}), so a machine-config change, "
+            "kernel modules included, reaches only workers created from then on; replace the "
+            "pool's machines for it to reach the others"
+        )
+        if self.machine_config_changes == "rolls":
+            return f"{self.title}'s chart {hashed}"
+        if self.machine_config_changes == "new-workers":
+            return f"{self.title}'s chart {fixed}"
+        return (
+            f"the sources here do not settle how {self.title}'s chart names the "
+            f"TalosConfigTemplate: if it {hashed}; if it {fixed}. `kubectl get "
+            "talosconfigtemplates -n <namespace>` tells: a 6-character hash after the pool's "
+            "name is the first case"
+        )
 
     def accepts_layout(self, layout: Layout) -> bool:
         return self.accepts(LAYOUT_KEYS[layout])
@@ -87,10 +150,16 @@ def _table() -> tuple[tuple[ChartTarget, ...], str]:
             source=entry["source"],
             aliases=tuple(entry["aliases"]),
             releases=entry["releases"],
+            verified_releases=tuple(entry["verifiedReleases"]),
+            commit=entry["commit"],
             layout=entry["layout"],
             keys=frozenset(entry["keys"]),
             talos_keys=frozenset(entry["talosKeys"]),
             os_image_keys={form: frozenset(keys) for form, keys in entry["osImageKeys"].items()},
+            unverified_keys=frozenset(entry["unverifiedKeys"]),
+            kernel_modules_support=entry["kernelModules"],
+            machine_config_changes=entry["machineConfigChanges"],
+            chart_ref=ChartRef(**entry["chartRef"], verified=entry["chartRefVerified"]),
             nvidia_modules_by_default=entry["nvidiaModulesByDefault"],
             module_guards=entry["moduleGuards"],
             schema=entry["schema"],
@@ -112,6 +181,34 @@ def assumed_target() -> ChartTarget:
 
 def _choices() -> str:
     return ", ".join(f"{target.name} ({target.title})" for target in chart_targets())
+
+
+def release_note(value: str) -> str | None:
+    """What to know when ``value`` names a release of a target's line that its data was not
+    read from (v1.6.4 when v1.6.0 to v1.6.2 were), or a line none of whose releases was; None when
+    ``value`` is a verified release or not a release at all."""
+    match = _RELEASE.fullmatch(value.strip().lower())
+    if not match:
+        return None
+    target = chart_target(value)
+    line = f"v{match[1]}.{match[2]}"
+    named = value.strip() if match[3] and match[3] != "x" else None
+    if target.releases != line or (named is not None and named in target.verified_releases):
+        return None
+    if target.verified_releases:
+        first, last = target.verified_releases[0], target.verified_releases[-1]
+        seen = f"its data was read from {first} … {last}"
+        if named is None:
+            return None
+        return (
+            f"Cozystack {named} is not among the releases this tool's {target.name} data was "
+            f"checked against ({seen}); its kubernetes-nodes chart is taken to read the same "
+            f"keys as {last}"
+        )
+    return (
+        f"no Cozystack {line} release is in the sources this tool's {target.name} data was "
+        f"checked against: {target.source}"
+    )
 
 
 def check_chart_name(value: object) -> str:

@@ -30,6 +30,7 @@ from schematic.chart_targets import (
     chart_target,
     chart_targets,
     check_chart_name,
+    release_note,
 )
 from schematic.errors import ClusterFileError
 from schematic.nvidia import NVIDIA_MODULES
@@ -166,8 +167,29 @@ def _layouts_for(target: ChartTarget) -> str:
 
 
 def _charts_with(key: str) -> str:
-    names = [target.name for target in chart_targets() if target.accepts(key)]
+    names = [
+        target.name
+        for target in chart_targets()
+        if target.accepts(key) and key not in target.unverified_keys
+    ]
     return " or ".join(names) if names else "none of the known charts"
+
+
+def _unverified_modules(where: str, target: ChartTarget, names: str) -> str:
+    """Why a GPU pool's kernelModules may not load on a chart whose reading of them the
+    sources do not settle, how to check, and the durable way to load them."""
+    return (
+        f"{where}: kernelModules ({names}) is written, but whether {target.title}'s "
+        "kubernetes-nodes chart reads kernelModules is not settled by the sources this tool was "
+        "checked against (pull request #3571 adds it; its release is not known). If the chart "
+        "ignores it, the GPUs come up without a driver: the extensions install the modules but "
+        "never load them. Check before rolling out: `kubectl get applicationdefinitions "
+        "kubernetes-nodes -o jsonpath='{.spec.application.openAPISchema}' | grep -c "
+        "kernelModules` prints 0 where the chart does not read it. The durable way to load them "
+        "is the chart's kernelModules value (the chart renders it into the TalosConfigTemplate "
+        "on every reconcile; a machine-config patch applied by hand is undone); where the "
+        f"chart lacks it, move to one that has it (--chart {_charts_with('kernelModules')})"
+    )
 
 
 # --- the chart's own guards, at generate time --------------------------------------------------
@@ -247,11 +269,13 @@ def fit_plan(
     refusal apply on every target.
     """
     source = plan.source
-    target, chosen, assumption = resolve_target(
-        chart if chart is not None else plan.cozystack_version, layout, source=source
-    )
+    named = chart if chart is not None else plan.cozystack_version
+    target, chosen, assumption = resolve_target(named, layout, source=source)
     warnings: list[str] = []
     notes: list[str] = []
+    said = release_note(named) if named is not None else None
+    if said:
+        notes.append(f"{source}: cozystack.version: {said}")
     insisted: set[str] = set()
 
     def ignored(where: str, key: str, consequence: str, fix: str) -> None:
@@ -281,12 +305,22 @@ def fit_plan(
         if given and not target.accepts(key):
             fix = f"Remove it, or target a chart with it (--chart {_charts_with(key)})"
             ignored(f"{source}: talos", key, _consequence(key), fix)
+        elif given and key in target.unverified_keys:
+            warnings.append(
+                f"{source}: talos: {key} is written, but whether {target.title}'s chart reads "
+                f"it is not settled by the sources this tool was checked against; if it does "
+                f"not, {_consequence(key)}"
+            )
     seen: set[tuple[str, ...]] = set()
     for pool in plan.pools:
         where = f'{source}: pool "{pool.name}"'
         check_module_guards(where, pool.kernel_modules)
         _check_nvidia_modules_without_gpu(where, pool)
         notes += _dropped_parameters(where, pool)
+        unverified = target.kernel_modules_support == "unverified"
+        if unverified and pool.nvidia is not None and pool.kernel_modules:
+            names = ", ".join(module.name for module in pool.kernel_modules)
+            warnings.append(_unverified_modules(where, target, names))
         for key in pool.passthrough:
             keys = [key]
             if key == "talos" and isinstance(pool.passthrough[key], Mapping):
@@ -371,15 +405,19 @@ def _index_ids(files: Mapping[str, bytes]) -> dict[str, str]:
 
 
 def unreachable_changes(
-    source: str, before: Mapping[str, bytes], after: Mapping[str, bytes]
+    source: str,
+    before: Mapping[str, bytes],
+    after: Mapping[str, bytes],
+    target: ChartTarget | None = None,
 ) -> list[str]:
     """A note per pool whose kernelModules change while its schematic does not.
 
     ``before`` and ``after`` are output trees (relative path → bytes): what the directory held
-    and what is written now. The chart names the TalosConfigTemplate of a pool independently of
-    its modules, so running workers keep the modules they booted with; only a new schematic
-    (a new disk image URL) rolls the pool.
+    and what is written now. A new schematic (a new disk image URL) rolls the pool anyway;
+    without one, how the change reaches the workers depends on how ``target``'s chart names
+    the TalosConfigTemplate (:meth:`ChartTarget.config_change_reach`).
     """
+    chart = target or assumed_target()
     old_ids, new_ids = _index_ids(before), _index_ids(after)
     notes = []
     for pool, schematic in new_ids.items():
@@ -392,9 +430,7 @@ def unreachable_changes(
             continue
         if old.get("kernelModules") != new.get("kernelModules"):
             notes.append(
-                f'{source}: pool "{pool}": kernelModules change and the schematic does not, so '
-                "the change reaches only workers created from now on: running workers keep the "
-                "modules they booted with (the chart's TalosConfigTemplate does not change "
-                "name with them). Replace the pool's machines for it to reach them"
+                f'{source}: pool "{pool}": kernelModules change and the schematic does not: '
+                f"{chart.config_change_reach()}"
             )
     return notes

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from schematic.catalog import resolve_version, talos_versions
+from schematic.chart_targets import IMMUTABLE_TEMPLATE_ISSUE, ChartTarget
 from schematic.cluster import ClusterPlan, PoolPlan, plan_cluster
 from schematic.errors import CatalogError, ClusterFileError, TalosSchematicError
 from schematic.inputs.cluster_values import ClusterFile, NvidiaSettings, PoolSpec
@@ -45,9 +46,9 @@ __all__ = [
     "target_release",
 ]
 
-# Cozystack renders each pool's machine config into a TalosConfigTemplate whose name is fixed:
-# a changed template never reaches machines that already exist.
-COZYSTACK_IMMUTABLE_CONFIG_ISSUE = "cozystack/cozystack#3523"
+# A TalosConfigTemplate's spec cannot change: how a changed machine config reaches a pool depends
+# on how its chart names the template (ChartTarget.config_change_reach).
+COZYSTACK_IMMUTABLE_CONFIG_ISSUE = IMMUTABLE_TEMPLATE_ISSUE
 
 Status = Literal["unchanged", "changed", "breaking", "added", "removed"]
 _PINNABLE_TIERS: tuple[Literal["lts", "production"], ...] = ("lts", "production")
@@ -464,7 +465,9 @@ def _patch_without_image(pool: PoolPlan) -> list[dict[str, Any]]:
     return [{"machine": machine}, *documents[1:]]
 
 
-def _actions(old: PoolPlan, new: PoolPlan, config: Sequence[str]) -> list[NodeAction]:
+def _actions(
+    old: PoolPlan, new: PoolPlan, config: Sequence[str], chart: ChartTarget
+) -> list[NodeAction]:
     actions: list[NodeAction] = []
     image = installer_image(new)
     # On Cozystack a new boot-disk URL (schematic or release) rolls the pool: its machines are
@@ -480,20 +483,19 @@ def _actions(old: PoolPlan, new: PoolPlan, config: Sequence[str]) -> list[NodeAc
             )
         )
     if old.kernel_modules != new.kernel_modules:
-        immutable = (
-            f"Cozystack's TalosConfigTemplate is immutable ({COZYSTACK_IMMUTABLE_CONFIG_ISSUE}),"
-            " so only machines created from now on load the new set"
-        )
-        actions.append(
-            NodeAction(
-                "recreate",
-                f"kernelModules change: {immutable}; the roll the new image starts recreates "
-                "them all"
-                if rolls
-                else f"kernelModules change with the same image: {immutable}; recreate the "
-                "pool's machines (delete them one at a time, or scale the pool to zero and back)",
+        if rolls:
+            text = (
+                "kernelModules change: the roll the new image starts recreates them all with "
+                "the new set"
             )
-        )
+        elif chart.machine_config_changes == "rolls":
+            text = f"kernelModules change with the same image: {chart.config_change_reach()}"
+        else:
+            text = (
+                f"kernelModules change with the same image: {chart.config_change_reach()} "
+                "(delete them one at a time, or scale the pool to zero and back)"
+            )
+        actions.append(NodeAction("recreate", text))
     if config:
         actions.append(
             NodeAction(
@@ -506,7 +508,7 @@ def _actions(old: PoolPlan, new: PoolPlan, config: Sequence[str]) -> list[NodeAc
     return actions
 
 
-def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal) -> PoolChange:
+def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal, chart: ChartTarget) -> PoolChange:
     driver_before = _driver(old)
     if isinstance(new, PoolRefusal):
         return PoolChange(
@@ -555,7 +557,7 @@ def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal) -> PoolChange:
         machine_config=tuple(config),
         installer_before=installer_image(old),
         installer_after=installer_image(new),
-        actions=tuple(_actions(old, new, config)),
+        actions=tuple(_actions(old, new, config, chart)),
     )
 
 
@@ -619,10 +621,14 @@ def _comparison_key(pool: PoolPlan | PoolRefusal) -> tuple[Any, ...]:
     )
 
 
-def compare_plans(old: ClusterPlan, new: TargetPlan) -> UpgradeReport:
+def compare_plans(
+    old: ClusterPlan, new: TargetPlan, chart: ChartTarget | None = None
+) -> UpgradeReport:
     """Compare a cluster's plan with its plan at another release (or another revision of the
     file), pool by pool: matched by name, in the old plan's order, then the pools only the
-    target has. A pool the target plan refuses is breaking."""
+    target has. A pool the target plan refuses is breaking. ``chart`` (default: the file's
+    chart target) says how a machine-config change reaches the workers."""
+    chart = chart or old.cozystack_target
     by_name = {pool.name: pool for pool in new.pools}
     changes = []
     # Thousands of pools share a few shapes: compare each pair of shapes once.
@@ -635,10 +641,10 @@ def compare_plans(old: ClusterPlan, new: TargetPlan) -> UpgradeReport:
         key = (_comparison_key(pool), _comparison_key(target))
         known = compared.get(key)
         if known is None:
-            compared[key] = known = _compare_pool(pool, target)
+            compared[key] = known = _compare_pool(pool, target, chart)
         elif isinstance(target, PoolPlan):
             # The patch command names the pool's directory.
-            actions = tuple(_actions(pool, target, known.machine_config))
+            actions = tuple(_actions(pool, target, known.machine_config, chart))
             known = replace(known, name=pool.name, actions=actions)
         else:
             known = replace(known, name=pool.name, refusal=target)

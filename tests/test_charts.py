@@ -11,11 +11,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
+from schematic.chart_targets import release_note
 from schematic.charts import (
     LAYOUT_KEYS,
     assumed_target,
     chart_target,
     chart_targets,
+    charts_with,
     check_chart_name,
     fit_plan,
 )
@@ -99,12 +101,62 @@ def strict(schema: dict[str, Any]) -> dict[str, Any]:
 # --- the table -----------------------------------------------------------------------------------
 
 
+def test_targets_by_release_say_what_the_sources_settle() -> None:
+    v16, main, v17 = chart_target("v1.6.4"), chart_target("main"), chart_target("v1.7")
+    assert v16.verified_releases == ("v1.6.0", "v1.6.1", "v1.6.2")
+    assert (v16.kernel_modules_support, v16.machine_config_changes) == ("no", "new-workers")
+    assert (main.commit, main.machine_config_changes) == ("3c780acd", "new-workers")
+    assert v17.layout == "osimage" and v17.kernel_modules_support == "unverified"
+    assert v17.machine_config_changes == "unverified" and "kernelModules" in v17.unverified_keys
+    # A key only unverified targets read is not offered as a way out.
+    assert "v1.7" not in charts_with("kernelModules").split(" or ")
+    for target in (v16, main):
+        assert target.chart_ref.to_json() == {
+            "kind": "ExternalArtifact",
+            "name": "cozystack-kubernetes-nodes-application-kubevirt-kubernetes-nodes",
+            "namespace": "cozy-system",
+        }
+        assert target.chart_ref.verified
+
+
+def test_release_notes_name_what_was_not_read() -> None:
+    assert release_note("v1.6.2") is None and release_note("main") is None
+    assert release_note("v1.6") is None
+    assert "v1.6.0 … v1.6.2" in (release_note("v1.6.4") or "")
+    assert "no Cozystack v1.7 release" in (release_note("v1.7") or "")
+
+
+def test_how_config_changes_reach_nodes_per_target() -> None:
+    fixed = chart_target("v1.6").config_change_reach()
+    assert "only workers created from then on" in fixed and "#3515" in fixed
+    open_question = chart_target("v1.7").config_change_reach()
+    assert "cozystack/cozystack#3523" in open_question and "do not settle" in open_question
+    assert "kubectl get talosconfigtemplates" in open_question
+
+
+def test_v1_7_gpu_pools_warn_that_kernel_modules_may_be_ignored() -> None:
+    fit = fit_plan(plan_of(with_target("v1.7")))
+    assert fit.layout == "osimage"
+    (warning,) = fit.warnings  # one GPU pool
+    assert warning.startswith('cluster.yaml: pool "gpu": kernelModules (nvidia,')
+    assert "grep -c kernelModules" in warning and "--chart pr3571 or osimage" in warning
+    notes = " ".join(fit.notes)
+    assert "no Cozystack v1.7 release is in the sources" in notes
+
+
+def test_v1_6_4_takes_the_talos_layout_with_a_note() -> None:
+    fit = fit_plan(plan_of(CLUSTER), chart="v1.6.4")
+    assert fit.target.name == "v1.6" and fit.layout == "talos"
+    assert any("v1.6.4 is not among the releases" in note for note in fit.notes)
+
+
 def test_targets_and_their_layouts() -> None:
     assert [(t.name, t.layout) for t in chart_targets()] == [
         ("v1.6", "talos"),
         ("main", "talos"),
         ("pr3571", "schematicid"),
         ("osimage", "osimage"),
+        ("v1.7", "osimage"),
     ]
     assert assumed_target().name == "osimage"
     for target in chart_targets():
@@ -122,6 +174,10 @@ def test_targets_and_their_layouts() -> None:
         ("pr4171", "osimage"),
         ("main", "main"),
         ("osimage", "osimage"),
+        ("v1.6.4", "v1.6"),
+        ("v1.7", "v1.7"),
+        ("v1.7.0-alpha.3", "v1.7"),
+        ("1.7.x", "v1.7"),
     ],
 )
 def test_chart_names_and_releases(given: str, name: str) -> None:
@@ -129,12 +185,12 @@ def test_chart_names_and_releases(given: str, name: str) -> None:
 
 
 def test_an_unknown_chart_names_the_choices() -> None:
-    with pytest.raises(ValueError, match=r"'v1\.7' is not a chart .*v1\.6 \(Cozystack v1\.6\.x\)"):
-        check_chart_name("v1.7")
+    with pytest.raises(ValueError, match=r"'v1\.8' is not a chart .*v1\.6 \(Cozystack v1\.6\.x\)"):
+        check_chart_name("v1.8")
 
 
 def test_what_each_chart_ignores() -> None:
-    v16, main, pr3571, osimage = chart_targets()
+    v16, main, pr3571, osimage, _ = chart_targets()
     assert not v16.kernel_modules and not main.kernel_modules
     assert pr3571.kernel_modules and osimage.kernel_modules
     assert not v16.accepts("osImage") and not pr3571.accepts("osImage")
@@ -543,8 +599,18 @@ def test_helmrelease_for_flux_users(tmp_path: Path) -> None:
     assert release["apiVersion"] == "helm.toolkit.fluxcd.io/v2"
     assert release["kind"] == "HelmRelease"
     # The chart refuses a release not named kubernetes-nodes-<cluster>-<pool>.
-    assert release["metadata"] == {"name": "kubernetes-nodes-demo-gpu", "namespace": "tenant-ml"}
-    assert release["spec"]["chart"]["spec"]["chart"] == "kubernetes-nodes"
+    assert release["metadata"] == {
+        "name": "kubernetes-nodes-demo-gpu",
+        "namespace": "tenant-ml",
+        "labels": {"sharding.fluxcd.io/key": "tenants"},
+    }
+    # Cozystack v1.x serves the chart as a Flux ExternalArtifact, not from a HelmRepository.
+    assert release["spec"]["chartRef"] == {
+        "kind": "ExternalArtifact",
+        "name": "cozystack-kubernetes-nodes-application-kubevirt-kubernetes-nodes",
+        "namespace": "cozy-system",
+    }
+    assert "chart" not in release["spec"]
     plan = plan_of(with_target("v1.6"))
     assert release["spec"]["values"] == pool_values(plan.cluster, plan.pools[0], fit_plan(plan))
     assert run("check", str(cluster), "--out", str(out)).exit_code == 0

@@ -82,7 +82,7 @@ def test_output_is_identical_across_runs(tmp_path: Path) -> None:
 
 def test_summary_shape() -> None:
     summary = json.loads(run("generate", str(EXAMPLE), "--format", "json").stdout)
-    assert list(summary) == ["cluster", "talos", "cozystack", "pools", "gpuPath"]
+    assert list(summary) == ["cluster", "talos", "cozystack", "chart", "pools", "gpuPath"]
     assert (summary["cluster"], summary["talos"]) == ("mycluster", "v1.13.9")
     for pool in summary["pools"]:
         assert list(pool) == [

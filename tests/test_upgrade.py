@@ -176,10 +176,10 @@ pools:
     assert l40s.modules_after[-1].name == "gdrdrv"
     recreate = [action for action in l40s.actions if action.kind == "recreate"]
     assert len(recreate) == 1
-    assert COZYSTACK_IMMUTABLE_CONFIG_ISSUE in recreate[0].text
     # Same Talos release, new schematic: a new image, whose roll recreates the machines.
     assert "image" in [action.kind for action in l40s.actions]
     assert "the roll the new image starts recreates them" in recreate[0].text
+    assert "new set" in recreate[0].text
 
 
 def test_a_module_change_with_the_same_image_needs_machines_recreated_by_hand() -> None:
@@ -198,6 +198,41 @@ pools:
     assert "with the same image" in l40s.actions[0].text
     assert COZYSTACK_IMMUTABLE_CONFIG_ISSUE in l40s.actions[0].text
     assert l40s.machine_config[0].startswith("kernel modules: nvidia (NVreg_NvLinkDisable=1)")
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        ("v1.6", "reaches only workers created from then on"),
+        ("main", "reaches only workers created from then on"),
+        ("v1.7", "do not settle how Cozystack v1.7.x's chart names the TalosConfigTemplate"),
+    ],
+)
+def test_a_module_change_reaches_the_workers_as_the_chart_names_its_template(
+    target: str, says: str
+) -> None:
+    text = f"cluster: c\ncozystack: {{version: {target}}}\ntalos: {{version: v1.13.9}}\n"
+    text += "pools:\n  - name: l40s\n    profile: kubevirt-l40s\n"
+    changed = text + "    kernelModules: [{name: nvidia}, {name: nvidia_uvm}]\n"
+    old = plan_cluster(cluster_of(text))
+    (action, _) = compare_plans(old, plan_target(cluster_of(changed), "v1.13.9")).pools[0].actions
+    assert says in action.text
+
+
+def test_a_chart_naming_its_template_by_hash_rolls_the_pool() -> None:
+    import dataclasses
+
+    from schematic.chart_targets import HASHED_TEMPLATE_PR, chart_target
+
+    hashed = dataclasses.replace(chart_target("main"), machine_config_changes="rolls")
+    text = "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - name: l40s\n"
+    text += "    profile: kubevirt-l40s\n"
+    changed = text + "    kernelModules: [{name: nvidia}]\n"
+    old = plan_cluster(cluster_of(text))
+    report = compare_plans(old, plan_target(cluster_of(changed), "v1.13.9"), hashed)
+    action = report.pools[0].actions[0]
+    assert HASHED_TEMPLATE_PR in action.text and "replaces every worker" in action.text
+    assert "by hand" not in action.text and "scale the pool" not in action.text
 
 
 def test_the_same_release_changes_nothing_and_asks_nothing() -> None:

@@ -102,8 +102,9 @@ ChartOption = Annotated[
         "--chart",
         metavar="TARGET",
         help=(
-            "The Cozystack kubernetes-nodes chart the values are for: v1.6 (released v1.6.x), "
-            "main, pr3571, osimage (PR #4171); overrides the cluster file's cozystack.version."
+            "The Cozystack release or chart the values are for: v1.6 (v1.6.0 to v1.6.4), v1.7, "
+            "main, or pr3571 / osimage (PR #4171); overrides the cluster file's "
+            "cozystack.version."
         ),
         show_default=False,
     ),
@@ -380,7 +381,7 @@ def generate(
             files = render_files(plan, kinds, fit, kustomization=kustomization)
             if lock is not None:
                 files[LOCK_FILE] = lock.encode()
-            unreachable = _unreachable_changes(out, plan, files)
+            unreachable = _unreachable_changes(out, plan, files, fit)
             written = write_outputs(out, files, index=INDEX, ownership=owned_paths)
     except TalosSchematicError as err:
         raise fail(err) from None
@@ -389,7 +390,11 @@ def generate(
         print(f"talos-schematic: note: {note}", file=sys.stderr)
     pools = len(plan.pools)
     state = "written to" if written else "already up to date in"
-    print(f"{pools} pool{'s' * (pools != 1)}, {len(files)} files {state} {out}", file=sys.stderr)
+    chart = f"chart {fit.target.name}" + (" (assumed)" if fit.assumption else "")
+    print(
+        f"{pools} pool{'s' * (pools != 1)}, {len(files)} files {state} {out} ({chart})",
+        file=sys.stderr,
+    )
 
 
 def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str, str]]:
@@ -461,7 +466,9 @@ def _recorded_boot(out: Path, entry: dict[str, Any]) -> dict[str, tuple[str, str
     return {offline: (stamped, body)} if recorded_stamped_body(body, stamped, offline) else {}
 
 
-def _unreachable_changes(out: Path, plan: ClusterPlan, files: dict[str, bytes]) -> list[str]:
+def _unreachable_changes(
+    out: Path, plan: ClusterPlan, files: dict[str, bytes], fit: ChartFit
+) -> list[str]:
     """Notes for pools whose kernel modules change in DIR while their schematic does not."""
     from schematic.charts import unreachable_changes
     from schematic.output import read_tool_file
@@ -484,7 +491,7 @@ def _unreachable_changes(out: Path, plan: ClusterPlan, files: dict[str, bytes]) 
             continue  # not a file the tool wrote: writing reports it
         if content is not None:
             before[name] = content
-    return unreachable_changes(plan.source, before, files)
+    return unreachable_changes(plan.source, before, files, fit.target)
 
 
 def _own_kustomization(out: Path) -> bool:

@@ -49,7 +49,7 @@ def lint(
         typer.Option(
             "--chart",
             metavar="TARGET",
-            help="The Cozystack kubernetes-nodes chart the values are for: v1.6, main, pr3571, "
+            help="The Cozystack release or chart the values are for: v1.6, v1.7, main, pr3571, "
             "osimage. Keys it ignores are reported (TS181) and kernel-module findings follow "
             "what it loads.",
         ),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from schematic.charts import LAYOUTS, ChartFit, Layout
+from schematic.charts import LAYOUTS, ChartFit, Layout, assumed_target
 from schematic.cluster import ClusterPlan, PoolPlan
 from schematic.inputs.cluster_values import DEFAULT_INSTALLER_REPOSITORY
 from schematic.render.urls import pool_installer_repository
@@ -142,29 +142,30 @@ def pool_values(cluster: str, pool: PoolPlan, layout: LayoutOrFit = "osimage") -
 
 
 HELM_RELEASE_API_VERSION = "helm.toolkit.fluxcd.io/v2"
-# Where Cozystack's own HelmReleases find the application charts; edit it if your Flux
-# serves the chart from elsewhere.
-CHART_SOURCE = {"kind": "HelmRepository", "name": "cozystack-apps", "namespace": "cozy-public"}
+# The label Cozystack's ApplicationDefinition gives the HelmReleases it makes for its tenants.
+_RELEASE_LABELS = {"sharding.fluxcd.io/key": "tenants"}
 
 
-def helm_release(plan: ClusterPlan, pool: PoolPlan) -> dict[str, Any]:
+def helm_release(
+    plan: ClusterPlan, pool: PoolPlan, layout: LayoutOrFit = "osimage"
+) -> dict[str, Any]:
     """A Flux ``HelmRelease`` of the kubernetes-nodes chart for the pool, without its values.
 
     The chart derives the pool from the release name and refuses any other, so the release is
     named ``kubernetes-nodes-<cluster>-<pool>``, as Cozystack names the one it makes from a
-    KubernetesNodes object.
+    KubernetesNodes object; the chart comes from the ``chartRef`` of the target's release line
+    (Cozystack v1.x publishes its application charts as Flux ``ExternalArtifact`` objects).
     """
+    target = layout.target if isinstance(layout, ChartFit) else assumed_target()
     metadata: dict[str, Any] = {"name": f"kubernetes-nodes-{plan.cluster}-{pool.name}"}
     if plan.namespace:
         metadata["namespace"] = plan.namespace
+    metadata["labels"] = dict(_RELEASE_LABELS)
     return {
         "apiVersion": HELM_RELEASE_API_VERSION,
         "kind": "HelmRelease",
         "metadata": metadata,
-        "spec": {
-            "interval": "5m",
-            "chart": {"spec": {"chart": "kubernetes-nodes", "sourceRef": dict(CHART_SOURCE)}},
-        },
+        "spec": {"interval": "5m", "chartRef": target.chart_ref.to_json()},
     }
 
 

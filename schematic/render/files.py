@@ -170,7 +170,7 @@ class _Renderer:
         if "values" in wanted:
             out["values"] = values
         if "helmrelease" in wanted:
-            head = helm_release(self.plan, pool)
+            head = helm_release(self.plan, pool, self.layout)
             spec = head.pop("spec")
             out["helmrelease"] = (
                 f"{yamltext.dump(head)}spec:\n{_indented(yamltext.dump(spec))}"

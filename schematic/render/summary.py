@@ -12,7 +12,23 @@ from schematic.render.cozystack import LayoutOrFit, pool_values
 from schematic.render.gpupath import operator_release_of
 from schematic.render.urls import boot_image_url, installer_image, media_summary, pool_media
 
-__all__ = ["summary", "summary_json"]
+__all__ = ["chart_summary", "summary", "summary_json"]
+
+
+def chart_summary(fit: ChartFit) -> dict[str, Any]:
+    """The chart target and what it means for the pools: whether it was assumed (no
+    cozystack.version, no --chart), whether it reads kernelModules (yes, no, unverified) and
+    how a machine-config change reaches the workers."""
+    target = fit.target
+    return {
+        "target": target.name,
+        "title": target.title,
+        "assumed": fit.assumption is not None,
+        "layout": fit.layout,
+        "kernelModules": target.kernel_modules_support,
+        "machineConfigChanges": target.machine_config_changes,
+        "chartRef": target.chart_ref.to_json(),
+    }
 
 
 def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any]:
@@ -23,6 +39,7 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
     head: dict[str, Any] = {"cluster": plan.cluster, "talos": plan.talos.version}
     if isinstance(layout, ChartFit):
         head["cozystack"] = layout.target.name
+        head["chart"] = chart_summary(layout)
     return head | {
         "pools": [
             {
