@@ -31,9 +31,11 @@ What is derived, and why:
   (``lspci -vv``). ``nvswitch`` is set, on bare metal beside 8 Blackwell HGX GPUs (B100 / B200 /
   B300), from the VPD mark, else from ConnectX-7 functions, else inferred from the 8 GPUs alone;
   the description says which.
-* platform: ``kubevirt`` for any QEMU/KVM guest (Red Hat/QEMU virtio vendors 1af4/1b36, the
-  emulated Q35 or i440FX host bridges 8086:29c0/8086:1237, the QEMU VGA 1234:1111): KubeVirt
-  VMs are QEMU/KVM guests, and a GPU passed through to one is what this tool is for.
+* platform: ``kubevirt`` for any QEMU/KVM guest, told by a device only QEMU has (the Red
+  Hat/QEMU virtio vendors 1af4/1b36, the QEMU VGA 1234:1111): KubeVirt VMs are QEMU/KVM guests,
+  and a GPU passed through to one is what this tool is for. The host bridges QEMU emulates
+  (Q35's 8086:29c0, i440FX's 8086:1237) are real chipsets too — a G31 desktop has 8086:29c0 —
+  so they alone never make a machine a guest.
   ``vmware`` for VMware devices (15ad); ``metal`` otherwise.
 * cpuVendor: from host bridges, root ports on bus 00 and system peripherals — 8086 intel,
   1022 amd, ARM SoC and NVIDIA Grace vendors arm. Left out for virtual machines, whose chipset
@@ -76,7 +78,9 @@ DISPLAY_VGA, DISPLAY_3D, NVSWITCH_CLASS = 0x0300, 0x0302, 0x0680
 HOST_BRIDGE, PCI_BRIDGE = 0x0600, 0x0604
 
 QEMU_VENDORS = frozenset({0x1AF4, 0x1B36})
-QEMU_DEVICES = frozenset({(INTEL, 0x29C0), (INTEL, 0x1237), (0x1234, 0x1111)})
+QEMU_DEVICES = frozenset({(0x1234, 0x1111)})
+# Emulated by QEMU and sold as real chipsets: evidence of a guest only beside a QEMU device.
+QEMU_EMULATED_BRIDGES = frozenset({(INTEL, 0x29C0), (INTEL, 0x1237)})
 VMWARE = 0x15AD
 CPU_VENDORS = {INTEL: "intel", 0x1022: "amd"}
 # Root-complex vendors of ARM servers and SoCs: Ampere, Huawei, Cavium/Marvell, Arm, Rockchip,
@@ -606,6 +610,8 @@ def _findings(machine: Machine) -> _Findings:
         platform, cpu_vendor = "metal", _cpu_vendor(devices)
         maker = {"intel": "Intel", "amd": "AMD", "arm": "Arm"}.get(cpu_vendor or "")
         notes.append("bare metal" + (f", {maker} CPU" if maker else ""))
+        if any((d.vendor_id, d.device_id) in QEMU_EMULATED_BRIDGES for d in devices):
+            notes.append("a host bridge QEMU also emulates, but no QEMU device")
 
     arm_gpu = any(
         low <= int(pci_id[5:], 16) <= high

@@ -16,6 +16,7 @@ from schematic.detect import PciDevice, compare_profile, detect, dump_profiles, 
 from schematic.errors import DetectError
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "samples"
+DATA = Path(__file__).resolve().parent / "data"
 
 LSPCI_NN_A10 = """\
 00:00.0 Host bridge [0600]: Intel Corporation Sky Lake-E DMI3 Registers [8086:2020] (rev 07)
@@ -43,12 +44,12 @@ metadata:
 spec:
     class: Bridge
     subclass: Host bridge
-    vendor: Intel Corporation
-    product: 82G33/G31/P35/P31 Express DRAM Controller
+    vendor: Red Hat, Inc.
+    product: QEMU PCIe Host bridge
     class_id: "0x06"
     subclass_id: "0x00"
-    vendor_id: "0x8086"
-    product_id: "0x29c0"
+    vendor_id: "0x1b36"
+    product_id: "0x0008"
 ---
 node: 10.0.0.11
 metadata:
@@ -70,8 +71,8 @@ metadata:
 spec:
     class_id: "0x06"
     subclass_id: "0x00"
-    vendor_id: "0x8086"
-    product_id: "0x29c0"
+    vendor_id: "0x1b36"
+    product_id: "0x0008"
 ---
 node: 10.0.0.12
 metadata:
@@ -473,7 +474,10 @@ def test_fewer_blackwell_gpus_or_hopper_get_no_nvlink5_guess() -> None:
 
 
 def test_a_vm_with_eight_b200_is_not_an_hgx_host() -> None:
-    devices = [pcidevice("vm", "0000:00:00.0", "0x0600", "0x8086", "0x29c0")]
+    devices = [
+        pcidevice("vm", "0000:00:00.0", "0x0600", "0x8086", "0x29c0"),
+        pcidevice("vm", "0000:00:02.0", "0x0200", "0x1af4", "0x1041"),
+    ]
     devices += [
         pcidevice("vm", f"0000:{bus:02x}:00.0", "0x0302", "0x10de", "0x2901") for bus in range(1, 9)
     ]
@@ -506,3 +510,20 @@ def test_identical_nodes_are_worked_out_once_and_listed_briefly(
         "Detected on 40000 machines with identical hardware: node0, node1,"
     )
     assert "node19 and 39980 more: " in profile["description"]
+
+
+def test_a_desktop_with_the_host_bridge_qemu_emulates_is_metal() -> None:
+    # A real Intel G31 desktop: its 8086:29c0 host bridge is the one QEMU's Q35 emulates, and no
+    # device only QEMU has (virtio, the QEMU VGA) stands beside it.
+    [profile] = detect((DATA / "lspci-nn.dell-530n-g31.txt").read_text())
+    assert (profile["platform"], profile["cpuVendor"]) == ("metal", "intel")
+    assert "no QEMU device" in profile["description"]
+
+
+def test_the_emulated_host_bridge_beside_a_virtio_device_is_a_guest() -> None:
+    devices = [
+        pcidevice("vm", "0000:00:00.0", "0x0600", "0x8086", "0x29c0"),
+        pcidevice("vm", "0000:00:02.0", "0x0200", "0x1af4", "0x1041"),
+    ]
+    [profile] = detect(json.dumps(devices))
+    assert profile["platform"] == "kubevirt"
