@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 
@@ -828,13 +829,29 @@ def test_ts001_resolved_by_a_fetcher(tmp_path: Path) -> None:
 
 
 def test_ts002_broken_yaml(tmp_path: Path) -> None:
-    found = run(tmp_path, {"bad.yaml": "a: [1, 2\nb: 3\n"})
+    found = run(tmp_path, {"bad.yaml": "kind: KubernetesNodes\na: [1, 2\nb: 3\n"})
     assert finding(found, "TS002").severity == "error"
+
+
+def test_ts191_an_unparsable_file_naming_nothing_lint_reads_is_a_note(tmp_path: Path) -> None:
+    # A dashboard kept with a comment line: neither JSON nor YAML, and nothing lint checks.
+    found = run(tmp_path, {"grafana-dashboard.json": '// exported\n{"title": "GPU"}\n'})
+    assert codes(found) == {"TS191"}
+    assert finding(found, "TS191").severity == "note"
+
+
+def test_lint_reads_standard_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "kind: KubernetesNodes\na: [1, 2\nb: 3\n"
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    found = list(lint_paths(["-"]).findings)
+    assert [(f.code, f.file) for f in found] == [("TS002", "-")]
 
 
 def test_ts003_helm_template_is_skipped(tmp_path: Path) -> None:
     found = run(tmp_path, {"t.yaml": "a: {{ .Values.x }}\n  b: [\n"})
     assert codes(found) == {"TS003"}
+    assert "helm template" in finding(found, "TS003").fix
+    assert "talos-schematic lint -" in finding(found, "TS003").fix
 
 
 def test_ts004_schematic_the_factory_rejects(tmp_path: Path) -> None:

@@ -94,7 +94,11 @@ def lint_paths(
                 "Helm/Go template directives ({{ ... }}): not YAML until rendered; skipped",
                 problem.file,
                 None,
+                fix="lint what it renders: helm template RELEASE CHART -f VALUES"
+                " | talos-schematic lint -",
             )
+        elif not problem.relevant:
+            out.add("TS191", f"not valid YAML: {problem.message}", problem.file, problem.line)
         else:
             out.add("TS002", f"not valid YAML: {problem.message}", problem.file, problem.line)
     inventory = build_inventory(documents)

@@ -10,6 +10,7 @@ reconcile Job) is parsed the same way, shifted to its place in the outer file.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -90,6 +91,9 @@ class LoadProblem:
     skipped: bool = False  # a dangling link or a FIFO below a directory: not read at all
     unread: bool = False  # larger than the input limit, or not UTF-8: refused while reading
     fix: str = ""  # what to do, where the rule's own fix line does not fit
+    # Whether the text names anything lint reads: an unparsable file that does not (a Grafana
+    # dashboard, someone's notes) is a note, not an error that fails the run.
+    relevant: bool = True
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
@@ -147,7 +151,10 @@ def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
     found: list[tuple[Path, str, str]] = []
     for given in paths:
         path = Path(given)
-        if path.is_dir():
+        if given == "-":
+            # Standard input: `helm template ... | talos-schematic lint -`.
+            found.append((path, given, ""))
+        elif path.is_dir():
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
@@ -177,11 +184,21 @@ def _unreadable(path: Path) -> str:
     return ""
 
 
+# Words every object lint reads carries somewhere: kinds, value keys, schematic fields.
+_RELEVANT = re.compile(
+    r"KubernetesNodes|cozystack|schematic|customization|officialExtensions|kernelModules"
+    r"|KernelModuleConfig|machine:|nodeGroups|gpuOperator|osImage|talos|nvidia|TalosConfig"
+    r"|KubevirtMachineTemplate|permittedHostDevices",
+    re.IGNORECASE,
+)
+
+
 def _problem(shown: str, text: str, err: yaml.YAMLError) -> LoadProblem:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     line = mark.line + 1 if mark is not None else None
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-    return LoadProblem(shown, line, str(problem), template="{{" in text)
+    relevant = _RELEVANT.search(text) is not None
+    return LoadProblem(shown, line, str(problem), template="{{" in text, relevant=relevant)
 
 
 def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem]]:
