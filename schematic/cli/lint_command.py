@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from schematic.cli.base import MaxInputSizeOption, app, fail
-from schematic.errors import TalosSchematicError
+from schematic.errors import LintInputError, TalosSchematicError
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).
 FOUND_ERRORS = 3
@@ -17,13 +17,15 @@ FOUND_ERRORS = 3
 @app.command(short_help="Find silent Talos GPU-pool failures in manifests; exit 3 on any error.")
 def lint(
     paths: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(
             metavar="PATH...",
             help="YAML files or directories: KubernetesNodes / Kubernetes objects, values "
-            "files, rendered manifests, schematic files, this tool's output.",
+            "files, rendered manifests, schematic files, this tool's output; '-' reads "
+            "standard input.",
+            show_default=False,
         ),
-    ],
+    ] = None,
     output_format: Annotated[
         str,
         typer.Option("--format", "-f", metavar="text|json|sarif", help="Output format."),
@@ -72,16 +74,35 @@ def lint(
             "defaults TS140 compares with: v1.6 (default), pr3585, or a chart target.",
         ),
     ] = None,
+    config_patches: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--config-patch",
+            metavar="@FILE|YAML",
+            help="A Talos config patch (talosctl's spelling: @file or inline YAML; strategic "
+            "merge or RFC 6902). Repeat it: the patches are applied in order to one node's "
+            "config and checked as that config.",
+            show_default=False,
+        ),
+    ] = None,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error.
 
     Findings go to stdout (file:line, code, message, fix); the summary goes to stderr.
     `talos-schematic explain CODE` tells what a finding means and how to confirm it.
+
+    Example: talos-schematic lint deploy/ --talos v1.13.9
+
+    Example: talos-schematic lint --config-patch @nvidia-installer.yaml
+    --config-patch @nvidia-modules.yaml --hardware l40s
     """
     from schematic.lint import lint_paths
     from schematic.lint.formats import FORMATS, render
 
+    if not paths and not config_patches:
+        raise typer.BadParameter("give at least one PATH or --config-patch", param_hint="PATH")
+    patches = _read_patches(config_patches or [])
     if output_format not in FORMATS:
         raise typer.BadParameter(
             f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
@@ -109,7 +130,12 @@ def lint(
             profile = load_profile(hardware)
         if factory is None:
             report = lint_paths(
-                paths, talos=talos, hardware=profile, cozystack=cozystack, chart=target
+                paths or [],
+                talos=talos,
+                hardware=profile,
+                cozystack=cozystack,
+                chart=target,
+                config_patches=patches,
             )
         else:
             from schematic.factory import FactoryClient
@@ -124,12 +150,13 @@ def lint(
                     return Schematic.from_yaml(body, f"{factory}/schematics/{schematic_id}")
 
                 report = lint_paths(
-                    paths,
+                    paths or [],
                     talos=talos,
                     fetch=fetch,
                     hardware=profile,
                     cozystack=cozystack,
                     chart=target,
+                    config_patches=patches,
                 )
     except TalosSchematicError as err:
         raise fail(err) from None
@@ -137,6 +164,24 @@ def lint(
     print(f"talos-schematic lint: {report.summary()}", file=sys.stderr)
     if report.has_errors:
         raise typer.Exit(FOUND_ERRORS)
+
+
+def _read_patches(values: list[str]) -> list[tuple[str, str]]:
+    """(name, text) of each --config-patch: ``@FILE`` read under the input limit, else the YAML
+    given inline."""
+    from schematic.safe_yaml import read_problem, read_text
+
+    patches = []
+    for number, value in enumerate(values, start=1):
+        if not value.startswith("@"):
+            patches.append((f"--config-patch #{number}", value))
+            continue
+        try:
+            patches.append((value[1:], read_text(value[1:])))
+        except OSError as err:
+            # Like a PATH that cannot be read: an input error, not a usage error.
+            raise fail(LintInputError(f"{value[1:]}: {read_problem(err)}")) from None
+    return patches
 
 
 @app.command(short_help="Explain a lint finding: what you see, why, how to confirm and fix it.")

@@ -58,6 +58,7 @@ def lint_paths(
     hardware: HardwareProfile | None = None,
     cozystack: str | None = None,
     chart: ChartTarget | None = None,
+    config_patches: Sequence[tuple[str, str]] = (),
 ) -> LintReport:
     """Lint every YAML file below ``paths``.
 
@@ -67,14 +68,18 @@ def lint_paths(
     ``cozystack`` is the Cozystack release the Kubernetes apps run (its GPU Operator addon
     defaults; :func:`schematic.gpupath.operator_release_named`), the released one if None;
     ``chart`` the kubernetes-nodes chart the values are for (keys it ignores are reported, and
-    kernel-module findings follow what it loads).
+    kernel-module findings follow what it loads); ``config_patches`` are (name, text) pairs of
+    Talos config patches applied in this order to one node's config, checked as that one config
+    (``talosctl --config-patch``), in strategic-merge or RFC 6902 form.
     Raises LintInputError for a path that cannot be read, ValueError for an unknown release.
     """
+    import yaml
+
     from schematic.gpupath import operator_release, operator_release_named
     from schematic.lint.addons import check_addons
     from schematic.lint.extensions import check_extension_names, check_extension_order
-    from schematic.lint.inventory import build_inventory
-    from schematic.lint.loader import collect_files, load_paths
+    from schematic.lint.inventory import build_inventory, config_patch_pool
+    from schematic.lint.loader import collect_files, load_paths, parse_yaml
     from schematic.lint.manifests import check_manifests
     from schematic.lint.passthrough import check_passthrough
     from schematic.lint.pools import LintContext, check_clusters, check_pools
@@ -102,6 +107,19 @@ def lint_paths(
         else:
             out.add("TS002", f"not valid YAML: {problem.message}", problem.file, problem.line)
     inventory = build_inventory(documents)
+    patches = []
+    for name, text in config_patches:
+        try:
+            patches.extend(parse_yaml(text, name))
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            out.add("TS002", f"not valid YAML: {getattr(err, 'problem', err)}", name, line)
+    if patches:
+        shown = ", ".join(dict.fromkeys(doc.file for doc in patches))
+        patched = config_patch_pool(patches, f"config patches {shown}")
+        if patched is not None:
+            inventory.pools.append(patched)
     local: dict[str, tuple[Schematic, str]] = {}
     for schematic, place in inventory.schematic_files:
         local.setdefault(schematic.id, (schematic, f"{place.file}:{place.line}"))
@@ -121,4 +139,5 @@ def lint_paths(
     check_passthrough(inventory, out)
     check_manifests(inventory, out)
     check_url_listings(documents, out)
-    return LintReport(findings=tuple(out.findings), files=len(collect_files(paths)))
+    files = len(collect_files(paths)) + len(config_patches)
+    return LintReport(findings=tuple(out.findings), files=files)

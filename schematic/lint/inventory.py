@@ -29,6 +29,7 @@ without such a hash suffix). Both are named ``<release>-<group>`` by the charts.
 
 from __future__ import annotations
 
+import itertools
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ __all__ = [
     "Pool",
     "SchematicUse",
     "build_inventory",
+    "config_patch_pool",
 ]
 
 COZYSTACK_DEFAULT_SCHEMATIC = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
@@ -427,6 +429,93 @@ def _machine_config_pool(configs: list[Document], pool: Pool, fallback: Place) -
         pool.machine_config_modules = KernelModules("list", (), fallback, "machine config")
 
 
+_PATCH_OPERATIONS = frozenset({"add", "remove", "replace", "move", "copy", "test"})
+
+
+def _is_json6902(data: Any) -> bool:
+    """An RFC 6902 patch list (``- op: add, path: /machine/..., value: ...``), the form the Talos
+    docs used up to 1.5 and ``talosctl --config-patch`` still accepts."""
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(
+            isinstance(item, dict)
+            and item.get("op") in _PATCH_OPERATIONS
+            and _str(item.get("path")).startswith("/")
+            for item in data
+        )
+    )
+
+
+def _pointer(path: str) -> tuple[str, ...]:
+    # RFC 6901: "~1" is "/", "~0" is "~", in that order.
+    return tuple(part.replace("~1", "/").replace("~0", "~") for part in path.split("/")[1:])
+
+
+def _apply_operation(config: dict[str, Any], keys: tuple[str, ...], value: Any) -> Path_ | None:
+    """Write ``value`` at ``keys`` (``-`` appends to a list); the path written, or None when
+    the pointer goes through something that is not a mapping."""
+    node: Any = config
+    written: list[str | int] = []
+    for key, following in itertools.pairwise(keys):
+        if not isinstance(node, dict):
+            return None
+        wanted: type = list if following == "-" or following.isdigit() else dict
+        if not isinstance(node.get(key), wanted):
+            node[key] = wanted()
+        node = node[key]
+        written.append(key)
+        if isinstance(node, list):
+            if following != "-" and not (following.isdigit() and int(following) <= len(node)):
+                return None
+            index = len(node) if following == "-" else int(following)
+            node.insert(index, value)
+            return (*written, index)
+    if not isinstance(node, dict) or not keys:
+        return None
+    node[keys[-1]] = value
+    return (*written, keys[-1])
+
+
+def _json6902_config(doc: Document) -> Document:
+    """The machine-config fragment a patch list's ``add`` and ``replace`` operations write, with
+    each key at the line of the operation that wrote it."""
+    config: dict[str, Any] = {}
+    lines: dict[Path_, int] = {}
+    for index, operation in enumerate(doc.data):
+        if operation["op"] not in ("add", "replace") or "value" not in operation:
+            continue
+        written = _apply_operation(config, _pointer(operation["path"]), operation["value"])
+        if written is None:
+            continue
+        for end in range(1, len(written) + 1):
+            lines.setdefault(written[:end], doc.line((index, "path")))
+        for path, line in doc.lines.items():
+            if path[:2] == (index, "value"):
+                lines[(*written, *path[2:])] = line
+    return Document(doc.file, doc.index, config, lines, doc.text)
+
+
+def _as_machine_configs(documents: list[Document]) -> list[Document]:
+    return [_json6902_config(doc) if _is_json6902(doc.data) else doc for doc in documents]
+
+
+def config_patch_pool(documents: list[Document], name: str) -> Pool | None:
+    """One node config from patches applied in order (``lint --config-patch``): what they load,
+    install and set together; None when none of them is a machine config."""
+    configs = [
+        doc
+        for doc in _as_machine_configs(documents)
+        if isinstance(doc.data, dict)
+        and (_is_machine_config(doc.data) or _kind(doc.data) == "KernelModuleConfig")
+    ]
+    if not any(_is_machine_config(_dict(config.data)) for config in configs):
+        return None
+    pool = Pool(name=name, place=Place(configs[0]), gpus_known=False)
+    _machine_config_pool(configs, pool, Place(configs[0]))
+    return pool
+
+
 def _is_machine_config(data: dict[str, Any]) -> bool:
     """A Talos v1alpha1 machine config or a patch of one (no ``kind``, a ``machine`` mapping)."""
     return not _kind(data) and isinstance(data.get("machine"), dict)
@@ -435,7 +524,7 @@ def _is_machine_config(data: dict[str, Any]) -> bool:
 def _standalone_machine_configs(documents: list[Document], inventory: Inventory) -> None:
     """One pool per file holding a machine config (with that file's KernelModuleConfigs)."""
     by_file: dict[str, list[Document]] = {}
-    for doc in documents:
+    for doc in _as_machine_configs(documents):
         data = doc.data
         if isinstance(data, dict) and (
             _is_machine_config(data)
