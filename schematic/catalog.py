@@ -110,16 +110,19 @@ def talos_versions() -> tuple[str, ...]:
 
 
 def _closest(major: int, minor: int, patch: int | None) -> list[str]:
-    """Three known releases nearest to the wanted one; in another minor, its newest patches."""
+    """Three known releases nearest to the wanted one in release order (beyond the newest: the
+    newest); without a patch, the newest patches of its minor come first."""
 
-    def distance(version: str) -> tuple[int, int, int]:
+    def ordinal(version: tuple[int, int, int]) -> int:
+        # Patches and minors stay below 1,000: the order of the tuples, as one number.
+        return version[0] * 1_000_000 + version[1] * 1_000 + version[2]
+
+    wanted = ordinal((major, minor, 999 if patch is None else patch))
+
+    def distance(version: str) -> tuple[bool, int, int]:
         have = _key(version)
-        same_minor = have[:2] == (major, minor) and patch is not None
-        return (
-            abs(have[0] - major),
-            abs(have[1] - minor),
-            abs(have[2] - patch) if same_minor and patch is not None else -have[2],
-        )
+        other_minor = patch is None and have[:2] != (major, minor)
+        return (other_minor, abs(ordinal(have) - wanted), -have[2])
 
     return sorted(talos_versions(), key=distance)[:3]
 

@@ -232,8 +232,11 @@ def _chart_targets() -> str:
             ("assumed when none is named", "yes" if target.name == assumed else "no"),
             ("also accepted as", ", ".join(f"`{a}`" for a in target.aliases) or "—"),
             ("release line", target.releases or "—"),
+            ("data read from", ", ".join(target.verified_releases) or target.commit or "—"),
             ("schematic written at", f"`{chart_targets.LAYOUT_KEYS[target.layout]}`"),
-            ("reads `kernelModules`", "yes" if target.kernel_modules else "no"),
+            ("reads `kernelModules`", target.kernel_modules_support),
+            ("a machine-config change reaches", target.machine_config_changes),
+            ("Flux `chartRef`", f"`{target.chart_ref.kind}` `{target.chart_ref.name}`"),
             (
                 "loads the NVIDIA modules on a GPU pool by default",
                 "yes" if target.nvidia_modules_by_default else "no",

@@ -112,6 +112,9 @@ def test_resolve_known_and_newer_patch() -> None:
     ("version", "message"),
     [
         ("v1.15.0", "closest known: v1.14.0, v1.13.9, v1.13.8"),
+        # A major beyond the table is nearest to the newest releases, not to v1.2.x.
+        ("v2.0.0", "closest known: v1.14.0, v1.13.9, v1.13.8"),
+        ("v1.1.9", "closest known: v1.2.0, v1.2.1, v1.2.2"),
         ("v1.1.0", "not in the extension catalogue (v1.2.0 … v1.14.0)"),
         ("v1.13", "needs a patch number; closest known: v1.13.9"),
         ("v1.14.0-rc.1", "is a pre-release"),

@@ -647,3 +647,13 @@ def test_the_regenerate_hint_is_quoted_for_a_shell(tmp_path: Path) -> None:
     ]
     assert run(*words[1:]).exit_code == 0
     assert run("check", str(cluster), "--out", str(out)).exit_code == 0
+
+
+@pytest.mark.parametrize("command", ["generate", "lint"])
+def test_an_unknown_chart_is_a_usage_error_on_every_command(tmp_path: Path, command: str) -> None:
+    cluster = write(tmp_path, CLUSTER)
+    result = run(command, str(cluster), "--chart", "v1.9")
+    assert result.exit_code == 2, result.output
+    assert "v1.9" in result.output
+    # A release the tool knows is accepted by both.
+    assert run(command, str(cluster), "--chart", "v1.7").exit_code in (0, 3)

@@ -174,8 +174,15 @@ def _fit(
     plan: ClusterPlan, chart: str | None, layout: LayoutChoice | None, *, insist: bool
 ) -> ChartFit:
     """The plan held against its chart; says on stderr which target was assumed."""
-    from schematic.charts import fit_plan
+    from schematic.charts import check_chart_name, fit_plan
 
+    if chart is not None:
+        # A bad --chart is a usage error (exit 2), as on lint; a bad cozystack.version in the
+        # cluster file is the file's error (exit 1).
+        try:
+            check_chart_name(chart)
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--chart") from None
     fit = fit_plan(
         plan, chart=chart, layout=None if layout is None else layout.value, insist=insist
     )
