@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from schematic.goscalar import RESOLVER_FIRST_CHARACTERS, reads_as_string
+from schematic.goscalar import RESOLVER_FIRST_CHARACTERS, YAML11_BOOLEANS, reads_as_string
 
 __all__ = [
     "GoMap",
@@ -42,8 +42,6 @@ __all__ = [
     "emit_document",
     "format_go_float",
     "natural_less",
-    "one_line_scalar",
-    "one_line_scalar_legacy",
     "sha256_hex",
     "string_scalar",
 ]
@@ -95,26 +93,6 @@ def sha256_hex(data: str) -> str:
 
 # --- what a plain scalar would read back as (go-yaml's resolver) -----------------------------
 
-_YAML11_BOOLS = frozenset(
-    (
-        "y",
-        "Y",
-        "yes",
-        "Yes",
-        "YES",
-        "on",
-        "On",
-        "ON",
-        "n",
-        "N",
-        "no",
-        "No",
-        "NO",
-        "off",
-        "Off",
-        "OFF",
-    )
-)
 _BASE60_FIRST = frozenset("+-0123456789")
 _BASE60 = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?\Z")
 
@@ -124,10 +102,11 @@ def _resolves_to_non_string(text: str) -> bool:
 
 
 def _is_yaml11_only(text: str) -> bool:
-    # A sexagesimal number starts with a digit or a sign: the test of the first character
+    # (true and false, also YAML 1.1 words, never get here: they resolve as booleans.) A
+    # sexagesimal number starts with a digit or a sign: the test of the first character
     # spares most names a regex call.
     return (
-        text in _YAML11_BOOLS
+        text in YAML11_BOOLEANS
         or text == "<<"
         or (text[:1] in _BASE60_FIRST and _BASE60.match(text) is not None)
     )
@@ -358,22 +337,6 @@ def _render_string(text: str, indent: int, is_key: bool, legacy_quoting: bool) -
     if wanted == "literal":
         return _literal(text, indent, legacy_quoting)
     return _double_quoted(text)
-
-
-@functools.lru_cache(maxsize=65536)
-def one_line_scalar(text: str) -> str:
-    """:func:`string_scalar` of a text without a line break, where the indent changes nothing.
-
-    Cached by the text alone, so mapping it over a list of names runs in C for the names
-    seen before (extension names repeat across schematics).
-    """
-    return _render_string(text, 0, False, False)
-
-
-@functools.lru_cache(maxsize=65536)
-def one_line_scalar_legacy(text: str) -> str:
-    """:func:`one_line_scalar` as factories before v1.5.0 (go-yaml v3) write it."""
-    return _render_string(text, 0, False, True)
 
 
 # --- numbers ------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ from typing import Any
 import yaml
 
 from schematic.errors import DetectError
+from schematic.goscalar import NULL_WORDS, YAML11_BOOLEANS
 from schematic.safe_yaml import MAX_NESTING, compose_all, nesting_exceeds
 
 __all__ = [
@@ -715,8 +716,8 @@ def detect(text: str, source: str = "-") -> list[dict[str, Any]]:
 # --- output and comparison -----------------------------------------------------------------
 
 _PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
-# Words a YAML 1.1 reader turns into booleans or null; quoted so they stay strings.
-_YAML_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false", "null"})
+# Words a YAML 1.1 reader turns into booleans or null, in any case: quoted so they stay strings.
+_YAML_WORDS = frozenset(word.lower() for word in (*YAML11_BOOLEANS, *NULL_WORDS))
 
 
 def _scalar(value: object) -> str:

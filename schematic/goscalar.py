@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 import re
-from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 __all__ = [
+    "NULL_WORDS",
     "RESOLVER_FIRST_CHARACTERS",
-    "all_read_as_strings",
+    "YAML11_BOOLEANS",
     "go_parse_int",
     "parse_go_timestamp",
     "reads_as_string",
@@ -29,12 +28,15 @@ __all__ = [
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _UINT64_MAX = (1 << 64) - 1
 
+# The words both YAML 1.1 and 1.2 read as null, besides "~" and the empty text.
+NULL_WORDS = frozenset(("null", "Null", "NULL"))
+
 _MAP: dict[str, tuple[str, Any]] = {}
 for _word in ("true", "True", "TRUE"):
     _MAP[_word] = ("bool", True)
 for _word in ("false", "False", "FALSE"):
     _MAP[_word] = ("bool", False)
-for _word in ("", "~", "null", "Null", "NULL"):
+for _word in ("", "~", *NULL_WORDS):
     _MAP[_word] = ("null", None)
 for _word in (".nan", ".NaN", ".NAN"):
     _MAP[_word] = ("float", math.nan)
@@ -168,25 +170,24 @@ def reads_as_string(text: str) -> bool:
 
 
 # The resolver looks past the first character only when it is one of these (or the text is
-# empty): any other first character makes a plain scalar a string. The writer's and the fast
-# reader's shortcuts are built from this one set.
+# empty): any other first character makes a plain scalar a string. The writer's shortcut for
+# the usual name is built from this set.
 RESOLVER_FIRST_CHARACTERS = frozenset("yYnNtTfFoO~.+-0123456789")
-_FIRST_CHARACTER = operator.itemgetter(0)
 
 
-def all_read_as_strings(names: Sequence[str]) -> bool:
-    """Whether go-yaml reads each of the plain scalars ``names`` as a string.
+# --- YAML 1.1's words -------------------------------------------------------------------------
 
-    Their first characters settle the usual lists in one pass in C, without a call per name:
-    a new name would cost a cache miss each, and most names of a schematic are new to a run
-    over many files. Names whose first character leaves the answer open are each resolved.
-    """
-    try:
-        if RESOLVER_FIRST_CHARACTERS.isdisjoint(map(_FIRST_CHARACTER, names)):
-            return True
-    except IndexError:
-        pass  # an empty name: the resolver's (null)
-    return all(map(reads_as_string, names))
+# The words YAML 1.1 (PyYAML's safe_load, go-yaml v2) reads as booleans: y|Y|yes|Yes|YES|n|N|
+# no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF (yaml.org/type/bool.html).
+# go-yaml v3 and later read only true/false as booleans and the rest as strings, yet still
+# decode them into a bool field, and its marshaller quotes them so that an old reader keeps
+# them strings. PyYAML's resolver takes all but y/Y/n/N. The one list every module uses.
+YAML11_BOOLEANS: dict[str, bool] = {
+    word: value
+    for words, value in ((("y", "yes", "true", "on"), True), (("n", "no", "false", "off"), False))
+    for lower in words
+    for word in (lower, lower.title(), lower.upper())
+}
 
 
 # --- timestamps: Go's time.Parse for go-yaml's four layouts -----------------------------------

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from schematic.cli import _register_commands, app
+import schematic.cli.id_command  # noqa: F401  (registers the command on app)
+from schematic.cli import app
 
-_register_commands()
 runner = CliRunner()
 
 QEMU = (
@@ -36,10 +36,11 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return paths
 
 
-def test_one_file_prints_the_bare_id(files: dict[str, Path]) -> None:
+def test_one_file_prints_the_line_several_would(files: dict[str, Path]) -> None:
+    # A glob that matches one file must read like one that matches two.
     result = runner.invoke(app, ["id", str(files["qemu"])])
     assert result.exit_code == 0
-    assert result.stdout == QEMU_ID + "\n"
+    assert result.stdout == f"{QEMU_ID}  {files['qemu']}\n"
 
 
 def test_standard_input(files: dict[str, Path]) -> None:
@@ -63,14 +64,39 @@ def test_canonical(files: dict[str, Path]) -> None:
     assert several.stdout.startswith("customization: {}\n---\ncustomization:\n")
 
 
-def test_json(files: dict[str, Path]) -> None:
+def test_json_is_one_list_of_objects_however_many_inputs(files: dict[str, Path]) -> None:
+    empty = {"file": str(files["empty"]), "id": EMPTY_ID, "canonical": "customization: {}\n"}
     one = json.loads(runner.invoke(app, ["id", "--json", str(files["empty"])]).stdout)
-    assert one == {"id": EMPTY_ID, "canonical": "customization: {}\n"}
+    assert one == [empty]
     several = json.loads(
         runner.invoke(app, ["id", "--json", str(files["empty"]), str(files["qemu"])]).stdout
     )
-    assert [entry["file"] for entry in several] == [str(files["empty"]), str(files["qemu"])]
+    assert several[0] == empty
+    assert [sorted(entry) for entry in several] == [["canonical", "file", "id"]] * 2
     assert [entry["id"] for entry in several] == [EMPTY_ID, QEMU_ID]
+    piped = json.loads(runner.invoke(app, ["id", "--json"], input="{}").stdout)
+    assert piped == [{**empty, "file": "-"}]
+    # A run where every input is refused still prints the list (empty), and exits 1.
+    refused = runner.invoke(app, ["id", "--json", str(files["bad"])])
+    assert (refused.exit_code, json.loads(refused.stdout)) == (1, [])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'customization:\n  extraKernelArgs:\n    - "console=ttyS0",\n',
+        "customization:\n  extraKernelArgs:\n    - 'a=1',b=2\n",
+    ],
+)
+def test_a_quote_then_a_comma_outside_a_flow_list_is_refused(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "comma.yaml"
+    path.write_text(body)
+    result = runner.invoke(app, ["id", str(path)])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"talos-schematic: {path}:3: invalid YAML")
 
 
 def test_a_refused_file_is_named_and_the_others_still_print(files: dict[str, Path]) -> None:
@@ -103,7 +129,7 @@ def test_console_script_and_module_entry_points(files: dict[str, Path]) -> None:
         text=True,
         check=False,
     )
-    assert (done.returncode, done.stdout) == (0, QEMU_ID + "\n")
+    assert (done.returncode, done.stdout) == (0, f"{QEMU_ID}  {files['qemu']}\n")
     bad = subprocess.run(
         [sys.executable, "-m", "schematic", "id", str(files["bad"])],
         capture_output=True,

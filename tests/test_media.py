@@ -303,7 +303,7 @@ def test_generate_ids_urls_and_patches_agree(tmp_path: Path) -> None:
         schematic = out / name / "schematic.yaml"
         ided = run("id", str(schematic))
         assert ided.exit_code == 0
-        assert ided.stdout.strip() == entry["schematicID"]
+        assert ided.stdout == f"{entry['schematicID']}  {schematic}\n"
         urls = yaml.safe_load((out / name / "urls.yaml").read_text())
         assert urls["schematicID"] == entry["schematicID"]
         patch = yaml.safe_load((out / name / "machine-config-patch.yaml").read_text())

@@ -30,14 +30,13 @@ def test_core_public_api() -> None:
         "emit_document",
         "format_go_float",
         "natural_less",
-        "one_line_scalar",
-        "one_line_scalar_legacy",
         "sha256_hex",
         "string_scalar",
     ]
     assert sorted(goscalar.__all__) == [
+        "NULL_WORDS",
         "RESOLVER_FIRST_CHARACTERS",
-        "all_read_as_strings",
+        "YAML11_BOOLEANS",
         "go_parse_int",
         "parse_go_timestamp",
         "reads_as_string",

@@ -17,8 +17,29 @@ _FILES = typer.Argument(
 )
 
 
+# Paragraphs are single strings: the help keeps the line breaks it is given.
+_HELP = "\n\n".join(
+    (
+        "Print the schematic ID of each FILE, byte for byte what the factory would answer.",
+        "The output keeps one shape whatever the number of files, so a glob that matches one "
+        'file reads like one that matches many: each named file prints an "<id>  <file>" line, '
+        "in argument order, like sha256sum; standard input alone (no FILE, or '-') prints the "
+        'bare 64-hex ID. --json always prints a JSON list of {"file", "id", "canonical"} '
+        'objects. With --canonical, the canonical documents are separated by "---" lines.',
+        "A body the factory would refuse (HTTP 400) is reported on stderr naming its file and "
+        "line; the other files are still processed and the exit status is 1.",
+        "Examples:\n"
+        "  talos-schematic id pools/*/schematic.yaml\n"
+        "  ID=$(talos-schematic id < schematic.yaml)\n"
+        "  talos-schematic id --json a.yaml | jq -r '.[0].id'",
+    )
+)
+
+
 @app.command(
-    "id", short_help="Print the schematic ID of each file, as the Image Factory computes it."
+    "id",
+    short_help="Print the schematic ID of each file, as the Image Factory computes it.",
+    help=_HELP,
 )
 def id_command(
     files: Annotated[list[str] | None, _FILES] = None,
@@ -28,7 +49,9 @@ def id_command(
     as_json: Annotated[
         bool,
         typer.Option(
-            "--json", help='Print {"id", "canonical"} (a list with "file" for several inputs).'
+            "--json",
+            help='Print a JSON list with one {"file", "id", "canonical"} object per input '
+            '(file "-" for standard input), however many inputs there are.',
         ),
     ] = False,
     legacy_quoting: Annotated[
@@ -42,14 +65,7 @@ def id_command(
     ] = False,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
-    """Print the schematic ID of each FILE, byte for byte what the factory would answer.
-
-    One input prints the bare 64-hex ID; several print "<id>  <file>" lines in argument order,
-    like sha256sum. A body the factory would refuse (HTTP 400) is reported on stderr naming
-    its file; the other files are still processed and the exit status is 1.
-
-    With --canonical and several inputs, the canonical documents are separated by "---" lines.
-    """
+    """Print the schematic ID of each FILE (the help text is _HELP)."""
     # The pydantic-free decoder: hashing many files should cost little more than reading them.
     from schematic.decode import schematic_id_of
     from schematic.errors import SchematicError
@@ -59,7 +75,7 @@ def id_command(
     from schematic.safe_yaml import read_bytes
 
     names = files or ["-"]
-    several = len(names) > 1
+    standard_input_alone = names == ["-"]
     # Output is gathered and written in one go: with thousands of files, a write per line
     # (unbuffered when PYTHONUNBUFFERED is set) would cost more than hashing. It is flushed
     # before each error, so stdout and stderr keep argument order on a terminal.
@@ -86,18 +102,16 @@ def id_command(
             failed = True
             continue
         if as_json:
-            record = {"id": schematic_id, "canonical": text}
-            records.append({"file": name, **record} if several else record)
+            records.append({"file": name, "id": schematic_id, "canonical": text})
         elif canonical:
             pending.append("---\n" + text if documents else text)
             documents += 1
-        elif several:
-            pending.append(f"{schematic_id}  {name}\n")
-        else:
+        elif standard_input_alone:
             pending.append(schematic_id + "\n")
-    if as_json and (several or records):
-        document: object = records if several else records[0]
-        pending.append(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        else:
+            pending.append(f"{schematic_id}  {name}\n")
+    if as_json:
+        pending.append(json.dumps(records, indent=2, ensure_ascii=False) + "\n")
     _write(pending)
     if failed:
         raise typer.Exit(1)

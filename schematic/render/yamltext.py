@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from schematic.goscalar import NULL_WORDS, YAML11_BOOLEANS
+
 __all__ = ["dump", "dump_all"]
 
 _Dumper: type[Any] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -24,13 +26,10 @@ _DOCUMENT_END = "\n...\n"
 
 
 # Letter-first names of these characters are plain for PyYAML unless they are one of its
-# YAML 1.1 booleans or nulls: answered without asking the emitter (thousands of pool names).
+# YAML 1.1 booleans or nulls (y and n, which it reads as strings, are asked too): answered
+# without asking the emitter (thousands of pool names).
 _PLAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
-_YAML11_WORDS = frozenset(
-    f(word)
-    for word in ("yes", "no", "true", "false", "on", "off", "null")
-    for f in (str.lower, str.title, str.upper)
-)
+_YAML11_WORDS = frozenset(YAML11_BOOLEANS) | NULL_WORDS
 
 
 @functools.cache
