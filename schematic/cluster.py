@@ -26,7 +26,7 @@ from schematic.catalog import (
 )
 from schematic.chart_targets import ChartTarget, assumed_target, chart_target
 from schematic.decode import canonical_schematic
-from schematic.errors import ClusterFileError, TalosSchematicError
+from schematic.errors import ClusterFileError, NvidiaError, TalosSchematicError
 from schematic.inputs.cluster_values import (
     ClusterFile,
     HamiRequest,
@@ -312,7 +312,10 @@ def plan_cluster(
         except ClusterFileError:
             raise
         except TalosSchematicError as err:
-            raise ClusterFileError(_in_pool(source, pool.name, str(err))) from None
+            refusal = err.refusal if isinstance(err, NvidiaError) else None
+            raise ClusterFileError(
+                _in_pool(source, pool.name, str(err)), gpu_refusal=refusal
+            ) from None
     plan = ClusterPlan(
         cluster=cluster.cluster,
         namespace=cluster.namespace,

@@ -10,6 +10,7 @@ message (one line or a few, never a traceback) to stderr and exits with its ``ex
     ├── CatalogError                    an unknown Talos version or extension name
     ├── NvidiaError                     GPUs no NVIDIA driver on that Talos can drive as asked
     │   └── UnknownDeviceError          a PCI ID or name not in the device table
+    │                                   (each carries a GpuRefusal: why, for callers to act on)
     ├── DetectError                     a hardware dump that cannot be parsed
     ├── LintInputError                  a file given to `lint` that cannot be read as YAML
     ├── OutputError                     output that cannot be written
@@ -18,11 +19,14 @@ message (one line or a few, never a traceback) to stderr and exits with its ``ex
 
 from __future__ import annotations
 
+import enum
+
 __all__ = [
     "CatalogError",
     "ClusterFileError",
     "DetectError",
     "FactoryError",
+    "GpuRefusal",
     "LintInputError",
     "NvidiaError",
     "OutputError",
@@ -61,19 +65,52 @@ class ProfileError(TalosSchematicError):
 
 
 class ClusterFileError(TalosSchematicError):
-    """A cluster file that does not validate; the message names the file, pool and key."""
+    """A cluster file that does not validate; the message names the file, pool and key.
+
+    ``gpu_refusal`` is set when a pool's GPUs were refused (the NvidiaError's reason)."""
+
+    def __init__(self, message: str, *, gpu_refusal: GpuRefusal | None = None) -> None:
+        super().__init__(message)
+        self.gpu_refusal = gpu_refusal
 
 
 class CatalogError(TalosSchematicError):
     """An unknown Talos version or an extension name that version does not offer."""
 
 
+class GpuRefusal(enum.Enum):
+    """Why the NVIDIA decision refused a node's GPUs."""
+
+    # A value the decision cannot take (flavour, tier, architecture, count).
+    SETTING = "setting"
+    # A PCI ID or GPU name not in the device table, or not NVIDIA's.
+    UNKNOWN_DEVICE = "unknown-device"
+    # An architecture no NVIDIA extension on any Talos drives (Kepler and older, Rubin).
+    UNSUPPORTED_GPU = "unsupported-gpu"
+    # No kernel-module flavour (or not the one asked for) drives every GPU of the node.
+    FLAVOUR = "flavour"
+    # No driver of the release (or of the tier asked for) drives every GPU of the node.
+    DRIVER = "driver"
+    # The release lacks an NVIDIA extension or tier the node needs or asks for.
+    NOT_OFFERED = "not-offered"
+    # A feature asked for (GPUDirect RDMA, nvidia_peermem) needs the open kernel modules.
+    NEEDS_OPEN = "needs-open"
+
+
 class NvidiaError(TalosSchematicError):
-    """GPUs that no flavour or tier of the NVIDIA driver can drive as requested."""
+    """GPUs that no flavour or tier of the NVIDIA driver can drive as requested; ``refusal``
+    says why."""
+
+    def __init__(self, message: str, refusal: GpuRefusal) -> None:
+        super().__init__(message)
+        self.refusal = refusal
 
 
 class UnknownDeviceError(NvidiaError):
     """A PCI device ID or GPU name that is not in the device table."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, GpuRefusal.UNKNOWN_DEVICE)
 
 
 class DetectError(TalosSchematicError):

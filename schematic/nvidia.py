@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
 from schematic import nvidia_rules
-from schematic.errors import NvidiaError, UnknownDeviceError
+from schematic.errors import GpuRefusal, NvidiaError, UnknownDeviceError
 from schematic.talos import DriverRow, TalosVersion, driver_key, driver_row, driver_table
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "normalise_pci_id",
     "nvidia_extension",
     "nvlink5_hgx_count",
+    "preferred_tier",
     "resolve_gpus",
     "usual_architecture",
 ]
@@ -401,7 +402,8 @@ def lookup_gpu(id_or_name: str) -> Gpu:
             f"{id_or_name.strip()!r} is an NVIDIA Jetson (Tegra) module: its GPU is integrated in "
             "the SoC and driven by NVIDIA's L4T (JetPack) kernel, not by the open or proprietary "
             "desktop/data-centre modules the NVIDIA extensions ship, which drive discrete PCI "
-            "GPUs only; no Talos extension drives it (see the metal-jetson-* profiles)"
+            "GPUs only; no Talos extension drives it (see the metal-jetson-* profiles)",
+            GpuRefusal.UNSUPPORTED_GPU,
         )
     what = f"PCI ID {pci_id}" if pci_id else f"GPU name {id_or_name!r}"
     raise UnknownDeviceError(
@@ -417,7 +419,10 @@ def normalise_architecture(text: str) -> str:
     spellings |= {name.casefold(): name for name in _OLDER_THAN_FERMI}
     spellings["ada"] = "Ada Lovelace"
     if key not in spellings:
-        raise NvidiaError(f"unknown GPU architecture {text!r}; known: {', '.join(ARCHITECTURES)}")
+        raise NvidiaError(
+            f"unknown GPU architecture {text!r}; known: {', '.join(ARCHITECTURES)}",
+            GpuRefusal.SETTING,
+        )
     return spellings[key]
 
 
@@ -429,7 +434,10 @@ def resolve_gpus(requests: Iterable[GpuRequest]) -> ResolvedGpus:
     notes: list[str] = []
     for request in requests:
         if request.count < 1:
-            raise NvidiaError(f"GPU {request.id}: count must be at least 1, not {request.count}")
+            raise NvidiaError(
+                f"GPU {request.id}: count must be at least 1, not {request.count}",
+                GpuRefusal.SETTING,
+            )
         pci_id = normalise_pci_id(request.id)
         found = describe_pci_function(pci_id) if pci_id else None
         if isinstance(found, NvidiaFunction):
@@ -618,7 +626,8 @@ def _gb10_flavours(gpu: Gpu, talos: TalosVersion, notes: list[str]) -> frozenset
         raise NvidiaError(
             f"{gpu.id} ({gpu.name}, DGX Spark)"
             + (advice or f" has no NVIDIA support on Talos {talos}")
-            + caveat
+            + caveat,
+            GpuRefusal.DRIVER,
         )
     if answer.value not in ("open", "proprietary"):
         raise ValueError(f"{nvidia_rules.RULES_FILE}: gb10-flavour {answer.value!r}")
@@ -638,7 +647,8 @@ def _flavours_for(
         )
         raise NvidiaError(
             f"{gpu.label} is a {gpu.architecture} GPU, which no NVIDIA extension on Talos can "
-            f"drive ({why}); remove it from the node"
+            f"drive ({why}); remove it from the node",
+            GpuRefusal.UNSUPPORTED_GPU,
         )
     if gpu.gb10:
         flavours = _gb10_flavours(gpu, talos, notes)
@@ -709,12 +719,14 @@ def _choose_flavour(
                 f"{gpu.label} needs {' or '.join(sorted(allowed[gpu.id]))}" for gpu in unable
             )
             raise NvidiaError(
-                f"flavour {wished} cannot drive every GPU: {needs}; set flavour to auto"
+                f"flavour {wished} cannot drive every GPU: {needs}; set flavour to auto",
+                GpuRefusal.FLAVOUR,
             )
         if wished not in offered:
             raise NvidiaError(
                 f"Talos {talos} has no proprietary NVIDIA modules (they arrive in "
-                f"{proprietary_from}); use flavour open or a newer Talos"
+                f"{proprietary_from}); use flavour open or a newer Talos",
+                GpuRefusal.NOT_OFFERED,
             )
         reasons.append(f"flavour {wished}: as asked, and every GPU supports it")
         return "open" if wished == "open" else "proprietary"
@@ -730,13 +742,15 @@ def _choose_flavour(
         )
         raise NvidiaError(
             f"no NVIDIA kernel-module flavour drives every GPU on this node: {needs}; "
-            "put these GPUs in different nodes (pools)"
+            "put these GPUs in different nodes (pools)",
+            GpuRefusal.FLAVOUR,
         )
     usable = common & offered
     if not usable:
         raise NvidiaError(
             f"Talos {talos} has no proprietary NVIDIA modules (they arrive in "
-            f"{proprietary_from}) and these GPUs need them; use Talos {proprietary_from} or newer"
+            f"{proprietary_from}) and these GPUs need them; use Talos {proprietary_from} or newer",
+            GpuRefusal.NOT_OFFERED,
         )
     if "open" in usable:
         reasons.append("flavour open: every GPU supports the open kernel modules")
@@ -759,10 +773,13 @@ def _choose_tier(
         if wished == "production":
             raise NvidiaError(
                 f"Talos {talos} has a single NVIDIA driver ({row.lts_driver}) with unsuffixed "
-                "extensions, no production tier (tiers arrive in v1.8.0); set tier to auto or lts"
+                "extensions, no production tier (tiers arrive in v1.8.0); set tier to auto or lts",
+                GpuRefusal.NOT_OFFERED,
             )
     elif wished in ("lts", "production") and wished not in drivers:
-        raise NvidiaError(f"Talos {talos} has no {wished} NVIDIA driver; set tier to auto")
+        raise NvidiaError(
+            f"Talos {talos} has no {wished} NVIDIA driver; set tier to auto", GpuRefusal.NOT_OFFERED
+        )
     refusals = {
         tier: [why for gpu in gpus if (why := _driver_refusal(gpu, driver)) is not None]
         for tier, driver in drivers.items()
@@ -773,7 +790,8 @@ def _choose_tier(
             advice = _first_talos_that_drives(gpus, flavour)
             raise NvidiaError(
                 f"Talos {talos} ships only driver {row.lts_driver}: {'; '.join(refusals[None])}"
-                + (f"; use {advice}" if advice else "")
+                + (f"; use {advice}" if advice else ""),
+                GpuRefusal.DRIVER,
             )
         reasons.append(
             f"no tier: Talos {talos} ships a single NVIDIA driver ({row.lts_driver}) with "
@@ -791,7 +809,8 @@ def _choose_tier(
             )
             raise NvidiaError(
                 f"tier {tier} on Talos {talos} cannot drive every GPU: driver "
-                f"{'; '.join(refusals[tier])}; {advice}"
+                f"{'; '.join(refusals[tier])}; {advice}",
+                GpuRefusal.DRIVER,
             )
         reasons.append(f"tier {tier}: as asked; driver {drivers[tier]}")
         return tier, drivers[tier]
@@ -800,13 +819,13 @@ def _choose_tier(
         details = "; ".join(f"{tier} {why}" for tier, whys in refusals.items() for why in whys)
         raise NvidiaError(
             f"no NVIDIA driver on Talos {talos} drives every GPU: {details}"
-            + (f"; use {advice}" if advice else "")
+            + (f"; use {advice}" if advice else ""),
+            GpuRefusal.DRIVER,
         )
     for tier_, whys in refusals.items():
         for why in whys:
             reasons.append(f"not {tier_}: {why}")
-    # Newest driver wins; on a tie, production (sorted last among equals by max()).
-    best = max(usable, key=lambda t: (driver_key(drivers[t]), t == "production"))
+    best = preferred_tier({tier: drivers[tier] for tier in usable if tier is not None})
     chosen: Tier = "lts" if best == "lts" else "production"
     if len(usable) == 1:
         reasons.append(
@@ -821,6 +840,187 @@ def _choose_tier(
             + (" (production on a tie)" if drivers[chosen] == drivers[other] else "")
         )
     return chosen, drivers[chosen]
+
+
+def preferred_tier(drivers: Mapping[Tier, str]) -> Tier:
+    """Of the tiers whose drivers drive every GPU, the one to use: the newest driver, and
+    production when both tiers carry the same driver."""
+    return max(drivers, key=lambda tier: (driver_key(drivers[tier]), tier == "production"))
+
+
+def _check_settings(flavour: str, tier: str, arch: str) -> None:
+    if flavour not in ("auto", "open", "proprietary"):
+        raise NvidiaError(
+            f"flavour must be auto, open or proprietary, not {flavour!r}", GpuRefusal.SETTING
+        )
+    if tier not in ("auto", "lts", "production"):
+        raise NvidiaError(f"tier must be auto, lts or production, not {tier!r}", GpuRefusal.SETTING)
+    if arch not in ("amd64", "arm64"):
+        raise NvidiaError(f"architecture must be amd64 or arm64, not {arch!r}", GpuRefusal.SETTING)
+
+
+def _driver_extensions(flavour: Flavour, tier: Tier | None, row: DriverRow) -> tuple[set[str], str]:
+    """The kernel modules and the container toolkit of one tier, and the reason."""
+    extensions = {
+        nvidia_extension("kernel-modules", flavour=flavour, tier=tier),
+        nvidia_extension("container-toolkit", tier=tier),
+    }
+    return extensions, (
+        f"container toolkit {row.container_toolkit}"
+        + (" of the same tier as the kernel modules" if tier else "")
+    )
+
+
+@dataclass(frozen=True)
+class _Fabric:
+    """Whether the node runs the fabric manager, and whether its NVSwitches are NVLink-5."""
+
+    manager: bool
+    nvlink5: bool
+
+
+def _fabric(
+    resolved: ResolvedGpus, tier: Tier | None, passthrough: bool, nvswitch: bool, reasons: list[str]
+) -> _Fabric:
+    """The fabric manager: bare metal with NVSwitches (said, or implied by an HGX board)."""
+    hgx_count = nvlink5_hgx_count(resolved.gpus)
+    inferred = not nvswitch and not passthrough and hgx_count >= _HGX_GPU_COUNT
+    if inferred:
+        reasons.append(
+            f"NVSwitches assumed: {hgx_count} Blackwell SXM GPUs on bare metal sit on an HGX "
+            "baseboard (set nvswitch to say so, or give fewer GPUs)"
+        )
+    manager = (nvswitch or inferred) and not passthrough
+    if manager:
+        reasons.append(
+            "fabric manager"
+            + (f" ({tier}, the modules' tier)" if tier else "")
+            + ": bare metal with NVSwitches"
+        )
+    elif nvswitch:
+        reasons.append("no fabric manager: the NVSwitches are managed by the host, not by a VM")
+    return _Fabric(manager=manager, nvlink5=manager and hgx_count > 0)
+
+
+def _driver_modules(
+    gpus: Sequence[Gpu],
+    flavour: Flavour,
+    driver: str,
+    passthrough: bool,
+    reasons: list[str],
+    notes: list[str],
+) -> list[KernelModule]:
+    """The four NVIDIA modules in load order, with the parameters ``nvidia`` needs here."""
+    parameters: list[str] = []
+    if passthrough:
+        parameters.append(_NVLINK_DISABLE)
+        reasons.append(
+            f"nvidia loads with {_NVLINK_DISABLE}: the GPUs are passed through to a VM, "
+            "whose NVLink is not usable"
+        )
+    client = [gpu.label for gpu in gpus if gpu.client]
+    unsupported = nvidia_rules.driver_rule("open-unsupported-gpus", driver)
+    if flavour == "open" and client and unsupported is not None and unsupported.value:
+        parameters.append(unsupported.value)
+        kind = "is a GeForce or workstation GPU" if len(client) == 1 else "are such GPUs"
+        reasons.append(
+            f"nvidia loads with {unsupported.value}: {', '.join(client)} {kind}, and the open "
+            f"modules of driver {driver} need it ({unsupported.row.note}); flavour proprietary "
+            "is the other way"
+        )
+        _verify(unsupported, notes)
+    return [
+        KernelModule(name=name, parameters=tuple(parameters) if name == "nvidia" else ())
+        for name in NVIDIA_MODULES
+    ]
+
+
+@dataclass(frozen=True)
+class _Feature:
+    """What one optional feature adds to the node."""
+
+    extensions: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def _gdrdrv(flavour: Flavour, talos: TalosVersion) -> _Feature:
+    if flavour != "open":
+        raise NvidiaError(
+            "GPUDirect RDMA (nvidia-gdrdrv-device) needs the open kernel modules",
+            GpuRefusal.NEEDS_OPEN,
+        )
+    if not _offered(_GDRDRV_BASE, talos):
+        raise NvidiaError(
+            f"nvidia-gdrdrv-device arrives in Talos {_first_offering(_GDRDRV_BASE)}, not {talos}",
+            GpuRefusal.NOT_OFFERED,
+        )
+    return _Feature(extensions=(nvidia_extension("gdrdrv"),), modules=("gdrdrv",))
+
+
+def _gds(talos: TalosVersion, notes: list[str]) -> _Feature:
+    offer = nvidia_rules.release_rule("extension", talos, value=_GDS_BASE)
+    if offer is None:
+        first = _first_offering(_GDS_BASE)
+        raise NvidiaError(
+            f"GPUDirect Storage: Talos {talos} offers no siderolabs/{_GDS_BASE} extension"
+            + (
+                f" (it arrives in {first})"
+                if first
+                else f" (no release up to {nvidia_rules.reviewed_through()} does; "
+                "siderolabs/pkgs builds the module, the extension is not published yet)"
+            ),
+            GpuRefusal.NOT_OFFERED,
+        )
+    _verify(offer, notes)
+    return _Feature(
+        extensions=(f"siderolabs/{_GDS_BASE}",),
+        modules=("nvidia_fs",),
+        reason=f"GPUDirect Storage: siderolabs/{_GDS_BASE}, module nvidia_fs (as asked)",
+    )
+
+
+def _peermem(flavour: Flavour) -> _Feature:
+    if flavour != "open":
+        raise NvidiaError(
+            "nvidia_peermem (GPUDirect RDMA for RDMA NICs) ships with the open kernel "
+            "modules; use flavour open",
+            GpuRefusal.NEEDS_OPEN,
+        )
+    return _Feature(
+        modules=("nvidia_peermem",),
+        reason="nvidia_peermem: RDMA NICs read and write GPU memory (as asked; ships with the "
+        "open modules)",
+    )
+
+
+def _nvlink5(talos: TalosVersion, notes: list[str]) -> _Feature:
+    answer = nvidia_rules.release_rule("nvlink5-kernel-modules", talos)
+    if answer is None:
+        return _Feature()
+    _verify(answer, notes)
+    return _Feature(
+        modules=tuple(answer.value.split()),
+        reason=f"{answer.value}: NVLink-5 (Blackwell HGX); {answer.row.note}",
+    )
+
+
+def _sysctls(talos: TalosVersion, reasons: list[str]) -> dict[str, str]:
+    if talos.minor_line > BPF_JIT_HARDEN_UNTIL:
+        return {}
+    reasons.append(f"sysctl {BPF_JIT_HARDEN_SYSCTL}=1: needed on Talos 1.12 and older")
+    return {BPF_JIT_HARDEN_SYSCTL: "1"}
+
+
+def _kernel_args(
+    gpus: Sequence[Gpu], talos: TalosVersion, reasons: list[str], notes: list[str]
+) -> tuple[str, ...]:
+    gb10_args = nvidia_rules.release_rule("gb10-kernel-args", talos)
+    if gb10_args is None or not any(gpu.gb10 for gpu in gpus):
+        return ()
+    reasons.append(f"kernel arg {gb10_args.value}: GB10 on Talos: {gb10_args.row.note}")
+    _verify(gb10_args, notes)
+    return tuple(gb10_args.value.split())
 
 
 def decide(
@@ -843,137 +1043,46 @@ def decide(
     Blackwell HGX GPUs on bare metal imply it); ``gdrdrv``: add GPUDirect RDMA (open only);
     ``gds``: GPUDirect Storage (``nvidia-fs``, where the release offers it); ``peermem``: load
     ``nvidia_peermem`` (RDMA NICs reading GPU memory; open only).
-    Raises NvidiaError for a combination no driver on that Talos can drive.
+    Raises NvidiaError, whose ``refusal`` says why, for a combination no driver on that Talos
+    can drive.
     """
-    if flavour not in ("auto", "open", "proprietary"):
-        raise NvidiaError(f"flavour must be auto, open or proprietary, not {flavour!r}")
-    if tier not in ("auto", "lts", "production"):
-        raise NvidiaError(f"tier must be auto, lts or production, not {tier!r}")
-    if arch not in ("amd64", "arm64"):
-        raise NvidiaError(f"architecture must be amd64 or arm64, not {arch!r}")
+    _check_settings(flavour, tier, arch)
     version = TalosVersion.of(talos)
     resolved = resolve_gpus(gpus)
     if not resolved.gpus:
         return None
     found = tuple(gpu for gpu, _ in resolved.gpus)
     match = driver_row(version)
-    reasons = list(resolved.notes)
+    reasons = [*resolved.notes, *([match.note] if match.note else [])]
     notes: list[str] = []
-    if match.note:
-        reasons.append(match.note)
-
     if arch != "arm64" and any(gpu.gb10 for gpu in found):
         raise NvidiaError(
-            "GB10 (DGX Spark) is part of an arm64 system; set the architecture to arm64"
+            "GB10 (DGX Spark) is part of an arm64 system; set the architecture to arm64",
+            GpuRefusal.SETTING,
         )
     chosen_flavour = _choose_flavour(found, version, flavour, reasons, notes)
     chosen_tier, driver = _choose_tier(found, version, match.row, chosen_flavour, tier, reasons)
-
-    extensions = {
-        nvidia_extension("kernel-modules", flavour=chosen_flavour, tier=chosen_tier),
-        nvidia_extension("container-toolkit", tier=chosen_tier),
-    }
-    reasons.append(
-        f"container toolkit {match.row.container_toolkit}"
-        + (" of the same tier as the kernel modules" if chosen_tier else "")
-    )
-    hgx_count = nvlink5_hgx_count(resolved.gpus)
-    inferred = not nvswitch and not passthrough and hgx_count >= _HGX_GPU_COUNT
-    if inferred:
-        reasons.append(
-            f"NVSwitches assumed: {hgx_count} Blackwell SXM GPUs on bare metal sit on an HGX "
-            "baseboard (set nvswitch to say so, or give fewer GPUs)"
-        )
-    nvlink5 = (nvswitch or inferred) and not passthrough and hgx_count > 0
-    if (nvswitch or inferred) and not passthrough:
+    extensions, toolkit_reason = _driver_extensions(chosen_flavour, chosen_tier, match.row)
+    reasons.append(toolkit_reason)
+    fabric = _fabric(resolved, chosen_tier, passthrough, nvswitch, reasons)
+    if fabric.manager:
         extensions.add(nvidia_extension("fabric-manager", tier=chosen_tier))
-        reasons.append(
-            "fabric manager"
-            + (f" ({chosen_tier}, the modules' tier)" if chosen_tier else "")
-            + ": bare metal with NVSwitches"
-        )
-    elif nvswitch:
-        reasons.append("no fabric manager: the NVSwitches are managed by the host, not by a VM")
-    modules = [
-        KernelModule(
-            name=name, parameters=(_NVLINK_DISABLE,) if passthrough and name == "nvidia" else ()
-        )
-        for name in NVIDIA_MODULES
+    modules = _driver_modules(found, chosen_flavour, driver, passthrough, reasons, notes)
+    features = [
+        _gdrdrv(chosen_flavour, version) if gdrdrv else None,
+        _gds(version, notes) if gds else None,
+        _peermem(chosen_flavour) if peermem else None,
+        _nvlink5(version, notes) if fabric.nvlink5 else None,
     ]
-    if passthrough:
-        reasons.append(
-            f"nvidia loads with {_NVLINK_DISABLE}: the GPUs are passed through to a VM, "
-            "whose NVLink is not usable"
-        )
-    client = [gpu.label for gpu in found if gpu.client]
-    unsupported = nvidia_rules.driver_rule("open-unsupported-gpus", driver)
-    if chosen_flavour == "open" and client and unsupported is not None and unsupported.value:
-        modules[0] = KernelModule(
-            name="nvidia", parameters=(*modules[0].parameters, unsupported.value)
-        )
-        kind = "is a GeForce or workstation GPU" if len(client) == 1 else "are such GPUs"
-        reasons.append(
-            f"nvidia loads with {unsupported.value}: {', '.join(client)} {kind}, and the open "
-            f"modules of driver {driver} need it ({unsupported.row.note}); flavour proprietary "
-            "is the other way"
-        )
-        _verify(unsupported, notes)
-    if gdrdrv:
-        if chosen_flavour != "open":
-            raise NvidiaError("GPUDirect RDMA (nvidia-gdrdrv-device) needs the open kernel modules")
-        if not _offered(_GDRDRV_BASE, version):
-            raise NvidiaError(
-                f"nvidia-gdrdrv-device arrives in Talos {_first_offering(_GDRDRV_BASE)}, "
-                f"not {version}"
-            )
-        extensions.add(nvidia_extension("gdrdrv"))
-        modules.append(KernelModule(name="gdrdrv"))
-    if gds:
-        offer = nvidia_rules.release_rule("extension", version, value=_GDS_BASE)
-        if offer is None:
-            first = _first_offering(_GDS_BASE)
-            raise NvidiaError(
-                f"GPUDirect Storage: Talos {version} offers no siderolabs/{_GDS_BASE} extension"
-                + (
-                    f" (it arrives in {first})"
-                    if first
-                    else f" (no release up to {nvidia_rules.reviewed_through()} does; "
-                    "siderolabs/pkgs builds the module, the extension is not published yet)"
-                )
-            )
-        _verify(offer, notes)
-        extensions.add(f"siderolabs/{_GDS_BASE}")
-        modules.append(KernelModule(name="nvidia_fs"))
-        reasons.append(f"GPUDirect Storage: siderolabs/{_GDS_BASE}, module nvidia_fs (as asked)")
-    if peermem:
-        if chosen_flavour != "open":
-            raise NvidiaError(
-                "nvidia_peermem (GPUDirect RDMA for RDMA NICs) ships with the open kernel "
-                "modules; use flavour open"
-            )
-        modules.append(KernelModule(name="nvidia_peermem"))
-        reasons.append(
-            "nvidia_peermem: RDMA NICs read and write GPU memory (as asked; ships with the "
-            "open modules)"
-        )
-    if nvlink5:
-        answer = nvidia_rules.release_rule("nvlink5-kernel-modules", version)
-        if answer is not None:
-            for name in answer.value.split():
-                modules.append(KernelModule(name=name))
-            _verify(answer, notes)
-            reasons.append(f"{answer.value}: NVLink-5 (Blackwell HGX); {answer.row.note}")
-    sysctls: dict[str, str] = {}
-    if version.minor_line <= BPF_JIT_HARDEN_UNTIL:
-        sysctls[BPF_JIT_HARDEN_SYSCTL] = "1"
-        reasons.append(f"sysctl {BPF_JIT_HARDEN_SYSCTL}=1: needed on Talos 1.12 and older")
-    kernel_args: tuple[str, ...] = ()
-    gb10_args = nvidia_rules.release_rule("gb10-kernel-args", version)
-    if gb10_args is not None and any(gpu.gb10 for gpu in found):
-        kernel_args = tuple(gb10_args.value.split())
-        reasons.append(f"kernel arg {gb10_args.value}: GB10 on Talos: {gb10_args.row.note}")
-        _verify(gb10_args, notes)
-
+    for feature in features:
+        if feature is None:
+            continue
+        extensions.update(feature.extensions)
+        modules += [KernelModule(name=name) for name in feature.modules]
+        if feature.reason:
+            reasons.append(feature.reason)
+    sysctls = _sysctls(version, reasons)
+    kernel_args = _kernel_args(found, version, reasons, notes)
     return NvidiaDecision(
         gpus=found,
         talos=str(version),

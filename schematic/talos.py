@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Literal
 
-from schematic.errors import CatalogError, NvidiaError
+from schematic.errors import CatalogError, GpuRefusal, NvidiaError
 
 __all__ = [
     "EMPTY_SCHEMATIC_ID",
@@ -187,7 +187,8 @@ def driver_row(version: str | TalosVersion) -> DriverTableMatch:
     if release < table[0].first:
         raise NvidiaError(
             f"Talos {wanted} predates the NVIDIA system extensions (first in {table[0].first}); "
-            "use a newer Talos"
+            "use a newer Talos",
+            GpuRefusal.NOT_OFFERED,
         )
     same_line = [row for row in table if row.first.minor_line == release.minor_line]
     if same_line:
@@ -205,4 +206,4 @@ def driver_row(version: str | TalosVersion) -> DriverTableMatch:
             f"NVIDIA drivers of {newest.last}; check them against that release's extensions",
         )
     # Only reachable if the table skipped a whole minor line.
-    raise NvidiaError(f"Talos {wanted} is not in the NVIDIA driver table")
+    raise NvidiaError(f"Talos {wanted} is not in the NVIDIA driver table", GpuRefusal.NOT_OFFERED)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from schematic.catalog import resolve_version, talos_versions
 from schematic.chart_targets import IMMUTABLE_TEMPLATE_ISSUE, ChartTarget
 from schematic.cluster import ClusterPlan, PoolPlan, plan_cluster
-from schematic.errors import CatalogError, ClusterFileError, TalosSchematicError
+from schematic.errors import CatalogError, ClusterFileError, GpuRefusal, TalosSchematicError
 from schematic.inputs.cluster_values import ClusterFile, NvidiaSettings, PoolSpec
 from schematic.nvidia import KernelModule, describe_nvidia_extension
 from schematic.render.machineconfig import (
@@ -52,6 +52,8 @@ COZYSTACK_IMMUTABLE_CONFIG_ISSUE = IMMUTABLE_TEMPLATE_ISSUE
 
 Status = Literal["unchanged", "changed", "breaking", "added", "removed"]
 _PINNABLE_TIERS: tuple[Literal["lts", "production"], ...] = ("lts", "production")
+# Refusals of the card itself at the target release: another card is a way out.
+_CARD_REFUSALS = frozenset({GpuRefusal.DRIVER, GpuRefusal.FLAVOUR, GpuRefusal.UNSUPPORTED_GPU})
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class PoolRefusal:
     name: str
     reason: str
     fixes: tuple[str, ...]
+    # Why the pool's GPUs were refused, when that is what stopped it.
+    gpu_refusal: GpuRefusal | None = None
 
 
 @dataclass(frozen=True)
@@ -304,23 +308,16 @@ def _plan_one(
         return _retarget(_plan_pool(cluster, pool, options), release)
     except ClusterFileError as err:
         reason = _reason(options["source"], pool.name, err)
+        refusal = err.gpu_refusal
     fixes = [*_setting_fixes(cluster, pool, release, options)]
     if stay_on is not None:
         fixes.append(f"stay on Talos {stay_on} for now")
-    if _is_gpu_refusal(reason):
+    if refusal in _CARD_REFUSALS:
         fixes.append(
             "replace the card with one the target release's NVIDIA drivers drive "
             "(`talos-schematic gpu ID --talos " + release + "` tells)"
         )
-    return PoolRefusal(name=pool.name, reason=reason, fixes=tuple(fixes))
-
-
-def _is_gpu_refusal(reason: str) -> bool:
-    # NvidiaError messages arrive inside ClusterFileError text; their wording is the signal.
-    return any(
-        phrase in reason
-        for phrase in ("does not drive", "does not know", "cannot drive", "no NVIDIA")
-    )
+    return PoolRefusal(name=pool.name, reason=reason, fixes=tuple(fixes), gpu_refusal=refusal)
 
 
 def _setting_fixes(

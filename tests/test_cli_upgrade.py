@@ -245,6 +245,28 @@ def test_offline_upgrade_does_not_import_httpx(cluster: Path) -> None:
     assert done.stderr == "False\n"
 
 
+def test_base_with_a_new_pool_the_target_cannot_plan_is_breaking(tmp_path: Path) -> None:
+    # A pull request that adds a Volta pool pinned to the production tier on Talos 1.13,
+    # whose production driver (595) dropped Volta: the pool is new, and it cannot be planned.
+    base = tmp_path / "base.yaml"
+    base.write_text(CLUSTER.replace("v1.12.6", "v1.13.9").replace("tier: production", "tier: lts"))
+    head = tmp_path / "head.yaml"
+    head.write_text(
+        base.read_text()
+        + "  - name: v100-new\n"
+        + "    profile: kubevirt-v100-pcie-16gb\n"
+        + "    nvidia: {tier: production}\n"
+    )
+    result = run("upgrade", str(head), "--base", str(base), "--json")
+    assert result.exit_code == 3, result.stderr
+    assert "1 pool would break on Talos v1.13.9: v100-new" in result.stderr
+    pools = {pool["name"]: pool for pool in json.loads(result.stdout)["pools"]}
+    assert pools["v100-new"]["status"] == "breaking"
+    assert pools["v100-new"]["schematicID"] == {"before": None, "after": None}
+    assert "does not drive 10de:1db4" in pools["v100-new"]["refused"]["reason"]
+    assert {pools["v100"]["status"], pools["cpu"]["status"]} == {"unchanged"}
+
+
 def test_base_compares_two_revisions_of_the_file_pool_by_pool(
     cluster: Path, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from schematic.lint import lint_paths
 from schematic.lint.findings import RULES, Finding
+from schematic.lint.pools import gpu_candidates
 from schematic.model import Schematic
 
 COZY = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
@@ -173,6 +174,22 @@ def test_ts103_blackwell_with_proprietary_modules(tmp_path: Path) -> None:
 def test_ts103_passes_with_open_modules(tmp_path: Path) -> None:
     found = run(tmp_path, {"n.yaml": nodes("g", gpus=(BLACKWELL,), schematic=OPEN_PROD)})
     assert [f for f in found if f.severity != "note"] == []
+
+
+def test_ts103_not_on_a_guess_for_an_exact_name_several_devices_share(tmp_path: Path) -> None:
+    # nvidia.com/GH100 is the exact resource name of four devices: three Hopper cards that
+    # either flavour drives and one Grace superchip GPU that needs the open modules.
+    candidates, exact = gpu_candidates("nvidia.com/GH100")
+    assert exact and len(candidates) == 4
+    assert sorted(gpu.open_only for gpu in candidates) == [False, False, False, True]
+    found = run(
+        tmp_path / "a", {"n.yaml": nodes("g", gpus=("nvidia.com/GH100",), schematic=PROP_PROD)}
+    )
+    assert "TS103" not in codes(found)
+    # The GH200's own name stands for that superchip GPU alone: refused.
+    gh200 = "nvidia.com/GH100_GH200_120GB___480GB"
+    found = run(tmp_path / "b", {"n.yaml": nodes("g", gpus=(gh200,), schematic=PROP_PROD)})
+    assert "10de:2342" in finding(found, "TS103").message
 
 
 def test_ts103_gb10_follows_the_rules_table(tmp_path: Path) -> None:
@@ -663,6 +680,16 @@ def test_ts140_env_override_drops_cdi_defaults(tmp_path: Path) -> None:
 
 def test_ts140_passes_with_the_full_list(tmp_path: Path) -> None:
     assert run(tmp_path, {"values.yaml": values(FULL_ENV)}, talos="v1.13.6") == []
+
+
+def test_ts140_checks_the_values_not_only_the_names(tmp_path: Path) -> None:
+    # Every variable is there, but the device plugin would list devices by env var: no CDI.
+    envvar = FULL_ENV.replace("value: cdi-annotations", "value: envvar")
+    assert envvar != FULL_ENV
+    found = run(tmp_path, {"values.yaml": values(envvar)}, talos="v1.13.6")
+    hit = finding(found, "TS140")
+    assert "lacks DEVICE_LIST_STRATEGY=cdi-annotations" in hit.message
+    assert "DEVICE_ID_STRATEGY" not in hit.message
 
 
 def test_ts141_operator_driver_enabled(tmp_path: Path) -> None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from schematic.errors import NvidiaError, UnknownDeviceError
+from schematic.errors import GpuRefusal, NvidiaError, UnknownDeviceError
 from schematic.nvidia import (
     ARCHITECTURES,
     Gpu,
@@ -23,6 +24,7 @@ from schematic.nvidia import (
     lookup_gpu,
     normalise_pci_id,
     nvidia_extension,
+    preferred_tier,
     usual_architecture,
 )
 from schematic.talos import driver_row
@@ -451,21 +453,42 @@ def test_pre_turing_on_talos_1_13_lands_on_lts_580() -> None:
         )
 
 
-def test_tie_goes_to_production() -> None:
-    # No release ties today; a Turing GPU on a table row with equal drivers would pick production.
-    from schematic.nvidia import _choose_tier
-    from schematic.talos import DriverRow, TalosVersion
+def test_the_newest_driver_wins_and_production_on_a_tie() -> None:
+    # No release ties today; a table row with equal drivers would pick production.
+    assert preferred_tier({"lts": "600.1.2", "production": "600.1.2"}) == "production"
+    assert preferred_tier({"lts": "580.95.05", "production": "580.105.08"}) == "production"
+    assert preferred_tier({"lts": "600.1.2", "production": "595.45.04"}) == "lts"
+    assert preferred_tier({"lts": "580.95.05"}) == "lts"
 
-    row = DriverRow(
-        TalosVersion(1, 99, 0), TalosVersion(1, 99, 0), "600.1.2", "600.1.2", "v2.0.0", "tiered"
-    )
-    reasons: list[str] = []
-    gpus = [lookup_gpu("10de:1eb8")]
-    assert _choose_tier(gpus, TalosVersion(1, 99, 0), row, "open", "auto", reasons) == (
-        "production",
-        "600.1.2",
-    )
-    assert "production on a tie" in reasons[-1]
+
+@pytest.mark.parametrize(
+    ("pci_ids", "talos", "options", "refusal"),
+    [
+        (["10de:2bb5"], "v1.13.9", {"flavour": "proprietary"}, GpuRefusal.FLAVOUR),
+        (["10de:2bb5", "10de:1db1"], "v1.13.9", {}, GpuRefusal.FLAVOUR),  # open-only + Volta
+        (["10de:1db4"], "v1.13.9", {"tier": "production"}, GpuRefusal.DRIVER),
+        (["10de:2bb5"], "v1.11.0", {}, GpuRefusal.DRIVER),  # 570 predates Blackwell Server
+        (["10de:1021"], "v1.13.9", {}, GpuRefusal.UNSUPPORTED_GPU),  # Kepler
+        (["10de:1db1"], "v1.4.0", {}, GpuRefusal.NOT_OFFERED),  # no proprietary modules yet
+        (["10de:2330"], "v1.7.0", {"tier": "production"}, GpuRefusal.NOT_OFFERED),
+        (["10de:2330"], "v1.13.9", {"gds": True}, GpuRefusal.NOT_OFFERED),
+        (
+            ["10de:2330"],
+            "v1.13.9",
+            {"gdrdrv": True, "flavour": "proprietary"},
+            GpuRefusal.NEEDS_OPEN,
+        ),
+        (["10de:1db1"], "v1.13.9", {"peermem": True}, GpuRefusal.NEEDS_OPEN),
+        (["10de:1db1"], "v1.13.9", {"flavour": "weird"}, GpuRefusal.SETTING),
+        (["10de:ffff"], "v1.13.9", {}, GpuRefusal.UNKNOWN_DEVICE),
+    ],
+)
+def test_every_refusal_says_why_by_its_type(
+    pci_ids: list[str], talos: str, options: dict[str, Any], refusal: GpuRefusal
+) -> None:
+    with pytest.raises(NvidiaError) as raised:
+        decide([GpuRequest(id=pci_id) for pci_id in pci_ids], talos, **options)
+    assert raised.value.refusal is refusal
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 
 from schematic.catalog import talos_versions
 from schematic.cluster import ClusterPlan, plan_cluster
-from schematic.errors import CatalogError
+from schematic.errors import CatalogError, GpuRefusal
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.inputs.cluster_values import ClusterFile
 from schematic.nvidia import describe_nvidia_extension
@@ -76,6 +76,20 @@ def test_volta_on_production_breaks_from_1_12_to_1_13_with_the_fixes() -> None:
     assert cpu.schematic_after == cpu.schematic_before
     assert [action.kind for action in cpu.actions] == ["image"]
     assert cpu.actions[0].command.endswith(f"/{cpu.schematic_before}:v1.13.9")
+
+
+def test_only_a_refusal_of_the_card_itself_suggests_replacing_it() -> None:
+    # The driver of the target's production tier dropped Volta: another card is a way out.
+    v100 = pool_named(report_for(VOLTA_ON_PRODUCTION, "v1.13.9"), "v100")
+    assert v100.refusal is not None and v100.refusal.gpu_refusal is GpuRefusal.DRIVER
+    # Back to a release without proprietary modules: the release lacks them, not the card.
+    text = "cluster: c\ntalos: {version: v1.5.5}\npools:\n"
+    text += "  - name: v100\n    profile: kubevirt-v100-pcie-16gb\n"
+    older = pool_named(report_for(text, "v1.4.8"), "v100")
+    assert older.status == "breaking" and older.refusal is not None
+    assert older.refusal.gpu_refusal is GpuRefusal.NOT_OFFERED
+    assert "no proprietary NVIDIA modules" in older.refusal.reason
+    assert older.refusal.fixes == ("stay on Talos v1.5.5 for now",)
 
 
 def test_the_same_volta_pool_pinned_to_lts_follows() -> None:
