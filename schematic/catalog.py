@@ -33,7 +33,8 @@ __all__ = [
     "talos_versions",
 ]
 
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(-[0-9A-Za-z.-]+)?$")
+# Nine digits a part at most, as in talos.py: int() refuses a part of over 4,300 digits.
+_VERSION = re.compile(r"^v?(\d{1,9})\.(\d{1,9})(?:\.(\d{1,9}))?(-[0-9A-Za-z.-]+)?$")
 
 
 @dataclass(frozen=True)

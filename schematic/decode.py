@@ -167,7 +167,8 @@ def _document(text: str, source: str) -> yaml.Node:
         text = _with_quote_escapes_resolved(text)
         if "\\/" in text:
             _refuse_slash_escapes(text)
-        node = compose_first(text, _untagged)
+        # go-yaml reads a number out of the int64 range as text, whatever its length.
+        node = compose_first(text, _untagged, longest_number=None)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         reason = " ".join(filter(None, [err.context, err.problem]))

@@ -51,9 +51,15 @@ _GO_DECIMAL_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\Z")
 _DIGITS = {2: "01", 8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}
 
 
+# Digits of UINT64_MAX in base 2, the most any number in Go's range has in any base.
+_MOST_DIGITS = 64
+
+
 def _parse_digits(text: str, base: int) -> int | None:
     if not text or any(ch not in _DIGITS[base] for ch in text):
         return None
+    if len(text.lstrip("0")) > _MOST_DIGITS:
+        return None  # out of Go's range, and past Python's 4,300-digit conversion limit
     return int(text, base)
 
 

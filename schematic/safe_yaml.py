@@ -33,7 +33,10 @@ go-yaml's, it lets an anchor be defined again (the later definition wins).
 from __future__ import annotations
 
 import errno
+import math
 import os
+import re
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,7 +48,9 @@ __all__ = [
     "DEFAULT_MAX_INPUT_SIZE",
     "GO_YAML_MAX_DEPTH",
     "MAX_NESTING",
+    "MAX_NUMBER_DIGITS",
     "InputTooLargeError",
+    "NotRegularFileError",
     "NotTextError",
     "Resolver",
     "YamlLimitError",
@@ -68,11 +73,22 @@ __all__ = [
 DEFAULT_MAX_INPUT_SIZE = 16 * 1024 * 1024
 GO_YAML_MAX_DEPTH = 10_000
 MAX_NESTING = 100
+# No input takes a number near this long; Python refuses to convert an integer of more than
+# 4,300 decimal digits to or from text, and a hex or sexagesimal numeral of 1,000 characters
+# stays below that.
+MAX_NUMBER_DIGITS = 1000
 
 _TOO_DEEP = (
     f"nested deeper than {MAX_NESTING} levels, the most talos-schematic reads "
     f"(go-yaml, the factory's parser, stops at {GO_YAML_MAX_DEPTH})"
 )
+
+_TOO_LONG_NUMBER = (
+    f"a number of more than {MAX_NUMBER_DIGITS:,} digits, longer than any value "
+    "talos-schematic reads (quote it if it is meant as text)"
+)
+# What a reader may turn into an integer: decimal, 0x/0o/0b, YAML 1.1's 0-octal and 1:20:30.
+_NUMERAL = re.compile(r"[-+]?[0-9][0-9a-fA-FxXoObB_:]*")
 
 _FastLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -97,6 +113,17 @@ class NotTextError(OSError):
 
     def __init__(self, reason: str) -> None:
         super().__init__(errno.EILSEQ, f"not UTF-8 text ({reason})")
+
+
+class NotRegularFileError(OSError):
+    """A FIFO, socket or device named as an input: opening a FIFO waits for a writer forever and
+    a device may never end, so neither is opened."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            errno.EINVAL,
+            "not a regular file (a FIFO, socket or device); give a file, or - for standard input",
+        )
 
 
 class YamlLimitError(yaml.MarkedYAMLError):
@@ -134,6 +161,10 @@ _UNITS = {
 }
 
 
+# Far above any input; keeps `1e309` (infinity) and its like out of integer arithmetic.
+_LARGEST_SIZE = 1024**5
+
+
 def parse_size(text: str) -> int:
     """Bytes from ``16MiB``, ``64M``, ``500k`` or ``1048576``; ValueError when unreadable."""
     cleaned = text.strip().replace("_", "").lower()
@@ -142,10 +173,12 @@ def parse_size(text: str) -> int:
     if not digits or unit not in _UNITS:
         raise ValueError(f"{text!r} is not a size (e.g. 16MiB, 64M, 1048576)")
     try:
-        number = float(digits)
+        number = float(digits) * _UNITS[unit]
     except ValueError:
         raise ValueError(f"{text!r} is not a size (e.g. 16MiB, 64M, 1048576)") from None
-    size = int(number * _UNITS[unit])
+    if not math.isfinite(number) or number > _LARGEST_SIZE:
+        raise ValueError(f"{text!r}: the size must be at most {format_size(_LARGEST_SIZE)}")
+    size = int(number)
     if size < 1:
         raise ValueError(f"{text!r}: the size must be at least 1 byte")
     return size
@@ -162,8 +195,9 @@ def format_size(size: int) -> str:
 def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     """At most ``limit`` bytes of ``path`` (``-`` is standard input); InputTooLargeError beyond.
 
-    Reads with ``os.read`` in bounded chunks, so a device or pipe that never ends (``/dev/zero``)
-    costs at most the limit.
+    Reads with ``os.read`` in bounded chunks, so a pipe that never ends costs at most the limit.
+    A FIFO, socket or device is a :class:`NotRegularFileError`, found before it is opened, except
+    a descriptor this process already holds (``/dev/stdin``, ``/dev/fd/N`` from ``<(command)``).
     """
     cap = _max_input_size if limit is None else limit
     if str(path) == "-":
@@ -171,8 +205,17 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
         if len(data) > cap:
             raise InputTooLargeError(cap)
         return data
-    descriptor = os.open(path, os.O_RDONLY)
+    inherited = _OPEN_DESCRIPTOR.fullmatch(os.path.normpath(path)) is not None
+    if not inherited and not _regular_or_directory(os.stat(path).st_mode):
+        raise NotRegularFileError
+    # Not blocking on open: a FIFO swapped in after the check has no writer to wait for.
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     try:
+        mode = os.fstat(descriptor).st_mode
+        if inherited:
+            os.set_blocking(descriptor, True)  # a pipe's writer may still be writing
+        elif not _regular_or_directory(mode):
+            raise NotRegularFileError
         chunks: list[bytes] = []
         total = 0
         while total <= cap:
@@ -186,6 +229,15 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     if total > cap:
         raise InputTooLargeError(cap)
     return b"".join(chunks)
+
+
+# Paths naming a descriptor this process already holds: its writer is already there.
+_OPEN_DESCRIPTOR = re.compile(r"/dev/(?:stdin|fd/\d+)|/proc/(?:self|\d+)/fd/\d+")
+
+
+def _regular_or_directory(mode: int) -> bool:
+    # A directory is let through to fail on read with "Is a directory", as it always has.
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
 def decode_text(data: bytes) -> str:
@@ -220,7 +272,7 @@ def nesting_exceeds(value: Any, limit: int) -> bool:
 
 def read_problem(err: OSError) -> str:
     """What to say after the file name when reading it failed."""
-    if isinstance(err, NotTextError):
+    if isinstance(err, (NotTextError, NotRegularFileError)):
         return str(err.strerror)
     return f"cannot read: {err.strerror or err}"
 
@@ -282,12 +334,15 @@ def compose_all(
     resolve: Resolver | None = None,
     *,
     loader: type[Any] | None = None,
+    longest_number: int | None = MAX_NUMBER_DIGITS,
 ) -> Iterator[yaml.Node]:
     """The root node of each document of ``text``, composed with go-yaml's safety rules.
 
     ``resolve`` types untagged nodes (PyYAML's resolver by default); ``loader`` picks the parser
     (libyaml's by default). Raises ``yaml.YAMLError``: :class:`YamlLimitError` for excessive
-    aliasing, nesting deeper than :data:`MAX_NESTING` or an anchor that contains itself.
+    aliasing, nesting deeper than :data:`MAX_NESTING`, an anchor that contains itself, or a
+    plain or tagged numeral longer than ``longest_number`` characters (None: any length, for
+    go-yaml's reading, which takes a number out of the int64 range as text).
     """
     resolve = resolve or _default_resolver
     anchors: dict[str, tuple[yaml.Node, int | None]] = {}
@@ -331,6 +386,13 @@ def compose_all(
                         raise _refusal("document contains excessive aliasing", event)
                 if kind is yaml.ScalarEvent:
                     tag = event.tag
+                    if (
+                        longest_number is not None
+                        and len(event.value) > longest_number
+                        and (event.implicit[0] or tag not in (None, "!"))
+                        and _NUMERAL.fullmatch(event.value)
+                    ):
+                        raise _refusal(_TOO_LONG_NUMBER, event)
                     if tag is None or tag == "!":
                         tag = resolve(yaml.ScalarNode, event.value, event.implicit)
                     node = yaml.ScalarNode(
@@ -381,10 +443,14 @@ def compose_all(
 
 
 def compose_first(
-    text: str | bytes, resolve: Resolver | None = None, *, loader: type[Any] | None = None
+    text: str | bytes,
+    resolve: Resolver | None = None,
+    *,
+    loader: type[Any] | None = None,
+    longest_number: int | None = MAX_NUMBER_DIGITS,
 ) -> yaml.Node | None:
     """The first document's root node (what go-yaml's ``Unmarshal`` reads), or None."""
-    for node in compose_all(text, resolve, loader=loader):
+    for node in compose_all(text, resolve, loader=loader, longest_number=longest_number):
         return node
     return None
 

@@ -27,9 +27,11 @@ __all__ = [
     "vanilla_installer_image",
 ]
 
+# At most nine digits a part: far beyond any release, and within what int() converts (a
+# 5,000-digit part would end in a traceback instead of this message).
 _VERSION_RE = re.compile(
-    r"v?(?P<major>0|[1-9]\d*)\.(?P<minor>0|[1-9]\d*)\.(?P<patch>0|[1-9]\d*)"
-    r"(?:-(?P<pre>(?:alpha|beta|rc)\.(?:0|[1-9]\d*)))?"
+    r"v?(?P<major>0|[1-9]\d{0,8})\.(?P<minor>0|[1-9]\d{0,8})\.(?P<patch>0|[1-9]\d{0,8})"
+    r"(?:-(?P<pre>(?:alpha|beta|rc)\.(?:0|[1-9]\d{0,8})))?"
 )
 _PRERELEASE_RANK = {"alpha": 0, "beta": 1, "rc": 2}
 

@@ -8,13 +8,22 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from schematic.errors import TalosSchematicError
 
-__all__ = ["CREDENTIALS_HELP", "MaxInputSizeOption", "app", "fail", "printable", "progress_line"]
+__all__ = [
+    "CREDENTIALS_HELP",
+    "MaxInputSizeOption",
+    "app",
+    "describe_os_error",
+    "fail",
+    "printable",
+    "progress_line",
+]
 
 # Said once here, for every command that asks a factory (register, verify, versions,
 # extensions --live, generate --register / --live-catalogue, lint --factory, upgrade
@@ -25,8 +34,34 @@ CREDENTIALS_HELP = (
     "(user:password); they are never printed."
 )
 
+
+class _ReportingGroup(TyperGroup):
+    """Runs a command and turns what it lets escape into one message and an exit code.
+
+    Commands map their own errors; this is the net under them, so a path nobody thought to
+    check (a name longer than 255 bytes, a symbolic-link loop, a vanished directory) ends as
+    ``talos-schematic: PATH: reason`` and exit 1, never a traceback.
+    """
+
+    def invoke(self, ctx: Any) -> Any:  # typer's click Context, a private module's name
+        try:
+            return super().invoke(ctx)
+        except TalosSchematicError as err:
+            raise fail(err) from None
+        except OSError as err:
+            raise fail(TalosSchematicError(describe_os_error(err))) from None
+
+
+def describe_os_error(err: OSError) -> str:
+    """``PATH: reason`` for a failed file-system call (both paths of a rename or link)."""
+    names = [str(name) for name in (err.filename, err.filename2) if name is not None]
+    reason = err.strerror or str(err) or type(err).__name__
+    return ": ".join([" → ".join(names), reason] if names else [reason])
+
+
 app = typer.Typer(
     name="talos-schematic",
+    cls=_ReportingGroup,
     help=(
         "Talos Image Factory schematics for NVIDIA GPU node pools: offline schematic IDs, "
         "open/proprietary NVIDIA extension choice by GPU generation, and Cozystack "

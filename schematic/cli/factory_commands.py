@@ -87,7 +87,14 @@ def register(
 def _schematic_files(path: Path) -> list[Path]:
     if not path.is_dir():
         return [path]
-    inside = sorted(path.rglob("*.schematic.yaml"))
+    # Links are not followed, and an entry that vanishes or cannot be listed while the walk runs
+    # (`verify /` passes /proc) is passed by, as rglob did not.
+    inside = sorted(
+        Path(root, name)
+        for root, _, names in os.walk(path, onerror=lambda _: None)
+        for name in names
+        if name.endswith(".schematic.yaml")
+    )
     if not inside:
         raise SchematicError("no *.schematic.yaml files here", source=str(path))
     return inside

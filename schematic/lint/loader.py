@@ -162,7 +162,8 @@ def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
                         child = Path(root) / name
                         found.append((child, str(child), _unreadable(child)))
         elif path.exists():
-            # Named on the command line, a FIFO is meant to be read: `lint <(helm template)`.
+            # Named on the command line: read_text refuses a FIFO or device, except a pipe this
+            # process holds (`lint <(helm template)`).
             found.append((path, given, ""))
         else:
             raise LintInputError(f"{given}: no such file or directory")
