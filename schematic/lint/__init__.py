@@ -84,6 +84,7 @@ def lint_paths(
     from schematic.lint.passthrough import check_passthrough
     from schematic.lint.pools import LintContext, check_clusters, check_pools
     from schematic.lint.schematics import SchematicResolver
+    from schematic.lint.talhelper import add_talhelper_pools, is_talconfig
 
     release = operator_release() if cozystack is None else operator_release_named(cozystack)
     documents, problems = load_paths(paths)
@@ -107,6 +108,9 @@ def lint_paths(
         else:
             out.add("TS002", f"not valid YAML: {problem.message}", problem.file, problem.line)
     inventory = build_inventory(documents)
+    for document in documents:
+        if is_talconfig(document.data):
+            add_talhelper_pools(document, inventory)
     patches = []
     for name, text in config_patches:
         try:

@@ -1,0 +1,107 @@
+"""talhelper's talconfig.yaml: each node a pool, with its schematic, kernelModules and patches.
+
+The talconfig shape (clusterName, talosVersion, nodes[].hostname / controlPlane / schematic /
+kernelModules / patches, worker: and controlPlane: for every node of a role, patches inline or
+"@file") is talhelper's own: budimanjojo/talhelper pkg/config/config.go and example/talconfig.yaml
+at 39b69792; a node's key wins over its role's, patches add up (pkg/config/nodeconfigs.go).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from schematic.lint import lint_paths
+from schematic.lint.findings import Finding
+
+HEAD = """\
+clusterName: home-cluster
+talosVersion: {talos}
+kubernetesVersion: v1.35.0
+endpoint: https://192.168.200.10:6443
+nodes:
+"""
+MODULES = """\
+    kernelModules:
+      - name: nvidia
+      - name: nvidia_uvm
+      - name: nvidia_drm
+      - name: nvidia_modeset
+"""
+
+
+def node(hostname: str, extensions: list[str], extra: str = "") -> str:
+    listed = "".join(f"            - {name}\n" for name in extensions)
+    return (
+        f"  - hostname: {hostname}\n"
+        "    ipAddress: 192.168.200.21\n"
+        "    controlPlane: false\n"
+        "    schematic:\n"
+        "      customization:\n"
+        "        systemExtensions:\n"
+        "          officialExtensions:\n"
+        f"{listed}{extra}"
+    )
+
+
+def lint(tmp_path: Path, text: str, files: dict[str, str] | None = None) -> list[Finding]:
+    (tmp_path / "talconfig.yaml").write_text(text)
+    for name, body in (files or {}).items():
+        (tmp_path / name).write_text(textwrap.dedent(body))
+    return list(lint_paths([str(tmp_path / "talconfig.yaml")]).findings)
+
+
+def found(findings: list[Finding]) -> set[tuple[str, str]]:
+    return {(f.code, f.object) for f in findings if f.severity != "note"}
+
+
+LTS = ["siderolabs/nvidia-container-toolkit-lts", "siderolabs/nvidia-open-gpu-kernel-modules-lts"]
+
+
+def test_a_correct_gpu_node_gives_nothing(tmp_path: Path) -> None:
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, MODULES)
+    assert found(lint(tmp_path, text)) == set()
+
+
+def test_mixed_tiers_is_ts112_naming_the_node(tmp_path: Path) -> None:
+    mixed = ["siderolabs/nvidia-container-toolkit-lts", LTS[1].replace("-lts", "-production")]
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", mixed, MODULES)
+    assert found(lint(tmp_path, text)) == {("TS112", "node gpu1")}
+
+
+def test_both_flavours_is_ts113(tmp_path: Path) -> None:
+    both = ["siderolabs/nonfree-kmod-nvidia-lts", *LTS]
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", both, MODULES)
+    assert ("TS113", "node gpu1") in found(lint(tmp_path, text))
+
+
+def test_no_modules_loaded_is_reported(tmp_path: Path) -> None:
+    # NVIDIA extensions and neither kernelModules nor a patch loading them: the modules are
+    # installed and never loaded (TS123, the machine config loads no NVIDIA module).
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS)
+    findings = lint(tmp_path, text)
+    assert found(findings) == {("TS123", "node gpu1")}
+
+
+def test_old_extension_names_on_1_13_are_ts150(tmp_path: Path) -> None:
+    old = ["siderolabs/nvidia-container-toolkit", "siderolabs/nvidia-open-gpu-kernel-modules"]
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", old, MODULES)
+    assert ("TS150", "node gpu1") in found(lint(tmp_path, text))
+
+
+def test_the_role_patch_and_a_patch_file_load_the_modules(tmp_path: Path) -> None:
+    text = HEAD.format(talos="v1.12.6") + node("gpu1", LTS)
+    text += "worker:\n  patches:\n    - '@./nvidia-modules.yaml'\n    - |-\n"
+    text += "      machine:\n        sysctls:\n          net.core.bpf_jit_harden: 1\n"
+    modules = "machine:\n  kernel:\n    modules:\n" + "".join(
+        f"      - name: {name}\n"
+        for name in ("nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset")
+    )
+    assert found(lint(tmp_path, text, {"nvidia-modules.yaml": modules})) == set()
+
+
+def test_override_patches_drops_the_roles_patches(tmp_path: Path) -> None:
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, "    overridePatches: true\n")
+    text += "worker:\n  patches:\n    - |-\n      machine:\n        kernel:\n          modules:\n"
+    text += "            - name: nvidia\n"
+    assert ("TS123", "node gpu1") in found(lint(tmp_path, text))
