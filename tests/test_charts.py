@@ -21,13 +21,13 @@ from schematic.charts import (
     check_chart_name,
     fit_plan,
 )
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.cluster import ClusterPlan, plan_cluster
 from schematic.errors import ClusterFileError
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.render.cozystack import pool_values
 
-_register_commands()
+register_all_commands()
 runner = CliRunner()
 _HERE = Path(__file__).resolve()
 # ../shared beside the repository; a worktree sits one level deeper.

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.drift import drift_diff
 from schematic.output import Drift
 
-_register_commands()
+register_all_commands()
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 
-_register_commands()
+register_all_commands()
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "samples"
 

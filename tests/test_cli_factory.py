@@ -13,7 +13,7 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.model import Schematic
 
 URL = "https://factory.example.test"
@@ -26,7 +26,7 @@ QEMU_BODY = (
 EMPTY_ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
 TOKEN = "cli-secret-token"
 
-_register_commands()
+register_all_commands()
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ import pytest
 import respx
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 
-_register_commands()
+register_all_commands()
 URL = "https://factory.example.test"
 pytestmark = pytest.mark.usefixtures("instant_retries")
 QEMU_BODY = (

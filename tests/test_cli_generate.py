@@ -15,9 +15,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 
-_register_commands()
+register_all_commands()
 runner = CliRunner()
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,10 +16,10 @@ import respx
 import yaml
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.model import Schematic
 
-_register_commands()
+register_all_commands()
 
 URL = "https://factory.example.test"
 pytestmark = pytest.mark.usefixtures("instant_retries")

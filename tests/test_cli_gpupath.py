@@ -9,10 +9,10 @@ from typing import Any
 import yaml
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.lint.addons import CDI_DEFAULTS
 
-_register_commands()
+register_all_commands()
 runner = CliRunner()
 
 ROOT = Path(__file__).resolve().parents[1]

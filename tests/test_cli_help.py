@@ -10,9 +10,9 @@ import typer.main
 from typer.testing import CliRunner
 
 from schematic import __version__
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 
-_register_commands()
+register_all_commands()
 ROOT: Any = typer.main.get_command(app)
 
 

@@ -9,11 +9,11 @@ import httpx
 import respx
 from typer.testing import CliRunner
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.lint.findings import RULES
 from schematic.model import Schematic
 
-_register_commands()
+register_all_commands()
 
 NVIDIA = Schematic.from_extensions(
     ["siderolabs/nvidia-container-toolkit-lts", "siderolabs/nvidia-open-gpu-kernel-modules-lts"]

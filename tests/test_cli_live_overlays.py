@@ -11,11 +11,11 @@ import respx
 import yaml
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.errors import CatalogError
 from schematic.factory import FactoryClient
 
-_register_commands()
+register_all_commands()
 
 URL = "https://factory.example.test"
 pytestmark = pytest.mark.usefixtures("instant_retries")

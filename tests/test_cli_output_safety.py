@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 
-_register_commands()
+register_all_commands()
 runner = CliRunner()
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"

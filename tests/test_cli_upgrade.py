@@ -14,9 +14,9 @@ import respx
 from typer.testing import CliRunner, Result
 
 from schematic.catalog import talos_versions
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 
-_register_commands()
+register_all_commands()
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 
-_register_commands()
+register_all_commands()
 
 GOOD = """\
 cluster: c

@@ -307,9 +307,9 @@ def test_a_drip_feeding_factory_is_cut_at_the_time_allowed(
 ) -> None:
     # In process, with the allowance lowered: the default (120 s) would make a slow test.
     import schematic.factory
-    from schematic.cli import _register_commands, app
+    from schematic.cli import app, register_all_commands
 
-    _register_commands()
+    register_all_commands()
     monkeypatch.setattr(schematic.factory, "DEFAULT_MAX_REQUEST_TIME", 1.0)
     (workdir / "a.yaml").write_text(QEMU_BODY)
     url = f"{factory.url}/drip-headers"

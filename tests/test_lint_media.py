@@ -6,12 +6,12 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.lint import lint_paths
 from schematic.lint.findings import RULES, Finding
 from schematic.model import Schematic
 
-_register_commands()
+register_all_commands()
 runner = CliRunner()
 COZY = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 RPI = "ee21ef4a5ef808a9b7484cc0dda0f25075021691c8c09a276591eedb638ea1f9"

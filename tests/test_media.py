@@ -11,7 +11,7 @@ import yaml
 from factory_paths import parse_factory_url, parse_installer_name
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.cluster import PoolPlan, plan_cluster
 from schematic.errors import ClusterFileError, ProfileError, TalosSchematicError
 from schematic.inputs.cluster_file import parse_cluster
@@ -19,7 +19,7 @@ from schematic.inputs.profiles import load_profile
 from schematic.model import Schematic
 from schematic.render.urls import PXE_FACTORY_URL, pool_media, pool_urls
 
-_register_commands()
+register_all_commands()
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
 TALOS_SCHEMAS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "talos"
