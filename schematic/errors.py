@@ -13,6 +13,7 @@ message (one line or a few, never a traceback) to stderr and exits with its ``ex
     │                                   (each carries a GpuRefusal: why, for callers to act on)
     ├── DetectError                     a hardware dump that cannot be parsed
     ├── LintInputError                  a file given to `lint` that cannot be read as YAML
+    ├── TriageInputError                a `triage` input that cannot be read (missing, too large)
     ├── OutputError                     output that cannot be written
     └── FactoryError                    the Image Factory could not be reached or answered wrongly
 """
@@ -33,6 +34,7 @@ __all__ = [
     "ProfileError",
     "SchematicError",
     "TalosSchematicError",
+    "TriageInputError",
     "UnknownDeviceError",
 ]
 
@@ -127,3 +129,7 @@ class OutputError(TalosSchematicError):
 
 class FactoryError(TalosSchematicError):
     """An Image Factory request that failed; names the factory URL and the pool or file."""
+
+
+class TriageInputError(TalosSchematicError):
+    """An input of `triage` that cannot be read: missing, too large, or nested too deeply."""

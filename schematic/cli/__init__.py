@@ -2,7 +2,8 @@
 
 Exit codes: 0 ok, 1 error (bad input, refused combination, factory failure), 2 usage,
 3 `check` found drift / `lint` found errors / `verify` found a missing schematic /
-`detect --against` found a difference / `upgrade` found a pool that would break.
+`detect --against` found a difference / `upgrade` found a pool that would break /
+`triage` diagnosed an error.
 
 Each command lives in its own module below and registers itself on ``app``
 (:mod:`schematic.cli.base`, which holds what the commands share: no command module imports
@@ -37,6 +38,7 @@ _COMMAND_MODULES = {
     "lint": "lint_command",
     "explain": "lint_command",
     "detect": "detect_command",
+    "triage": "triage_command",
     "schema": "schema_command",
 }
 

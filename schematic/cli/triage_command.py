@@ -1,0 +1,98 @@
+"""`talos-schematic triage`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from schematic.cli.base import MaxInputSizeOption, app, fail
+from schematic.errors import TalosSchematicError
+
+# Exit status when an error is diagnosed (shared with lint / check / verify / detect).
+FOUND_ERRORS = 3
+
+
+@app.command(
+    short_help="Name the failure from what a broken cluster shows; exit 3 on a diagnosed error."
+)
+def triage(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="PATH...",
+            help="Files or directories of collected evidence, in any mix: serial consoles, "
+            "talosctl dmesg/get/services/logs output, kubectl get -o json|yaml, nvidia-smi, "
+            "device-plugin and fabric-manager logs, Prometheus query_range answers.",
+        ),
+    ] = None,
+    output_format: Annotated[
+        str,
+        typer.Option("--format", "-f", metavar="text|json|markdown|sarif", help="Output format."),
+    ] = "text",
+    commands: Annotated[
+        bool,
+        typer.Option(
+            "--commands",
+            help="Print the commands that collect the evidence instead (see --cluster, "
+            "--namespace, --node).",
+        ),
+    ] = False,
+    cluster: Annotated[
+        str | None,
+        typer.Option("--cluster", metavar="NAME", help="Cozystack tenant cluster name."),
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace",
+            metavar="NS",
+            help="Namespace of the tenant cluster in the management cluster, e.g. tenant-a.",
+        ),
+    ] = None,
+    node: Annotated[
+        str | None,
+        typer.Option("--node", metavar="NODE", help="The node (name or address) to look at."),
+    ] = None,
+    max_input_size: MaxInputSizeOption = None,
+) -> None:
+    """Name the failure from what a broken cluster shows: the node, the proof, the look-alike
+    it is not, and the fix; exit 3 when an error is diagnosed, 0 when none.
+
+    Files are recognised by what they hold, never by their names; files no reader knows are
+    listed, not errors. Example:
+
+        talos-schematic triage evidence/            # a directory of collected files
+
+        talos-schematic triage --commands --cluster gpu --namespace tenant-a --node worker-1
+    """
+    if commands:
+        from schematic.triage.commands import collection_commands
+
+        sys.stdout.write(collection_commands(cluster=cluster, namespace=namespace, node=node))
+        return
+    from schematic.triage import triage_paths
+    from schematic.triage.formats import FORMATS, render
+
+    if output_format not in FORMATS:
+        raise typer.BadParameter(
+            f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
+        )
+    if not paths:
+        raise typer.BadParameter("give at least one file or directory", param_hint="PATH...")
+    try:
+        report = triage_paths(paths)
+    except TalosSchematicError as err:
+        raise fail(err) from None
+    sys.stdout.write(render(report, output_format))
+    errors = sum(1 for d in report.diagnoses if d.severity == "error")
+    read = len(report.readings) - len(report.unrecognised)
+    summary = f"{len(report.diagnoses)} diagnoses ({errors} errors) from {read} files"
+    if report.unrecognised:
+        names = ", ".join(r.file for r in report.unrecognised[:5])
+        more = "…" if len(report.unrecognised) > 5 else ""
+        summary += f"; {len(report.unrecognised)} unrecognised: {names}{more}"
+    print(f"talos-schematic triage: {summary}", file=sys.stderr)
+    if report.has_errors:
+        raise typer.Exit(FOUND_ERRORS)

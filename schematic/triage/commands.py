@@ -1,0 +1,101 @@
+"""`triage --commands`: the commands that collect what triage reads, for one cluster and node.
+
+Cozystack facts used here (cozystack/cozystack, see schematic/data/SOURCES.md): a tenant
+cluster named NAME is the Helm release ``kubernetes-NAME`` in the tenant's namespace; its
+Talos machine CA is the cert-manager Secret ``kubernetes-NAME-talos-ca`` (``tls.crt``,
+``tls.key``); a node group with ``logSerialConsole`` gets a ``guest-console-log`` container
+beside virt-launcher; VictoriaMetrics answers Prometheus queries under
+``/select/0/prometheus/`` of ``vmselect-shortterm`` on port 8481.
+"""
+
+from __future__ import annotations
+
+__all__ = ["collection_commands"]
+
+_WINDOW = "end=$(date +%s); start=$((end - 2*86400))"
+
+
+def collection_commands(
+    *, cluster: str | None = None, namespace: str | None = None, node: str | None = None
+) -> str:
+    """Shell commands, with comments, that collect every input triage reads."""
+    name = cluster or "CLUSTER"
+    ns = namespace or "TENANT_NAMESPACE"
+    target = node or "NODE"
+    release = f"kubernetes-{name}"
+    lines = [
+        f"# Evidence for talos-schematic triage: tenant cluster {name!r} in namespace {ns!r},",
+        f"# node {target!r}. Save every output into one directory, then run:",
+        "#   talos-schematic triage DIR",
+        "mkdir -p evidence && cd evidence",
+        "",
+        "# 1. The management cluster: the worker VM's serial console, the control-plane Service.",
+        f"kubectl -n {ns} get vmi -o wide > vmis.txt",
+        "#    Stay attached across one reboot (about 70 minutes) when the node loops:",
+        f"virtctl -n {ns} console VM_NAME_OF_{target} | tee {target}.console.log",
+        "#    or, for a node group with logSerialConsole: true,",
+        f"kubectl -n {ns} logs VIRT_LAUNCHER_POD_OF_{target} -c guest-console-log "
+        f"> {target}.console.log",
+        f"kubectl -n {ns} get svc -o yaml > services.yaml",
+        "",
+        "# 2. The tenant cluster (its kubeconfig): nodes, pods, events, the device plugin.",
+        f"kubectl -n {ns} get secret {release}-admin-kubeconfig "
+        "-o jsonpath='{.data.admin\\.conf}' | base64 -d > tenant.kubeconfig",
+        "export KUBECONFIG=$PWD/tenant.kubeconfig",
+        "kubectl get nodes -o json > nodes.json",
+        "kubectl get pods -A -o json > pods.json",
+        "kubectl get events -A -o json > events.json   # events expire after an hour",
+        "kubectl top nodes > top-nodes.txt",
+        "kubectl get ds -A -o yaml > daemonsets.yaml",
+        "kubectl -n cozy-gpu-operator logs ds/nvidia-device-plugin-daemonset --all-containers "
+        "> device-plugin.log",
+        "unset KUBECONFIG",
+        "",
+        "# 3. talosctl on the tenant's workers: an os:reader certificate from the tenant's Talos",
+        "#    CA, used from a pod in the tenant namespace (the workers' addresses are reachable",
+        "#    only from the tenant's network).",
+        f"kubectl -n {ns} get secret {release}-talos-ca -o jsonpath='{{.data.tls\\.crt}}' "
+        "| base64 -d > talos-ca.crt",
+        f"kubectl -n {ns} get secret {release}-talos-ca -o jsonpath='{{.data.tls\\.key}}' "
+        "| base64 -d > talos-ca.key",
+        "talosctl gen key --name reader",
+        "talosctl gen csr --key reader.key --ip 127.0.0.1 --roles os:reader",
+        "talosctl gen crt --ca talos-ca --csr reader.csr --name reader --hours 4",
+        "rm talos-ca.key   # the CA key is needed only to sign the reader certificate",
+        f"talosctl --talosconfig ./talosconfig config add {name} "
+        "--ca talos-ca.crt --crt reader.crt --key reader.key",
+        f"kubectl -n {ns} run talosctl --restart=Never "
+        "--image=ghcr.io/siderolabs/talosctl:TALOS_VERSION --command -- sleep 7200",
+        f"kubectl -n {ns} cp ./talosconfig talosctl:/tmp/talosconfig",
+        f"T='kubectl -n {ns} exec talosctl -- talosctl --talosconfig /tmp/talosconfig "
+        f"-e {target} -n {target}'",
+        f"$T dmesg > {target}.dmesg.txt",
+        f"$T services > {target}.services.txt",
+        f"$T get pcidevices -o yaml > {target}.pcidevices.yaml",
+        f"$T get extensions -o yaml > {target}.extensions.yaml",
+        f"$T get modules -o yaml > {target}.modules.yaml",
+        f"$T get machinestatus -o yaml > {target}.machinestatus.yaml",
+        f"$T read /proc/modules > {target}.proc-modules.txt",
+        f"$T logs ext-nvidia-persistenced > {target}.persistenced.log",
+        f"$T logs ext-nvidia-fabricmanager > {target}.fabricmanager.log   # HGX/DGX only",
+        f"kubectl -n {ns} delete pod talosctl",
+        "",
+        "# 4. Metrics over the last two days from Cozystack's VictoriaMetrics (the tenant's",
+        "#    monitoring namespace, MONITORING_NAMESPACE): available memory and boot times.",
+        "kubectl -n MONITORING_NAMESPACE port-forward svc/vmselect-shortterm 8481:8481 &",
+        _WINDOW,
+        "for metric in node_memory_MemAvailable_bytes node_memory_MemTotal_bytes "
+        "node_boot_time_seconds; do",
+        "  curl -s 'http://127.0.0.1:8481/select/0/prometheus/api/v1/query_range' "
+        '--data-urlencode "query=$metric" -d "start=$start" -d "end=$end" -d step=300 '
+        '> "$metric.json"',
+        "done",
+        "",
+        "# 5. On a GPU node, NVIDIA's own view (Talos has no shell: run the binary directly",
+        "#    from a privileged pod with the host's root at /host).",
+        "#    chroot /host /usr/local/bin/nvidia-smi > nvidia-smi.txt",
+        "#    chroot /host /usr/local/bin/nvidia-smi -q > nvidia-smi-q.txt",
+        "",
+        "talos-schematic triage .",
+    ]
+    return "".join(line + "\n" for line in lines)

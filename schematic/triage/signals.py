@@ -1,0 +1,128 @@
+"""What the readers hand to the diagnoses: normalised signals, each with the line that shows it.
+
+A reader turns one file into :class:`Signal` values; the diagnoses never look at a file again.
+A signal names the node as its source wrote it (a name, an address, or nothing for a serial
+console); :class:`Nodes` settles which of those spellings are one machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import PurePath
+
+__all__ = ["Evidence", "Kind", "Nodes", "Signal"]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One line of one input: where it is and what it says (cut to a readable length)."""
+
+    file: str
+    line: int
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+class Kind(Enum):
+    """What a signal says. The value is the sentence a person would write for it."""
+
+    # Talos boot sequence (console, dmesg, machined logs)
+    SERVICE_WAITING = "boot waits for a service"
+    BOOT_FAILED = "boot sequence failed"
+    REBOOTING = "machine reboots"
+    UPGRADE_REVERTED = "failed upgrade reverted"
+    CSR_SIGN_FAILED = "API certificate signing failed"
+    APID_WAITING_CERTIFICATES = "apid waits for its certificates"
+    # talosctl resources
+    PCI_DEVICE = "PCI device"
+    SERVICE_STATE = "Talos service state"
+    EXTENSION = "system extension"
+    MODULE_LOADED = "kernel module loaded"
+    MODULES_LISTED = "kernel modules listed"
+    MACHINE_STAGE = "machine stage"
+    # kernel and NVIDIA tools
+    NVRM_NEEDS_OPEN = "driver wants the open kernel modules"
+    NVRM_NO_GSP = "GPU has no GSP for the open modules"
+    NVRM_LEGACY = "GPU dropped by this driver branch"
+    RM_INIT_FAILED = "RmInitAdapter failed"
+    NO_DEVICES = "nvidia-smi found no devices"
+    NO_DRIVER = "nvidia-smi cannot reach the driver"
+    NO_GPU_FOUND = "no NVIDIA GPU found"
+    FABRIC_IB_UMAD = "fabric manager asks for ib_umad"
+    FABRIC_NOTHING_TO_DO = "fabric manager: NV_WARN_NOTHING_TO_DO"
+    FABRIC_IN_PROGRESS = "fabric state In Progress"
+    CUDA_NOT_READY = "CUDA error 802 (system not ready)"
+    CDI_UNRESOLVABLE = "unresolvable CDI devices"
+    PLUGIN_STRATEGY = "device plugin list strategy"
+    PLUGIN_ENV = "device plugin environment"
+    OOM_KILL = "OOM kill"
+    # Kubernetes objects
+    NODE = "Kubernetes node"
+    POD = "pod"
+    EVENT = "event"
+    CONTROL_PLANE_SERVICE = "control-plane Service"
+    # metrics
+    MEMORY_AVAILABLE = "available memory over the window"
+    MEMORY_USED_PERCENT = "memory use as kubectl top shows it"
+    BOOT_TIME = "node boot times"
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One normalised fact about one node, with its proof.
+
+    ``node`` is the node as the source names it ("" when the source does not, e.g. a serial
+    console); ``value`` is the fact's subject (a service name, a vendor ID, a strategy) and
+    ``data`` any numbers or further fields the rule needs.
+    """
+
+    kind: Kind
+    node: str
+    evidence: Evidence
+    value: str = ""
+    data: tuple[tuple[str, str], ...] = ()
+
+    def get(self, key: str, default: str = "") -> str:
+        for name, item in self.data:
+            if name == key:
+                return item
+        return default
+
+
+@dataclass
+class Nodes:
+    """Which names and addresses are one machine: kubectl's addresses, talosctl's node field,
+    and the file name as the last resort for inputs that name no node."""
+
+    _canonical: dict[str, str] = field(default_factory=dict)
+
+    def add_machine(self, name: str, aliases: Iterable[str]) -> None:
+        """``name`` (a Kubernetes node name) is also known as each of ``aliases``."""
+        self._canonical[name] = name
+        for alias in aliases:
+            if alias:
+                self._canonical.setdefault(alias, name)
+
+    def resolve(self, signal: Signal) -> str:
+        """The node a signal is about, in its best-known spelling ("" if unknown)."""
+        if signal.node:
+            return self._canonical.get(signal.node, signal.node)
+        return self.from_file_name(signal.evidence.file)
+
+    def from_file_name(self, file: str) -> str:
+        """A known node whose name or address is part of the file name, else the file stem."""
+        name = PurePath(file).name
+        # Longest first, so "worker-10" is not taken for "worker-1".
+        for known in sorted(self._canonical, key=len, reverse=True):
+            if known and known in name:
+                return self._canonical[known]
+        machines = set(self._canonical.values())
+        if len(machines) == 1:
+            # The only machine the inputs speak of.
+            return machines.pop()
+        return PurePath(file).stem

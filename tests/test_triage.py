@@ -1,0 +1,221 @@
+"""`triage`: each bundle of real-format evidence is named with its code and node, and its
+look-alike is not reported; the readers recognise formats by content."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from schematic.cli import _register_commands, app
+from schematic.triage import triage_paths
+from schematic.triage.readers import read_evidence
+from schematic.triage.signals import Kind
+
+_register_commands()
+
+BUNDLES = Path(__file__).parent / "data" / "triage"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def codes(bundle: str) -> dict[str, tuple[str, ...]]:
+    report = triage_paths([str(BUNDLES / bundle)])
+    return {d.code: d.nodes for d in report.diagnoses}
+
+
+# bundle → (the code and node it must show, the look-alike it must not)
+CASES = {
+    "ts101-nvidia-image-cpu-worker": ("TS101", "tenant-a-cpu-7c9xv", "TS131"),
+    "ts101-talos114-dmesg": ("TS101", "172.16.20.31", "TS131"),
+    "ts131-trustd-port-missing": ("TS131", "10.244.7.12", "TS101"),
+}
+
+
+@pytest.mark.parametrize("bundle", sorted(CASES))
+def test_each_bundle_is_diagnosed_and_its_look_alike_is_not(bundle: str) -> None:
+    code, node, look_alike = CASES[bundle]
+    found = codes(bundle)
+    assert found.get(code) == (node,), found
+    assert look_alike not in found
+
+
+@pytest.mark.parametrize("bundle", sorted(CASES))
+def test_every_bundle_names_its_sources(bundle: str) -> None:
+    sources = (BUNDLES / bundle / "SOURCES.md").read_text(encoding="utf-8")
+    # The notes sit among the evidence and must not count as any.
+    assert read_evidence(sources, "SOURCES.md").signals == ()
+    for file in (BUNDLES / bundle).iterdir():
+        if file.name != "SOURCES.md":
+            assert f"`{file.name}`" in sources, file.name
+
+
+def test_the_diagnosis_cites_lines_that_say_what_it_claims() -> None:
+    report = triage_paths([str(BUNDLES / "ts101-nvidia-image-cpu-worker")])
+    (diagnosis,) = report.diagnoses
+    for evidence in diagnosis.evidence:
+        line = Path(evidence.file).read_text(encoding="utf-8").splitlines()[evidence.line - 1]
+        assert evidence.text.removesuffix("…") in line or "restartCount" in line, evidence
+    assert "4206 s of uptime" in diagnosis.summary
+    assert "all 4 restarted pods on it restarted 14 times" in diagnosis.summary
+    assert any("services.yaml" in reason and "50001" in reason for reason in diagnosis.ruled_out)
+
+
+@pytest.mark.parametrize(
+    ("line", "state", "wording"),
+    [
+        # Talos ≤ 1.13 (service_events.go before b1abd9c03): the state quoted.
+        ('[talos] task startAllServices (1/1): service "ext-lldpd" to be "up"', "up", "quoted"),
+        # Talos ≥ 1.14: up and finished are separate events, joined with "/".
+        (
+            '[talos] task startAllServices (1/1): service "ext-lldpd" to be up/finished',
+            "up/finished",
+            "plain",
+        ),
+    ],
+)
+def test_both_pending_service_wordings_are_read(line: str, state: str, wording: str) -> None:
+    text = f" user: warning: [2025-11-03T14:52:40.00536313Z]: {line}\n"
+    (signal,) = read_evidence(text, "dmesg").signals
+    assert (signal.kind, signal.value) == (Kind.SERVICE_WAITING, "ext-lldpd")
+    assert (signal.get("state"), signal.get("wording")) == (state, wording)
+
+
+def test_a_pcidevices_table_and_its_yaml_say_the_same() -> None:
+    table = (
+        "NODE         NAMESPACE   TYPE        ID             VERSION   CLASS"
+        "                       SUBCLASS                    VENDOR              PRODUCT\n"
+        "172.20.0.5   hardware    PCIDevice   0000:00:02.0   1         Network controller"
+        "          Ethernet controller         Red Hat, Inc.       Virtio network device\n"
+        "172.20.0.5   hardware    PCIDevice   0000:01:00.0   1         Display controller"
+        "          3D controller               NVIDIA Corporation  GH100 [H200 SXM 141GB]\n"
+    )
+    as_yaml = "".join(
+        f"node: 172.20.0.5\nmetadata:\n    namespace: hardware\n"
+        f"    type: PCIDevices.hardware.talos.dev\n    id: {address}\n"
+        f'spec:\n    class_id: "{klass}"\n    vendor_id: "{vendor}"\n'
+        f'    product_id: "{product}"\n---\n'
+        for address, klass, vendor, product in (
+            ("0000:00:02.0", "0x02", "0x1af4", "0x1041"),
+            ("0000:01:00.0", "0x03", "0x10de", "0x2335"),
+        )
+    )
+    readings = [read_evidence(table, "table"), read_evidence(as_yaml, "yaml")]
+    assert [r.format for r in readings] == ["table", "yaml"]
+    for reading in readings:
+        found = [(s.node, s.get("address"), s.value == "0x10de") for s in reading.signals]
+        assert found == [
+            ("172.20.0.5", "0000:00:02.0", False),
+            ("172.20.0.5", "0000:01:00.0", True),
+        ]
+
+
+def test_files_are_recognised_by_content_not_name(tmp_path: Path) -> None:
+    source = BUNDLES / "ts101-nvidia-image-cpu-worker"
+    for number, file in enumerate(sorted(source.iterdir())):
+        (tmp_path / f"{number}-tenant-a-cpu-7c9xv.bin").write_bytes(file.read_bytes())
+    report = triage_paths([str(tmp_path)])
+    assert {d.code: d.nodes for d in report.diagnoses} == {"TS101": ("tenant-a-cpu-7c9xv",)}
+    assert sorted(r.format for r in report.readings) == ["", "json", "json", "log", "table", "yaml"]
+
+
+def test_a_console_that_names_no_node_is_not_guessed_among_several(tmp_path: Path) -> None:
+    source = BUNDLES / "ts101-nvidia-image-cpu-worker"
+    for file in source.iterdir():
+        name = "console.log" if file.name.endswith(".console.log") else file.name
+        (tmp_path / name).write_bytes(file.read_bytes())
+    found = {d.code: d.nodes for d in triage_paths([str(tmp_path)]).diagnoses}
+    # pods.json speaks of two nodes: the console's pending services are its own finding.
+    assert found["TS201"] == ("console",)
+    assert "TS101" not in found
+
+
+def test_json_output_has_the_documented_shape() -> None:
+    code, out, _ = run("triage", "--format", "json", str(BUNDLES / "ts131-trustd-port-missing"))
+    assert code == 3
+    document = json.loads(out)
+    assert set(document) == {"diagnoses", "inputs", "unrecognised"}
+    (diagnosis,) = document["diagnoses"]
+    assert {"code", "severity", "title", "nodes", "evidence", "ruledOut", "confirm", "fix"} <= set(
+        diagnosis
+    )
+    assert diagnosis["code"] == "TS131"
+    assert all(set(e) == {"file", "line", "text"} for e in diagnosis["evidence"])
+    assert any(":50001" in e["text"] for e in diagnosis["evidence"])
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "sarif"])
+def test_every_format_is_deterministic(fmt: str) -> None:
+    path = str(BUNDLES / "ts101-nvidia-image-cpu-worker")
+    first, second = run("triage", "-f", fmt, path), run("triage", "-f", fmt, path)
+    assert first == second
+    assert first[0] == 3
+    assert "TS101" in first[1]
+
+
+def test_sarif_points_at_the_evidence() -> None:
+    _, out, _ = run("triage", "-f", "sarif", str(BUNDLES / "ts131-trustd-port-missing"))
+    (result,) = json.loads(out)["runs"][0]["results"]
+    assert result["ruleId"] == "TS131"
+    region = result["locations"][0]["physicalLocation"]
+    assert region["artifactLocation"]["uri"].endswith(".json")
+    assert region["region"]["startLine"] == 10
+
+
+def test_unrecognised_files_are_listed_not_errors(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("nothing to see here\n", encoding="utf-8")
+    (tmp_path / "broken.json").write_text('{"items": [', encoding="utf-8")
+    (tmp_path / "binary").write_bytes(b"\xff\xfe\x00")
+    code, out, err = run("triage", "-f", "json", str(tmp_path))
+    assert code == 0
+    document = json.loads(out)
+    assert document["diagnoses"] == []
+    reasons = {Path(u["file"]).name: u["reason"] for u in document["unrecognised"]}
+    assert set(reasons) == {"notes.txt", "broken.json", "binary"}
+    assert "invalid JSON" in reasons["broken.json"]
+    assert "UTF-8" in reasons["binary"]
+    assert "3 unrecognised" in err
+
+
+def test_bad_input_exits_1_with_one_message(tmp_path: Path) -> None:
+    code, _, err = run("triage", str(tmp_path / "missing"))
+    assert (code, err.count("\n")) == (1, 1)
+    assert "no such file or directory" in err
+    big = tmp_path / "dmesg.txt"
+    big.write_text("x" * 2048, encoding="utf-8")
+    code, _, err = run("triage", "--max-input-size", "1k", str(big))
+    assert code == 1
+    assert "dmesg.txt" in err and "--max-input-size" in err
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    code, _, err = run("triage", str(deep))
+    assert code == 1
+    assert "nested too deeply" in err
+
+
+def test_an_unknown_format_is_a_usage_error() -> None:
+    code, _, err = run("triage", "-f", "xml", str(BUNDLES))
+    assert code == 2
+    assert "--format" in err
+
+
+def test_commands_name_the_cluster_namespace_and_node() -> None:
+    code, out, _ = run(
+        "triage", "--commands", "--cluster", "gpu", "--namespace", "tenant-a", "--node", "w1"
+    )
+    assert code == 0
+    assert "kubectl -n tenant-a get secret kubernetes-gpu-talos-ca" in out
+    assert "--roles os:reader" in out
+    assert "kubectl -n tenant-a exec talosctl -- talosctl" in out
+    assert "-n w1'" in out
+    assert "/select/0/prometheus/api/v1/query_range" in out
+    assert "node_memory_MemAvailable_bytes" in out
+    # Placeholders where nothing was given.
+    assert "TENANT_NAMESPACE" in run("triage", "--commands")[1]
