@@ -79,7 +79,8 @@ def test_explain_prints_runtime_evidence_when_a_rule_has_it() -> None:
         "How to fix it",
     ]
     assert "  `ext-nvidia-persistenced` waits for /sys/bus/pci/drivers/nvidia.\n" in text
-    assert "What a broken node shows" not in RULES["TS101"].explain()
+    assert "What a broken node shows" not in RULES["TS001"].explain()
+    assert "What a broken node shows" in RULES["TS101"].explain()  # triage's evidence
 
 
 def test_a_rule_refuses_unknown_fields_and_malformed_codes() -> None:
