@@ -887,9 +887,11 @@ def test_ts004_schematic_the_factory_rejects(tmp_path: Path) -> None:
 
 
 def test_every_rule_is_tested_here() -> None:
-    # The boot-media rules (TS132-TS135) are tested in test_lint_media.py.
+    # The boot-media rules (TS132-TS135) are tested in test_lint_media.py, triage's own
+    # diagnoses (TS2xx) in test_triage.py.
     here = Path(__file__)
     source = here.read_text() + (here.parent / "test_lint_media.py").read_text()
+    source += (here.parent / "test_triage.py").read_text()
     untested = [code for code in RULES if f"test_{code.lower()}" not in source]
     assert untested == []
 

@@ -36,6 +36,16 @@ CASES = {
     "ts101-nvidia-image-cpu-worker": ("TS101", "tenant-a-cpu-7c9xv", "TS131"),
     "ts101-talos114-dmesg": ("TS101", "172.16.20.31", "TS131"),
     "ts131-trustd-port-missing": ("TS131", "10.244.7.12", "TS101"),
+    "ts103-proprietary-on-blackwell": ("TS103", "10.0.40.21", "TS110"),
+    "ts110-modules-not-loaded": ("TS110", "10.244.9.40", "TS101"),
+    "ts140-device-plugin-env-override": ("TS140", None, "TS210"),
+    "ts155-nvlink5-without-ib-umad": ("TS155", "10.10.10.10", "TS110"),
+    "ts104-pascal-on-open-modules": ("TS104", None, "TS103"),
+    "ts105-pascal-on-590": ("TS105", "172.16.8.14", "TS104"),
+    "ts210-cdi-pods-too-early": ("TS210", "tenant-d-gpu-5tq7z", "TS140"),
+    "ts211-upgrade-reverted": ("TS211", None, "TS101"),
+    "ts201-lldpd-waits": ("TS201", "192.168.30.11", "TS131"),
+    "ts202-timer-without-console": ("TS202", "tenant-e-md0-b7k2c", "TS101"),
 }
 
 
@@ -43,11 +53,12 @@ CASES = {
 def test_each_bundle_is_diagnosed_and_its_look_alike_is_not(bundle: str) -> None:
     code, node, look_alike = CASES[bundle]
     found = codes(bundle)
-    assert found.get(code) == (node,), found
+    # None: the inputs name no node (a plain dmesg, a cluster-wide DaemonSet).
+    assert found.get(code) == ((node,) if node else ()), found
     assert look_alike not in found
 
 
-@pytest.mark.parametrize("bundle", sorted(CASES))
+@pytest.mark.parametrize("bundle", [*sorted(CASES), "healthy-memory-96"])
 def test_every_bundle_names_its_sources(bundle: str) -> None:
     sources = (BUNDLES / bundle / "SOURCES.md").read_text(encoding="utf-8")
     # The notes sit among the evidence and must not count as any.
@@ -132,8 +143,8 @@ def test_a_console_that_names_no_node_is_not_guessed_among_several(tmp_path: Pat
         name = "console.log" if file.name.endswith(".console.log") else file.name
         (tmp_path / name).write_bytes(file.read_bytes())
     found = {d.code: d.nodes for d in triage_paths([str(tmp_path)]).diagnoses}
-    # pods.json speaks of two nodes: the console's pending services are its own finding.
-    assert found["TS201"] == ("console",)
+    # pods.json speaks of two nodes: the console's node is not guessed.
+    assert found["TS201"] == ()
     assert "TS101" not in found
 
 
@@ -219,3 +230,105 @@ def test_commands_name_the_cluster_namespace_and_node() -> None:
     assert "node_memory_MemAvailable_bytes" in out
     # Placeholders where nothing was given.
     assert "TENANT_NAMESPACE" in run("triage", "--commands")[1]
+
+
+def test_ts220_a_healthy_node_at_96_percent_gets_the_page_cache_note_and_no_error() -> None:
+    code, out, _ = run("triage", "-f", "json", str(BUNDLES / "healthy-memory-96"))
+    assert code == 0
+    (note,) = json.loads(out)["diagnoses"]
+    assert (note["code"], note["severity"], note["nodes"]) == (
+        "TS220",
+        "note",
+        ["tenant-c-md0-4hx8d"],
+    )
+    assert "MemAvailable never fell below 5.7 GiB" in note["ruledOut"][0]
+    assert any("96%" in e["text"] for e in note["evidence"])
+
+
+def test_ts221_real_oom_kills_are_not_called_page_cache(tmp_path: Path) -> None:
+    source = BUNDLES / "healthy-memory-96"
+    for file in source.iterdir():
+        (tmp_path / file.name).write_bytes(file.read_bytes())
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "etl-0", "namespace": "jobs"},
+        "spec": {"nodeName": "tenant-c-md0-4hx8d", "containers": [{"name": "etl"}]},
+        "status": {
+            "containerStatuses": [
+                {
+                    "name": "etl",
+                    "restartCount": 3,
+                    "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+                }
+            ]
+        },
+    }
+    (tmp_path / "pods.json").write_text(json.dumps(pod, indent=4), encoding="utf-8")
+    found = {d.code: d for d in triage_paths([str(tmp_path)]).diagnoses}
+    assert "TS220" not in found
+    assert found["TS221"].nodes == ("tenant-c-md0-4hx8d",)
+
+
+def test_a_kernel_message_joined_with_x0a_is_one_message() -> None:
+    line = (
+        "10.0.40.21: kern:     err: [2026-11-23T09:41:22.559842213Z]: NVRM: The NVIDIA GPU "
+        "0000:c1:00.0 (PCI ID: 10de:2bb5)\\x0aNVRM: installed in this system requires use of "
+        "the NVIDIA open kernel modules.\n"
+    )
+    (signal,) = read_evidence(line, "dmesg").signals
+    assert (signal.kind, signal.node, signal.get("pci")) == (
+        Kind.NVRM_NEEDS_OPEN,
+        "10.0.40.21",
+        "10de:2bb5",
+    )
+    # A plain kernel log carries the same message over an indented continuation line.
+    plain = (
+        "[    5.559842] NVRM: The NVIDIA GPU 0000:02:00.0 (PCI ID: 10de:2c58)\n"
+        "               NVRM: installed in this system requires use of the NVIDIA open kernel "
+        "modules.\n"
+    )
+    (signal,) = read_evidence(plain, "dmesg").signals
+    assert (signal.kind, signal.get("pci"), signal.evidence.line) == (
+        Kind.NVRM_NEEDS_OPEN,
+        "10de:2c58",
+        1,
+    )
+
+
+def test_proc_modules_lines_with_and_without_users_and_taints() -> None:
+    text = (
+        "mlx4_ib 274432 - - Live 0xffffffffc0664000\n"
+        "nvidia 11796480 2 nvidia_uvm,nvidia_modeset, Live 0xffffffffc0f6c000 (PO)\n"
+    )
+    signals = read_evidence(text, "modules").signals
+    loaded = {s.value: s.get("taint") for s in signals if s.kind is Kind.MODULE_LOADED}
+    assert loaded == {"mlx4_ib": "", "nvidia": "PO"}
+
+
+def test_ts201_the_pending_extension_service_is_named() -> None:
+    report = triage_paths([str(BUNDLES / "ts201-lldpd-waits")])
+    (diagnosis,) = report.diagnoses
+    assert diagnosis.summary == "Ext-lldpd pending for 70 minutes."
+    assert any("ext-lldpd" in e.text for e in diagnosis.evidence)
+
+
+def test_ts202_the_timer_without_its_cause_says_what_to_collect() -> None:
+    (diagnosis,) = triage_paths([str(BUNDLES / "ts202-timer-without-console")]).diagnoses
+    assert diagnosis.severity == "warning"
+    assert "6 boots 4227 s apart" in diagnosis.summary
+    assert "restarted 19 times, last exit 255 Unknown" in diagnosis.summary
+    assert any("serial console" in item for item in diagnosis.collect)
+
+
+def test_ts210_recreate_not_restart() -> None:
+    (diagnosis,) = triage_paths([str(BUNDLES / "ts210-cdi-pods-too-early")]).diagnoses
+    assert "recreate" in diagnosis.fix
+    assert any("cdi-annotations" in reason for reason in diagnosis.ruled_out)
+
+
+def test_ts211_a_reverted_upgrade_is_a_warning() -> None:
+    code, out, _ = run("triage", "-f", "json", str(BUNDLES / "ts211-upgrade-reverted"))
+    assert code == 0
+    (diagnosis,) = json.loads(out)["diagnoses"]
+    assert (diagnosis["code"], diagnosis["severity"]) == ("TS211", "warning")

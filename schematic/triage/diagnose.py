@@ -90,6 +90,7 @@ def _make(
 ) -> Diagnosis:
     text = rule_text(code)
     unique = list(dict.fromkeys(evidence))
+    nodes = [node for node in nodes if node]
     return Diagnosis(
         code=code,
         severity=severity or text.severity,
@@ -173,7 +174,8 @@ def _cycle_evidence(facts: Facts, node: str) -> tuple[list[Evidence], list[str]]
         boots = [int(b) for b in signal.get("boots").split(",") if b]
         gaps = [b - a for a, b in pairwise(boots)]
         if gaps and all(_CYCLE[0] <= gap <= _CYCLE[1] for gap in gaps):
-            said.append(f"{len(boots)} boots {min(gaps)} to {max(gaps)} s apart")
+            apart = f"{min(gaps)}" if min(gaps) == max(gaps) else f"{min(gaps)} to {max(gaps)}"
+            said.append(f"{len(boots)} boots {apart} s apart")
             evidence.append(signal.evidence)
     boot_ids = {s.get("boot") for s in facts.everywhere(Kind.NODE) if s.node == node}
     if len(boot_ids) > 1:
@@ -240,7 +242,8 @@ def _boot_loops(facts: Facts) -> list[Diagnosis]:
                 found.append(_make("TS101", [node], evidence, ruled, summary=summary))
             elif not pci:
                 collect: tuple[str, ...] = (
-                    f"talosctl -n {node} get pcidevices -o yaml: no vendor 0x10de device means "
+                    f"talosctl -n {node or '<node>'} get pcidevices -o yaml: no vendor 0x10de "
+                    "device means "
                     "TS101 (NVIDIA image on a node without a GPU); a 0x10de device with an "
                     "empty driver means TS110 (modules not loaded)",
                 )
@@ -257,9 +260,10 @@ def _boot_loops(facts: Facts) -> list[Diagnosis]:
             )
         elif said and cycle:
             collect = (
-                f"the serial console of {node} across one reboot (virtctl console, or the "
+                f"the serial console of {node or 'the node'} across one reboot (virtctl console, "
+                "or the "
                 "guest-console-log container): the pending service names the cause",
-                f"talosctl -n {node} dmesg | grep startAllServices",
+                f"talosctl -n {node or '<node>'} dmesg | grep startAllServices",
             )
             found.append(_make("TS202", [node], cycle, (), collect, summary=said))
     if without_port and not trustd_nodes:
@@ -347,8 +351,8 @@ def _modules_not_loaded(facts: Facts) -> list[Diagnosis]:
         ruled = [
             f"TS101 (NVIDIA image without a GPU): the node has NVIDIA device "
             f"{gpus[0].get('address') or gpus[0].evidence.text}",
-            "TS103 (wrong module flavour): no `NVRM` message and no nvidia module loaded; "
-            "nothing was loaded to fail",
+            "TS103 (wrong module flavour): no nvidia module is loaded, so neither flavour was "
+            "tried",
         ]
         summary = [*_pending(waiting, NVIDIA_SERVICES), *said]
         found.append(_make("TS110", [node], [*evidence, *waits, *cycle], ruled, summary=summary))
@@ -363,9 +367,10 @@ def _wrong_flavour(facts: Facts) -> list[Diagnosis]:
         no_gsp = facts.of(node, Kind.NVRM_NO_GSP)
         legacy = facts.of(node, Kind.NVRM_LEGACY)
         no_devices = facts.of(node, Kind.NO_DEVICES) + facts.of(node, Kind.RM_INIT_FAILED)
-        proprietary = [s for s in _nvidia_modules(facts, node) if "P" in s.get("taint")] + [
+        # The extension names the flavour; `(PO)` in /proc/modules says it again.
+        proprietary = [
             s for s in facts.of(node, Kind.EXTENSION) if _PROPRIETARY_EXTENSION in s.value
-        ]
+        ] + [s for s in _nvidia_modules(facts, node) if "P" in s.get("taint")]
         if needs_open or (no_devices and proprietary and not (no_gsp or legacy)):
             evidence = [s.evidence for s in needs_open[:2] + no_devices[:3] + proprietary[:2]]
             pci = sorted({s.get("pci") for s in needs_open if s.get("pci")})

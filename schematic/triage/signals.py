@@ -115,7 +115,8 @@ class Nodes:
         return self.from_file_name(signal.evidence.file)
 
     def from_file_name(self, file: str) -> str:
-        """A known node whose name or address is part of the file name, else the file stem."""
+        """A known node whose name or address is part of the file name, else the only known
+        node, else "" (unknown)."""
         name = PurePath(file).name
         # Longest first, so "worker-10" is not taken for "worker-1".
         for known in sorted(self._canonical, key=len, reverse=True):
@@ -125,4 +126,4 @@ class Nodes:
         if len(machines) == 1:
             # The only machine the inputs speak of.
             return machines.pop()
-        return PurePath(file).stem
+        return ""  # not known: such inputs are read together as one unnamed node

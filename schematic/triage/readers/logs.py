@@ -36,7 +36,8 @@ _CONTINUATION = re.compile(r"^\s{4,}(?P<msg>NVRM: .*)$")
 _SERVICE_WAIT = re.compile(r'service "(?P<service>[^"]+)" to be (?P<state>"[a-z]+"|[a-z/]+)')
 _PCI_ID = re.compile(r"PCI ID: (?P<id>10de:[0-9a-fA-F]{4})")
 _PROC_MODULE = re.compile(
-    r"^(?P<name>\w+) \d+ \d+ \S+ (?:Live|Loading|Unloading) 0x[0-9a-f]+(?: \((?P<taint>[A-Z]+)\))?$"
+    r"^(?P<name>\w+) \d+ (?:\d+|-) \S+ (?:Live|Loading|Unloading) 0x[0-9a-f]+"
+    r"(?: \((?P<taint>[A-Z]+)\))?$"
 )
 _CONFIG_START = re.compile(r"Running with config:")
 _STRATEGY = re.compile(r'"deviceListStrategy"\s*:\s*(?P<rest>.*)$')
