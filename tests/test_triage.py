@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 from schematic.triage import triage_paths
 from schematic.triage.readers import read_evidence
 from schematic.triage.signals import Kind
 
-_register_commands()
+register_all_commands()
 
 BUNDLES = Path(__file__).parent / "data" / "triage"
 
