@@ -83,7 +83,6 @@ _HGX_GPU_COUNT = 8
 _CLIENT_GPU_NAME = re.compile(r"\b(?:GeForce|TITAN|Quadro|RTX|NVS|CMP)\b|^NVIDIA T\d{3,4}\b")
 _PROPRIETARY_BASE = "nonfree-kmod-nvidia"
 _GDRDRV_BASE = "nvidia-gdrdrv-device"
-_GDS_BASE = "nvidia-fs"
 # Talos's NVIDIA support up to this minor line asks for the sysctl set to 1 on GPU nodes.
 BPF_JIT_HARDEN_SYSCTL = "net.core.bpf_jit_harden"
 BPF_JIT_HARDEN_UNTIL = (1, 12)
@@ -192,6 +191,8 @@ class NvidiaDecision:
     reasons: tuple[str, ...]
     # Where the sources disagree (the rules table says so): check the answer on the hardware.
     notes: tuple[str, ...] = ()
+    # What will not work on this release whatever the schematic holds (GB10 CUDA on 1.13/1.14).
+    defects: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The `talos-schematic gpu --json` document."""
@@ -211,6 +212,7 @@ class NvidiaDecision:
             "kernelArgs": list(self.kernel_args),
             "reasons": list(self.reasons),
             "notes": list(self.notes),
+            "doesNotWork": list(self.defects),
         }
 
 
@@ -959,24 +961,23 @@ def _gdrdrv(flavour: Flavour, talos: TalosVersion) -> _Feature:
 
 
 def _gds(talos: TalosVersion, notes: list[str]) -> _Feature:
-    offer = nvidia_rules.release_rule("extension", talos, value=_GDS_BASE)
-    if offer is None:
-        first = _first_offering(_GDS_BASE)
+    """GPUDirect Storage: the module every NVIDIA kernel-module package carries from 1.14."""
+    module = nvidia_rules.release_rule("gds-module", talos)
+    if module is None:
+        first = next(
+            (row.first for row in nvidia_rules.rules_table() if row.rule == "gds-module"), None
+        )
         raise NvidiaError(
-            f"GPUDirect Storage: Talos {talos} offers no siderolabs/{_GDS_BASE} extension"
+            f"GPUDirect Storage: Talos {talos} has no nvidia-fs module"
             + (
-                f" (it arrives in {first})"
-                if first
-                else f" (no release up to {nvidia_rules.reviewed_through()} does; "
-                "siderolabs/pkgs builds the module, the extension is not published yet)"
+                f" (it arrives in {first}, in the NVIDIA kernel-module extensions)" if first else ""
             ),
             GpuRefusal.NOT_OFFERED,
         )
-    _verify(offer, notes)
+    _verify(module, notes)
     return _Feature(
-        extensions=(f"siderolabs/{_GDS_BASE}",),
-        modules=("nvidia_fs",),
-        reason=f"GPUDirect Storage: siderolabs/{_GDS_BASE}, module nvidia_fs (as asked)",
+        modules=(module.value,),
+        reason=f"GPUDirect Storage (as asked): module {module.value}; {module.row.note}",
     )
 
 
@@ -1023,6 +1024,15 @@ def _kernel_args(
     return tuple(gb10_args.value.split())
 
 
+def _defects(gpus: Sequence[Gpu], talos: TalosVersion, notes: list[str]) -> tuple[str, ...]:
+    """What will not work on this release whatever the schematic holds."""
+    gb10_cuda = nvidia_rules.release_rule("gb10-cuda", talos)
+    if gb10_cuda is None or gb10_cuda.value != "broken" or not any(g.gb10 for g in gpus):
+        return ()
+    _verify(gb10_cuda, notes)
+    return (f"CUDA cannot start on GB10 (DGX Spark) on Talos {talos}: {gb10_cuda.row.note}",)
+
+
 def decide(
     gpus: Sequence[GpuRequest],
     talos: str | TalosVersion,
@@ -1041,7 +1051,7 @@ def decide(
     ``passthrough``: the node is a VM (KubeVirt) with the GPUs passed through; ``nvswitch``:
     bare metal with NVSwitches (fabric manager; on NVLink-5 also ``ib_umad``, and eight
     Blackwell HGX GPUs on bare metal imply it); ``gdrdrv``: add GPUDirect RDMA (open only);
-    ``gds``: GPUDirect Storage (``nvidia-fs``, where the release offers it); ``peermem``: load
+    ``gds``: GPUDirect Storage (module ``nvidia_fs``, from Talos 1.14); ``peermem``: load
     ``nvidia_peermem`` (RDMA NICs reading GPU memory; open only).
     Raises NvidiaError, whose ``refusal`` says why, for a combination no driver on that Talos
     can drive.
@@ -1083,6 +1093,7 @@ def decide(
             reasons.append(feature.reason)
     sysctls = _sysctls(version, reasons)
     kernel_args = _kernel_args(found, version, reasons, notes)
+    defects = _defects(found, version, notes)
     return NvidiaDecision(
         gpus=found,
         talos=str(version),
@@ -1096,4 +1107,5 @@ def decide(
         kernel_args=kernel_args,
         reasons=tuple(reasons),
         notes=tuple(notes),
+        defects=defects,
     )

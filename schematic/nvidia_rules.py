@@ -33,6 +33,8 @@ _RULES = frozenset(
     {
         "gb10-flavour",
         "gb10-kernel-args",
+        "gb10-cuda",
+        "gds-module",
         "open-unsupported-gpus",
         "nvlink5-kernel-modules",
         "extension",

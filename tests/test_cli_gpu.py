@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,6 +53,7 @@ def test_json_document_for_rtx_pro_6000_on_talos_1_12() -> None:
         "sysctls": {"net.core.bpf_jit_harden": "1"},
         "kernelArgs": [],
         "notes": [],
+        "doesNotWork": [],
     }
     assert any("570.195.03 does not know 10de:2bb5" in reason for reason in document["reasons"])
 
@@ -243,10 +245,22 @@ def test_gb10_prints_the_verify_on_hardware_note() -> None:
     assert "note: verify on hardware (gb10-flavour): conflicting evidence" in result.stdout
 
 
+def test_gb10_on_1_14_says_cuda_cannot_start_and_why() -> None:
+    result = run("gpu", "10de:2e12", "--talos", "v1.14.0")
+    assert result.exit_code == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.startswith("does not work:"))
+    assert "CUDA cannot start on GB10" in line
+    assert "CONFIG_ARM_SMMU_V3_SVA" in line and "siderolabs/talos#14087" in line
+
+
 def test_gds_and_peermem_options() -> None:
     refused = run("gpu", "10de:2330", "--talos", "v1.13.9", "--metal", "--gds")
     assert refused.exit_code == 1
-    assert "offers no siderolabs/nvidia-fs extension" in refused.stderr
+    assert "has no nvidia-fs module (it arrives in v1.14.0" in refused.stderr
+    gds = run("gpu", "10de:2330", "--talos", "v1.14.0", "--metal", "--gds")
+    assert gds.exit_code == 0, gds.stderr
+    assert "kernel modules: nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset, nvidia_fs" in gds.stdout
+    assert "nvidia-fs" not in gds.stdout.split("kernel modules:")[0]
     document = gpu_json("10de:2330", "--talos", "v1.13.9", "--metal", "--peermem")
     assert document["kernelModules"][-1] == {"name": "nvidia_peermem", "parameters": []}
 
@@ -257,3 +271,16 @@ def test_geforce_on_the_535_driver_gets_the_unsupported_gpus_parameter() -> None
         "name": "nvidia",
         "parameters": ["NVreg_OpenRmEnableUnsupportedGpus=1"],
     }
+
+
+def test_generate_warns_per_gb10_pool_that_cuda_cannot_start(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: c\ncozystack: {version: v1.6}\ntalos: {version: v1.14.0}\npools:\n"
+        "  - name: spark\n    profile: metal-dgx-spark\n"
+    )
+    result = run("generate", str(cluster), "-f", "machine-config")
+    assert result.exit_code == 0, result.stderr
+    (warning,) = [line for line in result.stderr.splitlines() if "does not work" in line]
+    assert warning.startswith("talos-schematic: warning: ")
+    assert 'pool "spark": does not work: CUDA cannot start on GB10' in warning

@@ -400,7 +400,7 @@ def test_peermem_from_the_cluster_and_gds_refused_per_pool() -> None:
     assert [m.name for m in pool.kernel_modules] == [*NVIDIA_LOAD_ORDER, "nvidia_peermem"]
     message = error_of("- {name: b200, profile: metal-hgx-b200-8x, nvidia: {gds: true}}\n")
     assert message.startswith('cluster.yaml: pool "b200": GPUDirect Storage')
-    assert "siderolabs/nvidia-fs" in message
+    assert "has no nvidia-fs module (it arrives in v1.14.0" in message
     # A pool turns a cluster-wide opt-in off.
     off = only_pool(
         "- {name: h100, profile: metal-hgx-h100-8x, nvidia: {peermem: false}}\n",

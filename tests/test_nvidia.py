@@ -727,6 +727,7 @@ def test_json_shape() -> None:
         "kernelArgs",
         "reasons",
         "notes",
+        "doesNotWork",
     ]
     assert document["gpus"] == [
         {

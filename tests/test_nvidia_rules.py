@@ -52,6 +52,8 @@ def test_packaged_table_parses_and_is_reviewed_through_the_newest_catalogued_rel
     assert {row.rule for row in rows} == {
         "gb10-flavour",
         "gb10-kernel-args",
+        "gb10-cuda",
+        "gds-module",
         "open-unsupported-gpus",
         "nvlink5-kernel-modules",
         "extension",
@@ -250,18 +252,37 @@ def test_client_gpu_names() -> None:
 # --- GPUDirect opt-ins ----------------------------------------------------------------------------
 
 
-def test_gds_is_refused_while_no_release_offers_nvidia_fs() -> None:
-    with pytest.raises(NvidiaError, match=r"offers no siderolabs/nvidia-fs .*up to v1\.14\.0"):
+def test_gds_before_1_14_is_refused_naming_the_release_that_brings_it() -> None:
+    with pytest.raises(NvidiaError, match=r"no nvidia-fs module \(it arrives in v1\.14\.0"):
         decision([("10de:2901", 1)], "v1.13.9", passthrough=False, gds=True)
 
 
-def test_gds_once_a_release_row_offers_nvidia_fs(rules_text: list[str]) -> None:
-    rules_text.append("talos\tv1.14.0\tv1.14.0\textension\tnvidia-fs\tagreed\tGPUDirect Storage")
-    found = decision([("10de:2901", 1)], "v1.14.0", passthrough=False, gds=True)
-    assert "siderolabs/nvidia-fs" in found.extensions
+@pytest.mark.parametrize("flavour", ["open", "proprietary"])
+def test_gds_from_1_14_loads_nvidia_fs_with_no_extension_of_its_own(flavour: str) -> None:
+    found = decision([("10de:2330", 1)], "v1.14.0", passthrough=False, gds=True, flavour=flavour)
     assert module_names(found) == [*NVIDIA_FOUR, "nvidia_fs"]
-    with pytest.raises(NvidiaError, match=r"it arrives in v1\.14\.0"):
-        decision([("10de:2901", 1)], "v1.13.9", passthrough=False, gds=True)
+    # The kernel-module and toolkit extensions only: the module rides in the first.
+    assert len(found.extensions) == 2
+    assert not any("nvidia-fs" in name for name in found.extensions)
+
+
+def test_gb10_cuda_does_not_work_on_1_13_and_1_14() -> None:
+    for talos in ("v1.13.9", "v1.14.0"):
+        found = decision([("10de:2e12", 1)], talos, arch="arm64", passthrough=False)
+        (defect,) = found.defects
+        assert "CONFIG_ARM_SMMU_V3_SVA" in defect and "siderolabs/talos#14087" in defect
+        assert found.to_json()["doesNotWork"] == [defect]
+    # Other GPUs on the same release have no defect.
+    assert decision([("10de:2330", 1)], "v1.14.0").defects == ()
+
+
+def test_a_release_row_saying_gb10_cuda_works_clears_the_defect(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fixed = PACKAGED.replace("\tgb10-cuda\tbroken\t", "\tgb10-cuda\tworks\t")
+    assert fixed != PACKAGED
+    monkeypatch.setattr(nvidia_rules, "rules_table", lambda: nvidia_rules.parse_rules(fixed))
+    assert decision([("10de:2e12", 1)], "v1.14.0", arch="arm64", passthrough=False).defects == ()
 
 
 def test_peermem_loads_nvidia_peermem_with_the_open_modules_only() -> None:

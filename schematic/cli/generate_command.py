@@ -537,7 +537,13 @@ def _print_notes(plan: ClusterPlan, fit: ChartFit, *, platform_written: bool) ->
     from schematic.cluster import hami_notes, unloaded_module_notes
     from schematic.gpupath import missing_passthrough_note
 
-    for warning in [*fit.warnings, *hami_notes(plan)]:
+    defects = [
+        f'{plan.source}: pool "{pool.name}": does not work: {defect}'
+        for pool in plan.pools
+        if pool.nvidia is not None
+        for defect in pool.nvidia.defects
+    ]
+    for warning in [*fit.warnings, *hami_notes(plan), *defects]:
         print(f"talos-schematic: warning: {warning}", file=sys.stderr)
     notes = [*unloaded_module_notes(plan), *fit.notes]
     # Without the platform values in this run's output, nothing else says that the

@@ -87,6 +87,7 @@ def _human(decision: NvidiaDecision, counts: dict[str, int]) -> str:
     lines.append("why:")
     lines += [f"  - {reason}" for reason in decision.reasons]
     lines += [f"note: {note}" for note in decision.notes]
+    lines += [f"does not work: {defect}" for defect in decision.defects]
     return "\n".join(lines)
 
 
@@ -126,8 +127,8 @@ def gpu(
         bool,
         typer.Option(
             "--gds",
-            help="Add GPUDirect Storage (siderolabs/nvidia-fs, module nvidia_fs) where the "
-            "Talos release offers it.",
+            help="Add GPUDirect Storage: load module nvidia_fs, which the NVIDIA kernel-module "
+            "extensions carry from Talos 1.14 (no separate extension).",
         ),
     ] = False,
     peermem: Annotated[
