@@ -332,3 +332,12 @@ def test_ts211_a_reverted_upgrade_is_a_warning() -> None:
     assert code == 0
     (diagnosis,) = json.loads(out)["diagnoses"]
     assert (diagnosis["code"], diagnosis["severity"]) == ("TS211", "warning")
+
+
+def test_a_service_talosctl_services_shows_waiting_is_pending(tmp_path: Path) -> None:
+    source = BUNDLES / "ts101-talos114-dmesg"
+    for name in ("services.txt", "pcidevices.yaml"):
+        (tmp_path / name).write_bytes((source / name).read_bytes())
+    (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (diagnosis.code, diagnosis.nodes) == ("TS101", ("172.16.20.31",))
+    assert "Ext-nvidia-persistenced pending" in diagnosis.summary

@@ -9,7 +9,7 @@ from schematic import __version__
 from schematic.lint import LintReport
 from schematic.lint.findings import RULES
 
-__all__ = ["FORMATS", "render"]
+__all__ = ["FORMATS", "render", "sarif_log", "sarif_rule_index", "sarif_uri"]
 
 FORMATS = ("text", "json", "sarif")
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "note": "note"}
@@ -53,14 +53,18 @@ def render_json(report: LintReport) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-def _uri(file: str) -> str:
-    # SARIF wants URI references: forward slashes, relative where the input was relative.
+def sarif_uri(file: str) -> str:
+    """A file as a SARIF URI reference: forward slashes, relative where the input was."""
     return file.replace("\\", "/").removeprefix("./")
 
 
-def render_sarif(report: LintReport) -> str:
-    codes = sorted(RULES)
-    index = {code: i for i, code in enumerate(codes)}
+def sarif_rule_index() -> dict[str, int]:
+    """Each code's index among the rules every SARIF log of this tool lists."""
+    return {code: i for i, code in enumerate(sorted(RULES))}
+
+
+def sarif_log(results: list[dict[str, Any]]) -> str:
+    """A SARIF 2.1.0 log of ``results`` with every rule's text (shared with `triage`)."""
     rules = [
         {
             "id": code,
@@ -70,23 +74,8 @@ def render_sarif(report: LintReport) -> str:
             "help": {"text": RULES[code].explain()},
             "defaultConfiguration": {"level": _SARIF_LEVEL[RULES[code].severity]},
         }
-        for code in codes
+        for code in sorted(RULES)
     ]
-    results: list[dict[str, Any]] = []
-    for f in report.findings:
-        location: dict[str, Any] = {"artifactLocation": {"uri": _uri(f.file)}}
-        if f.line is not None:
-            location["region"] = {"startLine": f.line}
-        result: dict[str, Any] = {
-            "ruleId": f.code,
-            "ruleIndex": index[f.code],
-            "level": _SARIF_LEVEL[f.severity],
-            "message": {"text": f"{f.message}. Fix: {f.fix}"},
-            "locations": [{"physicalLocation": location}],
-        }
-        if f.object:
-            result["properties"] = {"object": f.object}
-        results.append(result)
     document = {
         "$schema": _SARIF_SCHEMA,
         "version": "2.1.0",
@@ -104,6 +93,26 @@ def render_sarif(report: LintReport) -> str:
         ],
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_sarif(report: LintReport) -> str:
+    index = sarif_rule_index()
+    results: list[dict[str, Any]] = []
+    for f in report.findings:
+        location: dict[str, Any] = {"artifactLocation": {"uri": sarif_uri(f.file)}}
+        if f.line is not None:
+            location["region"] = {"startLine": f.line}
+        result: dict[str, Any] = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {"text": f"{f.message}. Fix: {f.fix}"},
+            "locations": [{"physicalLocation": location}],
+        }
+        if f.object:
+            result["properties"] = {"object": f.object}
+        results.append(result)
+    return sarif_log(results)
 
 
 def render(report: LintReport, fmt: str) -> str:

@@ -109,10 +109,13 @@ def _make(
 
 
 def _waiting(facts: Facts, node: str) -> dict[str, list[Signal]]:
-    """The services still pending in the last `startAllServices` line of each input: early
-    lines list every service (apid, kubelet, ...) before they come up."""
+    """The services still pending in the last `startAllServices` line of each input (early
+    lines list every service, apid and kubelet too, before they come up), and those
+    `talosctl services` shows Waiting."""
     last: dict[str, int] = {}
     for signal in facts.of(node, Kind.SERVICE_WAITING):
+        if signal.get("source") == "services":
+            continue  # `talosctl services` rows: each one is pending now
         last[signal.evidence.file] = max(last.get(signal.evidence.file, 0), signal.evidence.line)
     waiting: dict[str, list[Signal]] = defaultdict(list)
     for signal in facts.of(node, Kind.SERVICE_WAITING):
@@ -120,7 +123,10 @@ def _waiting(facts: Facts, node: str) -> dict[str, list[Signal]]:
     return {
         name: signals
         for name, signals in waiting.items()
-        if any(s.evidence.line == last[s.evidence.file] for s in signals)
+        if any(
+            s.get("source") == "services" or s.evidence.line == last[s.evidence.file]
+            for s in signals
+        )
     }
 
 
@@ -286,7 +292,12 @@ def _sentence(text: str) -> str:
 
 
 def _last(waiting: dict[str, list[Signal]], names: Iterable[str]) -> list[Evidence]:
-    return [waiting[name][-1].evidence for name in names if waiting.get(name)]
+    """The last line of each input that shows each service pending."""
+    last: dict[tuple[str, str], Evidence] = {}
+    for name in names:
+        for signal in waiting.get(name, []):
+            last[name, signal.evidence.file] = signal.evidence
+    return list(last.values())
 
 
 def _pending(waiting: dict[str, list[Signal]], names: Iterable[str]) -> list[str]:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schematic import __version__
 from schematic.triage import TriageReport
 from schematic.triage.diagnose import Diagnosis
 
 __all__ = ["FORMATS", "render"]
 
 FORMATS = ("text", "json", "markdown", "sarif")
-_SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def _lines(text: str, indent: str) -> list[str]:
@@ -103,30 +101,17 @@ def render_markdown(report: TriageReport) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _uri(file: str) -> str:
-    return file.replace("\\", "/").removeprefix("./")
-
-
 def render_sarif(report: TriageReport) -> str:
-    codes = sorted({d.code for d in report.diagnoses})
-    index = {code: i for i, code in enumerate(codes)}
-    first = {d.code: d for d in reversed(report.diagnoses)}
-    rules = [
-        {
-            "id": code,
-            "name": first[code].title,
-            "shortDescription": {"text": first[code].title},
-            "help": {"text": f"{first[code].confirm}\n\nFix: {first[code].fix}"},
-            "defaultConfiguration": {"level": first[code].severity},
-        }
-        for code in codes
-    ]
+    """Lint's SARIF log (the same rule list); each diagnosis at its first evidence line."""
+    from schematic.lint.formats import sarif_log, sarif_rule_index, sarif_uri
+
+    index = sarif_rule_index()
     results: list[dict[str, Any]] = []
     for d in report.diagnoses:
         locations = [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": _uri(e.file)},
+                    "artifactLocation": {"uri": sarif_uri(e.file)},
                     "region": {"startLine": e.line},
                 },
                 "message": {"text": e.text},
@@ -147,19 +132,7 @@ def render_sarif(report: TriageReport) -> str:
                 {"id": i, **location} for i, location in enumerate(locations[1:], 1)
             ]
         results.append(result)
-    document = {
-        "$schema": _SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {"name": "talos-schematic", "version": __version__, "rules": rules}
-                },
-                "results": results,
-            }
-        ],
-    }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return sarif_log(results)
 
 
 _RENDERERS = {

@@ -25,7 +25,8 @@ __all__ = ["DocumentError", "Reading", "read_evidence"]
 # YAML of the shapes the document reader knows: a Kubernetes object or list, a talosctl
 # resource, a query answer. Logs that happen to parse as YAML are not mistaken for it.
 _YAML_SHAPE = re.compile(r"^(?:apiVersion|kind|node|metadata|status):", re.MULTILINE)
-_KERNEL_STAMP = re.compile(r"\[\s*\d+\.\d+\]")
+_KERNEL_STAMP = re.compile(r"\s*\[\s*\d+\.\d+\]")
+_FIRST_CHARACTER = re.compile(r"\S")
 
 
 @dataclass(frozen=True)
@@ -40,14 +41,15 @@ class Reading:
 
 def read_evidence(text: str, file: str) -> Reading:
     """Read one file's text with the reader its content calls for."""
-    start = text.lstrip()[:1]
+    first = _FIRST_CHARACTER.search(text)
+    start = first.group() if first else ""
     try:
         if start in ("{", "["):
             try:
                 return _reading(file, "json", list(read_json(text, file)))
             except DocumentError as err:
                 # "[   12.345678] ..." is a kernel log, not a JSON list.
-                if start == "{" or err.fatal or not _KERNEL_STAMP.match(text.lstrip()):
+                if start == "{" or err.fatal or not _KERNEL_STAMP.match(text):
                     raise
         if recognise_table(text):
             return _reading(file, "table", list(read_table(text, file)))

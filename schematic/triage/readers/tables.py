@@ -22,17 +22,13 @@ _NVIDIA = "NVIDIA Corporation"
 _MAX_TEXT = 240
 
 
-def _first_line(text: str) -> tuple[int, str]:
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            return number, line
-    return 0, ""
+_FIRST_LINE = re.compile(r"^[ \t]*\S.*$", re.MULTILINE)
 
 
 def recognise_table(text: str) -> bool:
     """Whether ``text`` starts with a table header this reader knows."""
-    _, line = _first_line(text)
-    return any(header.match(line) for header in _HEADERS)
+    first = _FIRST_LINE.search(text)
+    return first is not None and any(header.match(first.group()) for header in _HEADERS)
 
 
 def _columns(header: str) -> list[tuple[str, int]]:
@@ -62,7 +58,16 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
         evidence = Evidence(file, number, line.strip()[:_MAX_TEXT])
         node = cells.get("NODE", "")
         kind = cells.get("TYPE", "")
-        if "SERVICE" in cells:
+        if "SERVICE" in cells and cells.get("STATE") == "Waiting":
+            # A service Talos is still waiting for: what `startAllServices` lists, seen live.
+            yield Signal(
+                Kind.SERVICE_WAITING,
+                node,
+                evidence,
+                cells["SERVICE"],
+                (("state", "Waiting"), ("source", "services")),
+            )
+        elif "SERVICE" in cells:
             running = "true" if cells.get("STATE") == "Running" else "false"
             yield Signal(
                 Kind.SERVICE_STATE,
