@@ -25,6 +25,7 @@ __all__ = [
     "BPF_JIT_HARDEN_UNTIL",
     "NVIDIA_MODULES",
     "PRE_TURING_LAST_BRANCH",
+    "Fabric",
     "Gpu",
     "GpuRequest",
     "KernelModule",
@@ -36,12 +37,14 @@ __all__ = [
     "decide",
     "describe_nvidia_extension",
     "describe_pci_function",
+    "fabric_of",
     "is_nvidia_display_function",
     "lookup_gpu",
     "normalise_architecture",
     "normalise_pci_id",
     "nvidia_extension",
     "nvlink5_hgx_count",
+    "nvlink5_kernel_modules",
     "preferred_tier",
     "resolve_gpus",
     "usual_architecture",
@@ -874,26 +877,43 @@ def _driver_extensions(flavour: Flavour, tier: Tier | None, row: DriverRow) -> t
 
 
 @dataclass(frozen=True)
-class _Fabric:
-    """Whether the node runs the fabric manager, and whether its NVSwitches are NVLink-5."""
+class Fabric:
+    """Whether a node runs the NVIDIA fabric manager, and whether its NVSwitches are NVLink-5."""
 
     manager: bool
     nvlink5: bool
+    hgx_count: int  # NVLink-5 HGX GPUs (B100 / B200 / B300 SXM)
+    inferred: bool  # NVSwitches not said, but implied by a full HGX board on bare metal
+
+
+def fabric_of(gpus: Iterable[tuple[Gpu, int]], *, nvswitch: bool, passthrough: bool) -> Fabric:
+    """The fabric manager runs on bare metal with NVSwitches, said (``nvswitch``) or implied by
+    eight NVLink-5 HGX GPUs; a VM with passed-through GPUs leaves the switches to its host."""
+    hgx_count = nvlink5_hgx_count(gpus)
+    inferred = not nvswitch and not passthrough and hgx_count >= _HGX_GPU_COUNT
+    manager = (nvswitch or inferred) and not passthrough
+    return Fabric(manager, manager and hgx_count > 0, hgx_count, inferred)
+
+
+def nvlink5_kernel_modules(talos: TalosVersion | None) -> nvidia_rules.RuleAnswer | None:
+    """The rule naming the modules the fabric manager needs on NVLink-5 at a Talos release (at
+    the newest reviewed one when the release is not known)."""
+    return nvidia_rules.release_rule(
+        "nvlink5-kernel-modules", talos or nvidia_rules.reviewed_through()
+    )
 
 
 def _fabric(
     resolved: ResolvedGpus, tier: Tier | None, passthrough: bool, nvswitch: bool, reasons: list[str]
-) -> _Fabric:
-    """The fabric manager: bare metal with NVSwitches (said, or implied by an HGX board)."""
-    hgx_count = nvlink5_hgx_count(resolved.gpus)
-    inferred = not nvswitch and not passthrough and hgx_count >= _HGX_GPU_COUNT
-    if inferred:
+) -> Fabric:
+    """The fabric manager's extension and its reasons."""
+    fabric = fabric_of(resolved.gpus, nvswitch=nvswitch, passthrough=passthrough)
+    if fabric.inferred:
         reasons.append(
-            f"NVSwitches assumed: {hgx_count} Blackwell SXM GPUs on bare metal sit on an HGX "
-            "baseboard (set nvswitch to say so, or give fewer GPUs)"
+            f"NVSwitches assumed: {fabric.hgx_count} Blackwell SXM GPUs on bare metal sit on an "
+            "HGX baseboard (set nvswitch to say so, or give fewer GPUs)"
         )
-    manager = (nvswitch or inferred) and not passthrough
-    if manager:
+    if fabric.manager:
         reasons.append(
             "fabric manager"
             + (f" ({tier}, the modules' tier)" if tier else "")
@@ -901,7 +921,7 @@ def _fabric(
         )
     elif nvswitch:
         reasons.append("no fabric manager: the NVSwitches are managed by the host, not by a VM")
-    return _Fabric(manager=manager, nvlink5=manager and hgx_count > 0)
+    return fabric
 
 
 def _driver_modules(
@@ -996,7 +1016,7 @@ def _peermem(flavour: Flavour) -> _Feature:
 
 
 def _nvlink5(talos: TalosVersion, notes: list[str]) -> _Feature:
-    answer = nvidia_rules.release_rule("nvlink5-kernel-modules", talos)
+    answer = nvlink5_kernel_modules(talos)
     if answer is None:
         return _Feature()
     _verify(answer, notes)

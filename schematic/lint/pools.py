@@ -30,7 +30,9 @@ from schematic.nvidia import (
     all_gpus,
     describe_nvidia_extension,
     describe_pci_function,
+    fabric_of,
     nvlink5_hgx_count,
+    nvlink5_kernel_modules,
 )
 from schematic.talos import TalosVersion, driver_key, driver_row
 
@@ -109,12 +111,17 @@ def _describe(candidates: Sequence[Gpu]) -> str:
 # --- the checks -------------------------------------------------------------------------------
 
 
-def _minor_line(talos: str) -> tuple[int, int] | None:
-    """The minor line of the Talos release an object names; None when it is not a version."""
+def _release(talos: str) -> TalosVersion | None:
+    """The Talos release an object names; None when it is not a version."""
     try:
-        return TalosVersion.parse(talos).minor_line
+        return TalosVersion.parse(talos)
     except TalosSchematicError:
         return None
+
+
+def _minor_line(talos: str) -> tuple[int, int] | None:
+    release = _release(talos)
+    return None if release is None else release.minor_line
 
 
 def _tier_driver(talos: str, extension: NvidiaExtension) -> str | None:
@@ -478,27 +485,33 @@ class _PoolCheck:
     def nvlink5_fabric_manager(
         self, use: SchematicUse, where: str, nvidia: list[NvidiaExtension]
     ) -> None:
-        """TS155: the fabric manager on NVLink-5 hardware needs ib_umad loaded."""
+        """TS155: the fabric manager on NVLink-5 hardware needs ib_umad (the NVIDIA rules
+        table's modules for the release) loaded."""
         hardware, modules = self.ctx.hardware, self.pool.machine_config_modules
         fabric = [e.name for e in nvidia if e.family == "fabric-manager"]
         if not fabric or hardware is None or self.pool.gpus_known or modules is None:
             return
-        if hardware.platform != "metal" or "ib_umad" in modules.names:
+        if hardware.platform != "metal":
             return
         counts = [
             (found, gpu.count)
             for gpu in hardware.nvidia_gpus
             if isinstance(found := describe_pci_function(gpu.id), Gpu)
         ]
-        hgx = nvlink5_hgx_count(counts)
-        if not hgx or not (hardware.nvswitch or hgx >= 8):
+        if not fabric_of(counts, nvswitch=hardware.nvswitch, passthrough=False).nvlink5:
+            return
+        release = None if self.talos is None else _release(self.talos)
+        needed = nvlink5_kernel_modules(release)
+        missing = [m for m in (needed.value.split() if needed else ()) if m not in modules.names]
+        if not missing:
             return
         gpu = next(found.name for found, _ in counts if found.nvlink5_hgx)
         self.add(
             "TS155",
-            f"{where} carries {', '.join(fabric)} for {hardware.name} ({hgx}x {gpu}, "
-            "NVLink-5), but the machine config does not load ib_umad: the fabric manager "
-            "fails with NV_WARN_NOTHING_TO_DO and CUDA answers CUDA_ERROR_SYSTEM_NOT_READY",
+            f"{where} carries {', '.join(fabric)} for {hardware.name} "
+            f"({nvlink5_hgx_count(counts)}x {gpu}, NVLink-5), but the machine config does not "
+            f"load {', '.join(missing)}: the fabric manager fails with NV_WARN_NOTHING_TO_DO "
+            "and CUDA answers CUDA_ERROR_SYSTEM_NOT_READY",
             modules.place or use.place,
         )
 
