@@ -1031,3 +1031,39 @@ def test_ts190_a_dangling_link_below_a_directory_is_skipped(tmp_path: Path) -> N
     assert [(f.code, f.severity, Path(f.file).name) for f in findings] == [
         ("TS190", "warning", "broken.yaml")
     ]
+
+
+# Cozystack's gpu-operator Package, shaped as packages/system/gpu-operator/examples/
+# values-native-talos.yaml (cozystack/cozystack at 3c780acd), with the toolkit switched on.
+GPU_OPERATOR_PACKAGE = """\
+apiVersion: cozystack.io/v1alpha1
+kind: Package
+metadata:
+  name: cozystack.gpu-operator
+spec:
+  variant: default
+  components:
+    gpu-operator:
+      values:
+        gpu-operator:
+          hostPaths:
+            driverInstallDir: "/var/nvidia-driver"
+          sandboxWorkloads:
+            enabled: false
+          toolkit:
+            enabled: {toolkit}
+          devicePlugin:
+            enabled: true
+"""
+
+
+def test_ts141_in_the_gpu_operator_package(tmp_path: Path) -> None:
+    found = run(tmp_path, {"package.yaml": GPU_OPERATOR_PACKAGE.format(toolkit="true")})
+    ts141 = finding(found, "TS141")
+    assert "Package 'cozystack.gpu-operator' values" in ts141.message
+    assert ts141.line == 16  # toolkit.enabled
+
+
+def test_the_gpu_operator_package_as_the_example_ships_it_is_clean(tmp_path: Path) -> None:
+    found = run(tmp_path, {"package.yaml": GPU_OPERATOR_PACKAGE.format(toolkit="false")})
+    assert not codes(found) & {"TS140", "TS141"}

@@ -113,4 +113,5 @@ def check_addons(
         _check_cluster(cluster, out, release)
     for place in inventory.operator_values:
         name = str(place.doc.get(("metadata", "name")) or place.file)
-        _check_operator_values(place, f"HelmRelease {name!r} values", name, out, release)
+        kind = str(place.doc.get(("kind",)) or "HelmRelease")
+        _check_operator_values(place, f"{kind} {name!r} values", name, out, release)

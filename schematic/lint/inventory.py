@@ -164,7 +164,8 @@ class Inventory:
     schematic_problems: list[tuple[SchematicError, Place]] = field(default_factory=list)
     services: list[Place] = field(default_factory=list)
     control_planes: list[Place] = field(default_factory=list)
-    operator_values: list[Place] = field(default_factory=list)  # gpu-operator HelmRelease values
+    # gpu-operator values: of a HelmRelease, or of Cozystack's gpu-operator Package.
+    operator_values: list[Place] = field(default_factory=list)
     # The platform values' `gpu` mappings: what the management cluster permits for passthrough.
     platform_gpu: list[Place] = field(default_factory=list)
 
@@ -702,6 +703,10 @@ def build_inventory(documents: list[Document]) -> Inventory:
             values_path: Path_ = ("spec", "components", "platform", "values")
             if _platform_gpu(_dict(doc.get(values_path))):
                 inventory.platform_gpu.append(Place(doc, (*values_path, "gpu")))
+            # The gpu-operator package's values (packages/system/gpu-operator/examples).
+            operator_path: Path_ = ("spec", "components", "gpu-operator", "values")
+            if isinstance(doc.get(operator_path), dict):
+                inventory.operator_values.append(Place(doc, operator_path))
         elif not kind and _platform_gpu(data):
             inventory.platform_gpu.append(Place(doc, ("gpu",)))
         elif not kind and _is_schematic(data):
