@@ -24,6 +24,7 @@ from schematic.goscalar import resolve_plain
 from schematic.safe_yaml import (
     InputTooLargeError,
     NotTextError,
+    YamlLimitError,
     compose_all,
     read_problem,
     read_text,
@@ -198,7 +199,9 @@ def _problem(shown: str, text: str, err: yaml.YAMLError) -> LoadProblem:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     line = mark.line + 1 if mark is not None else None
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-    relevant = _RELEVANT.search(text) is not None
+    # A file refused by a safety limit (an alias bomb, nesting too deep) is hostile, whatever
+    # it names: always an error.
+    relevant = isinstance(err, YamlLimitError) or _RELEVANT.search(text) is not None
     return LoadProblem(shown, line, str(problem), template="{{" in text, relevant=relevant)
 
 
