@@ -509,14 +509,10 @@ def nvidia_extension(
     """The official extension name for a family (``tier=None``: the unsuffixed Talos < 1.8 name)."""
     if family == "gdrdrv":
         return f"siderolabs/{_GDRDRV}"
-    if family == "kernel-modules":
-        if flavour is None:
-            raise ValueError("kernel-modules needs a flavour")
-        base = "nvidia-open-gpu-kernel-modules" if flavour == "open" else "nonfree-kmod-nvidia"
-    else:
-        base = (
-            "nvidia-container-toolkit" if family == "container-toolkit" else "nvidia-fabricmanager"
-        )
+    if family == "kernel-modules" and flavour is None:
+        raise ValueError("kernel-modules needs a flavour")
+    wanted = (family, flavour if family == "kernel-modules" else None)
+    base = next(base for base, kind in _FAMILY_BASES.items() if kind == wanted)
     return f"siderolabs/{base}" + (f"-{tier}" if tier else "")
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from schematic.model import Schematic
+from schematic.nvidia import Flavour, Tier, nvidia_extension
 
 __all__ = [
     "WELL_KNOWN_FILE",
@@ -42,11 +43,19 @@ def _well_known_sets() -> list[tuple[tuple[str, ...], str]]:
             "kubernetes and kubernetes-nodes charts, Cozystack 1.6)",
         ),
     ]
-    kinds = (("nvidia-open-gpu-kernel-modules", "open"), ("nonfree-kmod-nvidia", "proprietary"))
-    for suffix, label in (("-lts", "lts"), ("-production", "production"), ("", "unsuffixed")):
-        for kmod, flavour in kinds:
-            nvidia = (f"siderolabs/{kmod}{suffix}", f"siderolabs/nvidia-container-toolkit{suffix}")
-            era = "Talos 1.8+" if suffix else "Talos 1.2-1.7"
+    tiers: tuple[tuple[Tier | None, str], ...] = (
+        ("lts", "lts"),
+        ("production", "production"),
+        (None, "unsuffixed"),
+    )
+    flavours: tuple[Flavour, ...] = ("open", "proprietary")
+    for tier, label in tiers:
+        for flavour in flavours:
+            nvidia = (
+                nvidia_extension("kernel-modules", flavour=flavour, tier=tier),
+                nvidia_extension("container-toolkit", tier=tier),
+            )
+            era = "Talos 1.8+" if tier else "Talos 1.2-1.7"
             what = f"NVIDIA {flavour} modules + toolkit, {label} ({era})"
             sets.append((tuple(sorted(nvidia)), f"factory UI selection: {what}"))
             sets.append(
