@@ -21,6 +21,7 @@ message (one line or a few, never a traceback) to stderr and exits with its ``ex
 from __future__ import annotations
 
 import enum
+import re
 
 __all__ = [
     "CatalogError",
@@ -36,6 +37,7 @@ __all__ = [
     "TalosSchematicError",
     "TriageInputError",
     "UnknownDeviceError",
+    "printable",
 ]
 
 
@@ -133,3 +135,15 @@ class FactoryError(TalosSchematicError):
 
 class TriageInputError(TalosSchematicError):
     """An input of `triage` that cannot be read: missing, too large, or nested too deeply."""
+
+
+# Control characters other than line breaks and tabs, C1 included: a NUL, an escape sequence that
+# would recolour or rewrite the terminal (ESC, or CSI as one byte), a carriage return that would
+# hide the start of the line.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters written as escapes (``\\x00``, ``\\r``, ``\\x1b``): how
+    every message and every string a server sent is shown."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)

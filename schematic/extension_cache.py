@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pydantic
 
+from schematic.errors import printable
 from schematic.factory import ExtensionInfo, FactoryClient
 from schematic.factory_url import split_factory_url
 from schematic.output import write_file_atomically
+from schematic.safe_yaml import read_text
 
 __all__ = ["DEFAULT_CACHE_TTL", "default_cache_dir", "live_extensions"]
 
@@ -44,14 +46,24 @@ def _cache_file(cache_dir: Path, url: str, version: str) -> Path:
 
 def _read_cache(path: Path, url: str, version: str, ttl: float, now: float) -> list[ExtensionInfo]:
     try:
-        raw = json.loads(path.read_text("utf-8"))
+        # Bounded, and a FIFO or device planted under the cache's name is not opened.
+        text = read_text(path)
+        raw = json.loads(text)
         fetched = float(raw["fetchedAt"])
         if raw["factory"] != url or raw["talos"] != version or not 0 <= now - fetched < ttl:
             return []
-        return _EXTENSION_LIST.validate_python(raw["extensions"])
-    except (OSError, ValueError, KeyError, TypeError):
+        extensions = _EXTENSION_LIST.validate_python(raw["extensions"])
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         # A missing, stale or damaged cache only means fetching again.
         return []
+    # What the client wrote had its control characters escaped; a raw one was put there by hand.
+    if any(printable(value) != value for value in _strings(extensions)):
+        return []
+    return extensions
+
+
+def _strings(extensions: list[ExtensionInfo]) -> list[str]:
+    return [value for info in extensions for value in info.model_dump().values()]
 
 
 def live_extensions(

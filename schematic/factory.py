@@ -66,12 +66,13 @@ import httpx
 import pydantic
 
 from schematic import __version__
-from schematic.errors import CatalogError, FactoryError, SchematicError
+from schematic.errors import CatalogError, FactoryError, SchematicError, printable
 from schematic.factory_url import (
     DEFAULT_FACTORY_URL,
     FACTORY_ENV,
     resolve_factory_url,
     split_factory_url,
+    without_userinfo,
 )
 from schematic.safe_yaml import format_size
 from schematic.stamped import owner_added
@@ -118,6 +119,16 @@ _LINE_SNIPPET = 80
 # What a bearer token may hold to be sent as a header value: visible ASCII, no spaces.
 _TOKEN_CHARS = re.compile(r"[\x21-\x7e]+")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+# What httpx reads from the environment when it builds a client (trust_env).
+_CONNECTION_ENV = (
+    *(
+        name
+        for base in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
+        for name in (base, base.lower())
+    ),
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
 
 
 class SchematicBody(Protocol):
@@ -201,6 +212,7 @@ class VerifyResult(pydantic.BaseModel):
 _EXTENSION_LIST = pydantic.TypeAdapter(list[ExtensionInfo])
 _OVERLAY_LIST = pydantic.TypeAdapter(list[OverlayInfo])
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 
 
 def _one_line(text: str, limit: int = _SNIPPET) -> str:
@@ -427,6 +439,26 @@ def _decoded(response: httpx.Response) -> Iterator[bytes]:
     raise _UnaskedEncodingError(encoding)
 
 
+def _echoed_forms(secret: str) -> set[str]:
+    """The ways a server may echo a secret back: as sent, JSON-escaped (a ``"`` or ``\\`` in a
+    token, a non-ASCII letter as ``\\u00e9``, a ``/`` as ``\\/``) and URL-encoded (either case
+    of hex digits, ``+`` or ``%20`` for a space)."""
+    forms = {secret}
+    for ascii_only in (True, False):
+        escaped = json.dumps(secret, ensure_ascii=ascii_only)[1:-1]
+        forms |= {escaped, escaped.replace("/", "\\/")}
+    for encoded in (
+        urllib.parse.quote(secret, safe=""),
+        urllib.parse.quote(secret),
+        urllib.parse.quote_plus(secret, safe=""),
+    ):
+        forms |= {encoded, _PERCENT.sub(lambda found: found.group().lower(), encoded)}
+    return forms
+
+
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
+
+
 # Describe the bytes as they were sent; the body handed on is already decoded.
 _DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
@@ -467,15 +499,42 @@ class FactoryClient:
             "User-Agent": f"talos-schematic/{__version__}",
             "Accept-Encoding": "gzip, deflate",
         }
-        self._secrets: list[str] = []
+        self._secrets: set[str] = set()
         self._authorize(env.get(TOKEN_ENV, ""), env.get(AUTH_ENV, ""), userinfo)
         self._owns_http = client is None
-        self._http = client or httpx.Client(
-            timeout=timeout,
-            # No connection is kept for reuse: the watchdog learns of a socket when it is
-            # connected, so each attempt gets a new one it can shut.
-            limits=httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=0),
-            follow_redirects=False,
+        try:
+            self._http = client or httpx.Client(
+                timeout=timeout,
+                # No connection is kept for reuse: the watchdog learns of a socket when it is
+                # connected, so each attempt gets a new one it can shut.
+                limits=httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=0),
+                follow_redirects=False,
+            )
+        except (ImportError, ValueError, OSError, httpx.InvalidURL) as exc:
+            # The proxy and CA settings httpx takes from the environment are read here.
+            raise self._environment_error(exc) from None
+
+    def _environment_error(self, exc: Exception) -> FactoryError:
+        settings = [
+            f"${name}={without_userinfo(os.environ[name])}"
+            for name in _CONNECTION_ENV
+            if os.environ.get(name)
+        ]
+        where = f" ({', '.join(settings)})" if settings else ""
+        if isinstance(exc, ImportError) and "socks" in str(exc).lower():
+            reason = "a SOCKS proxy needs the socksio package: pip install 'httpx[socks]'"
+        elif isinstance(exc, OSError):
+            reason = f"the CA certificates cannot be read ({exc.strerror or exc})"
+        elif any("***@" in setting for setting in settings):
+            # httpx's text may quote any piece of a password it misread as a host or port.
+            reason = f"{type(exc).__name__} (its text is not shown: a setting holds user:password@)"
+        else:
+            reason = f"{type(exc).__name__}: {without_userinfo(str(exc))}"
+        return FactoryError(
+            self._redact(
+                f"{self.url}: cannot set up a connection with the proxy or CA settings of the "
+                f"environment{where}: {reason}"
+            )
         )
 
     def _authorize(self, token: str, auth: str, userinfo: tuple[str, str] | None) -> None:
@@ -490,7 +549,7 @@ class FactoryClient:
                     "alone, e.g. TALOS_SCHEMATIC_FACTORY_TOKEN=\"$(tr -d '\\r\\n' < FILE)\""
                 )
             self._headers["Authorization"] = f"Bearer {token}"
-            self._secrets.append(token)
+            self._secrets |= _echoed_forms(token)
             return
         source = "the factory URL's user:password@"
         if auth:
@@ -507,18 +566,29 @@ class FactoryClient:
                 )
             encoded = base64.b64encode(pair.encode()).decode("ascii")
             self._headers["Authorization"] = f"Basic {encoded}"
-            self._secrets += [pair, encoded, userinfo[1]]
+            self._secrets |= {encoded, *_echoed_forms(pair), *_echoed_forms(userinfo[1])}
 
     def _redact(self, text: str) -> str:
         # Servers may echo headers or URLs back. A secret of 4 characters or more is hidden
         # wherever it appears; a shorter one (replacing every "ab" would garble the message)
         # wherever it stands alone, not inside a longer word.
-        for secret in sorted({s for s in self._secrets if s}, key=len, reverse=True):
+        for secret in sorted(filter(None, self._secrets), key=len, reverse=True):
             if len(secret) >= 4:
                 text = text.replace(secret, "***")
             else:
                 text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
         return text
+
+    def _cleaned(self, value: _V) -> _V:
+        """A server's strings as they may be printed or cached: secrets it echoed hidden, control
+        characters (a terminal escape sequence, a NUL) written as escapes."""
+        if isinstance(value, str):
+            return printable(self._redact(value))  # type: ignore[return-value]
+        if isinstance(value, list):
+            return [self._cleaned(item) for item in value]  # type: ignore[return-value]
+        if isinstance(value, dict):
+            return {key: self._cleaned(item) for key, item in value.items()}  # type: ignore[return-value]
+        return value
 
     def _error(self, subject: str, what: str) -> FactoryError:
         where = f"{self.url}: {subject}: " if subject else f"{self.url}: "
@@ -826,7 +896,7 @@ class FactoryClient:
             raise self._error(
                 "", f"{what}: expected a JSON list of versions: {_one_line(response.text)}"
             )
-        return list(payload)
+        return [self._cleaned(version) for version in payload]
 
     def official_extensions(self, version: str) -> list[ExtensionInfo]:
         """The official extensions (name, ref, digest, …) the factory offers for ``version``."""
@@ -855,7 +925,7 @@ class FactoryClient:
             )
         payload = self._json(response, what, f"Talos {talos}")
         try:
-            return shape.validate_python(payload)
+            return shape.validate_python(self._cleaned(payload))
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])

@@ -1,8 +1,18 @@
 """Which Image Factory to talk to, and its URL as messages and files may show it.
 
 ``--factory URL``, else ``$TALOS_SCHEMATIC_FACTORY``, else the cluster file's
-``talos.imageFactoryURL``, else ``https://factory.talos.dev``. A ``user:password@`` part is
-taken as basic credentials and never shown. No network here, so offline code may import it.
+``talos.imageFactoryURL``, else ``https://factory.talos.dev``. No network here, so offline code
+may import it.
+
+This is the one parser of factory URLs, and it decides what of one may be shown or written:
+
+- A ``user:password@`` part is whatever stands between ``//`` and the *last* ``@`` of the URL,
+  whatever characters it holds: a password with ``/``, ``?``, ``#`` or ``@`` is still a password,
+  though a strict URL parser would take part of it for the host or path. Given to ``--factory``
+  or ``$TALOS_SCHEMATIC_FACTORY`` it is taken as basic credentials
+  (:func:`split_factory_url`) and never shown (:func:`without_userinfo`).
+- A URL that is written to a file (``talos.imageFactoryURL``) must hold none
+  (:func:`refuse_userinfo`): files land in Git.
 """
 
 from __future__ import annotations
@@ -14,10 +24,26 @@ from collections.abc import Mapping
 
 from schematic.errors import FactoryError
 
-__all__ = ["DEFAULT_FACTORY_URL", "FACTORY_ENV", "resolve_factory_url", "split_factory_url"]
+__all__ = [
+    "DEFAULT_FACTORY_URL",
+    "FACTORY_ENV",
+    "USERINFO_REFUSED",
+    "refuse_userinfo",
+    "resolve_factory_url",
+    "split_factory_url",
+    "without_userinfo",
+]
 
 DEFAULT_FACTORY_URL = "https://factory.talos.dev"
 FACTORY_ENV = "TALOS_SCHEMATIC_FACTORY"
+
+USERINFO_REFUSED = (
+    "must not carry user:password@ — the URL is written into every pool's values and image "
+    "URLs; give the credentials in $TALOS_SCHEMATIC_FACTORY_AUTH (user:password) or "
+    "$TALOS_SCHEMATIC_FACTORY_TOKEN instead"
+)
+
+_CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
 
 def resolve_factory_url(
@@ -34,40 +60,60 @@ def resolve_factory_url(
     return DEFAULT_FACTORY_URL
 
 
-def _masked(url: str) -> str:
-    """``url`` with any ``user:password@`` part replaced, safe to show."""
-    return re.sub(r"^([^/@]*//)?[^/]*@", r"\1***@", url.strip())
+def _split(url: str) -> tuple[str, str, str | None]:
+    """``(scheme://, rest, userinfo)``: the userinfo runs from ``//`` (or the start, when the
+    scheme is missing) to the last ``@``."""
+    scheme, separator, rest = url.partition("//")
+    if not separator:
+        scheme, rest = "", url
+    else:
+        scheme += separator
+    userinfo, at, host_and_path = rest.rpartition("@")
+    if not at:
+        return scheme, rest, None
+    return scheme, host_and_path, userinfo
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` with any ``user:password@`` part replaced by ``***@``: safe to print."""
+    scheme, rest, userinfo = _split(url.strip())
+    return scheme + rest if userinfo is None else f"{scheme}***@{rest}"
+
+
+def refuse_userinfo(url: str) -> None:
+    """ValueError (:data:`USERINFO_REFUSED`, which never echoes it) when ``url`` carries a
+    ``user:password@`` part: for a URL that is written to a file."""
+    if _split(url.strip())[2] is not None:
+        raise ValueError(USERINFO_REFUSED)
 
 
 def split_factory_url(url: str) -> tuple[str, tuple[str, str] | None]:
     """The base URL without userinfo or trailing slash, and the userinfo as basic credentials."""
-    if re.search(r"[\x00-\x20\x7f]", url.strip()):
-        shown = _masked(url).encode("unicode_escape").decode("ascii")
+    scheme, rest, userinfo = _split(url.strip())
+    shown = without_userinfo(url)
+    if _CONTROL.search(url.strip()):
+        escaped = shown.encode("unicode_escape").decode("ascii")
         raise FactoryError(
-            f"{shown}: not an Image Factory URL (it holds a space, line break or control character)"
+            f"{escaped}: not an Image Factory URL (it holds a space, line break or control "
+            "character)"
         )
+    bare = scheme + rest
     try:
-        parts = urllib.parse.urlsplit(url.strip())
+        parts = urllib.parse.urlsplit(bare)
         hostname = parts.hostname
     except ValueError as err:  # `http://[::1`: an unclosed IPv6 bracket
-        raise FactoryError(f"{_masked(url)}: not a valid URL ({err})") from None
-    hostport = parts.netloc.rpartition("@")[2]
-    shown = urllib.parse.urlunsplit((parts.scheme, hostport, parts.path, "", "")).rstrip("/")
+        raise FactoryError(f"{shown}: not a valid URL ({err})") from None
     if parts.scheme not in ("http", "https") or not hostname:
-        # Whatever this is, a `user:password@` part must not be echoed back.
-        given = _masked(url)
-        hint = f" (did you mean https://{given}?)" if "://" not in given and given else ""
-        raise FactoryError(f"{given or '(empty)'}: not an http(s) Image Factory URL{hint}")
+        hint = f" (did you mean https://{shown}?)" if not scheme and shown else ""
+        raise FactoryError(f"{shown or '(empty)'}: not an http(s) Image Factory URL{hint}")
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")).rstrip("/")
     if parts.query or parts.fragment:
-        raise FactoryError(f"{shown}: the factory URL must not carry a query or fragment")
+        raise FactoryError(f"{base}: the factory URL must not carry a query or fragment")
     try:
         parts.port  # noqa: B018 - validates the port
     except ValueError:
-        raise FactoryError(f"{shown}: the factory URL has an invalid port") from None
-    userinfo = None
-    if parts.username is not None:
-        userinfo = (
-            urllib.parse.unquote(parts.username),
-            urllib.parse.unquote(parts.password or ""),
-        )
-    return shown, userinfo
+        raise FactoryError(f"{base}: the factory URL has an invalid port") from None
+    if userinfo is None:
+        return base, None
+    user, _, password = userinfo.partition(":")
+    return base, (urllib.parse.unquote(user), urllib.parse.unquote(password))

@@ -16,8 +16,11 @@ def test_public_api_is_pinned() -> None:
     assert sorted(factory_url.__all__) == [
         "DEFAULT_FACTORY_URL",
         "FACTORY_ENV",
+        "USERINFO_REFUSED",
+        "refuse_userinfo",
         "resolve_factory_url",
         "split_factory_url",
+        "without_userinfo",
     ]
 
 

@@ -5,7 +5,6 @@ Command modules import this module and the library, never each other.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -13,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from schematic.errors import TalosSchematicError
+from schematic.errors import TalosSchematicError, printable
 
 __all__ = [
     "CREDENTIALS_HELP",
@@ -21,7 +20,6 @@ __all__ = [
     "app",
     "describe_os_error",
     "fail",
-    "printable",
     "progress_line",
 ]
 
@@ -72,16 +70,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-# Control characters other than line breaks and tabs: a NUL, an escape sequence that would
-# recolour or rewrite the terminal, a carriage return that would hide the start of the line.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters written as escapes (``\\x00``, ``\\r``, ``\\x1b``)."""
-    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 def fail(err: TalosSchematicError) -> typer.Exit:

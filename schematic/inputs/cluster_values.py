@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from schematic.chart_targets import check_chart_name
 from schematic.errors import TalosSchematicError
+from schematic.factory_url import refuse_userinfo
 from schematic.media import MEDIA_KEYS, BootSchematic, ImageOptions
 from schematic.talos import TalosVersion
 
@@ -215,17 +216,12 @@ def shown(value: str) -> str:
 def check_http_url(value: str) -> str:
     if _UNSAFE_CHARS.search(value):
         raise ValueError("holds a space, line break or control character; give the URL alone")
+    # Never echoed: a user:password@ part, whatever it holds, is a credential.
+    refuse_userinfo(value)
     try:
-        netloc = urllib.parse.urlsplit(value).netloc
+        urllib.parse.urlsplit(value)
     except ValueError as err:
         raise ValueError(f"not a valid URL ({err})") from None
-    if "@" in netloc:
-        # Never echoed: the URL's user:password@ part is a credential.
-        raise ValueError(
-            "must not carry user:password@ — the URL is written into every pool's values and "
-            "image URLs; give the credentials in $TALOS_SCHEMATIC_FACTORY_AUTH (user:password) "
-            "or $TALOS_SCHEMATIC_FACTORY_TOKEN instead"
-        )
     if not value.startswith(("https://", "http://")):
         raise ValueError(f"{shown(value)} is not an http(s) URL")
     return value
