@@ -62,13 +62,9 @@ def invoke(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "TALOS_SCHEMATIC_FACTORY": "",
-        "TALOS_SCHEMATIC_FACTORY_TOKEN": "",
-        "TALOS_SCHEMATIC_FACTORY_AUTH": "",
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-    }
+def env(factory_env: dict[str, str]) -> dict[str, str]:
+    """No factory, token or password from the environment; a private cache."""
+    return factory_env
 
 
 @pytest.fixture
