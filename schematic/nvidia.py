@@ -902,7 +902,7 @@ def nvlink5_kernel_modules(talos: TalosVersion | None) -> nvidia_rules.RuleAnswe
 def _fabric(
     resolved: ResolvedGpus, tier: Tier | None, passthrough: bool, nvswitch: bool, reasons: list[str]
 ) -> Fabric:
-    """The fabric manager's extension and its reasons."""
+    """Whether the node runs the fabric manager, with the reasons the decision gives."""
     fabric = fabric_of(resolved.gpus, nvswitch=nvswitch, passthrough=passthrough)
     if fabric.inferred:
         reasons.append(

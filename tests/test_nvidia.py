@@ -20,6 +20,7 @@ from schematic.nvidia import (
     decide,
     describe_nvidia_extension,
     describe_pci_function,
+    fabric_of,
     is_nvidia_display_function,
     lookup_gpu,
     normalise_pci_id,
@@ -743,3 +744,19 @@ def test_json_shape() -> None:
     }
     assert document["kernelModules"][1] == {"name": "nvidia_uvm", "parameters": []}
     assert json.loads(json.dumps(document)) == document
+
+
+def test_the_fabric_manager_runs_on_bare_metal_with_nvswitches_said_or_implied() -> None:
+    b200, h100 = lookup_gpu("10de:2901"), lookup_gpu("10de:2330")
+    implied = fabric_of([(b200, 8)], nvswitch=False, passthrough=False)
+    assert (implied.manager, implied.nvlink5, implied.inferred, implied.hgx_count) == (
+        True,
+        True,
+        True,
+        8,
+    )
+    assert not fabric_of([(b200, 4)], nvswitch=False, passthrough=False).manager
+    said = fabric_of([(h100, 8)], nvswitch=True, passthrough=False)
+    assert (said.manager, said.nvlink5, said.inferred) == (True, False, False)
+    # A VM's passed-through GPUs leave the switches to the host.
+    assert not fabric_of([(b200, 8)], nvswitch=True, passthrough=True).manager
