@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from schematic.cli import app, register_all_commands
 from schematic.triage import triage_paths
 from schematic.triage.readers import read_evidence
-from schematic.triage.signals import Kind
+from schematic.triage.signals import Kind, Signal
 
 register_all_commands()
 
@@ -341,3 +341,44 @@ def test_a_service_talosctl_services_shows_waiting_is_pending(tmp_path: Path) ->
     (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
     assert (diagnosis.code, diagnosis.nodes) == ("TS101", ("172.16.20.31",))
     assert "Ext-nvidia-persistenced pending" in diagnosis.summary
+
+
+def test_pods_as_yaml_say_what_pods_as_json_say(tmp_path: Path) -> None:
+    import yaml
+
+    source = BUNDLES / "ts101-nvidia-image-cpu-worker" / "pods.json"
+    document = json.loads(source.read_text(encoding="utf-8"))
+    as_yaml = yaml.safe_dump(document, sort_keys=True)
+    from_json = read_evidence(source.read_text(encoding="utf-8"), "pods.json").signals
+    from_yaml = read_evidence(as_yaml, "pods.yaml").signals
+    assert read_evidence(as_yaml, "pods.yaml").format == "yaml"
+
+    def facts(signals: tuple[Signal, ...]) -> list[tuple[str, str, str, str]]:
+        return [(s.node, s.value, s.get("restarts"), s.get("exit")) for s in signals]
+
+    assert facts(from_yaml) == facts(from_json)
+    assert len(from_json) == 5
+
+
+def test_machinestatus_booting_and_ready_is_named_as_evidence() -> None:
+    (diagnosis,) = triage_paths([str(BUNDLES / "ts101-talos114-dmesg")]).diagnoses
+    assert "machinestatus says booting with ready: true" in diagnosis.summary
+    assert any(e.file.endswith("machinestatus.yaml") for e in diagnosis.evidence)
+
+
+def test_ts103_names_the_gpu_from_the_device_table() -> None:
+    (diagnosis,) = triage_paths([str(BUNDLES / "ts103-proprietary-on-blackwell")]).diagnoses
+    assert any(
+        "10de:2bb5 (NVIDIA RTX PRO 6000 Blackwell Server Edition)" in reason
+        for reason in diagnosis.ruled_out
+    )
+
+
+def test_no_devices_on_proprietary_modules_is_not_ts103_without_an_open_only_gpu(
+    tmp_path: Path,
+) -> None:
+    # "No devices found" with the proprietary modules, but nothing says the GPU is open-only.
+    source = BUNDLES / "ts103-proprietary-on-blackwell"
+    for name in ("nvidia-smi.txt", "proc-modules.txt", "extensions.txt"):
+        (tmp_path / name).write_bytes((source / name).read_bytes())
+    assert "TS103" not in {d.code for d in triage_paths([str(tmp_path)]).diagnoses}

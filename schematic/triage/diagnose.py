@@ -14,8 +14,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 from schematic.triage.signals import Evidence, Kind, Nodes, Signal
+
+if TYPE_CHECKING:
+    from schematic.nvidia import Gpu
 from schematic.triage.texts import rule_text
 
 __all__ = ["Diagnosis", "Facts", "diagnose"]
@@ -182,6 +186,11 @@ def _cycle_evidence(facts: Facts, node: str) -> tuple[list[Evidence], list[str]]
         if gaps and all(_CYCLE[0] <= gap <= _CYCLE[1] for gap in gaps):
             apart = f"{min(gaps)}" if min(gaps) == max(gaps) else f"{min(gaps)} to {max(gaps)}"
             said.append(f"{len(boots)} boots {apart} s apart")
+            evidence.append(signal.evidence)
+    for signal in facts.of(node, Kind.MACHINE_STAGE):
+        if signal.value == "booting" and signal.get("ready") == "true":
+            # A waiting extension service has no Service resource, so nothing is unmet.
+            said.append("machinestatus says booting with ready: true")
             evidence.append(signal.evidence)
     boot_ids = {s.get("boot") for s in facts.everywhere(Kind.NODE) if s.node == node}
     if len(boot_ids) > 1:
@@ -382,9 +391,11 @@ def _wrong_flavour(facts: Facts) -> list[Diagnosis]:
         proprietary = [
             s for s in facts.of(node, Kind.EXTENSION) if _PROPRIETARY_EXTENSION in s.value
         ] + [s for s in _nvidia_modules(facts, node) if "P" in s.get("taint")]
-        if needs_open or (no_devices and proprietary and not (no_gsp or legacy)):
+        open_only = [g for g in _known_gpus(facts, node) if g.open_only and not g.gb10]
+        if needs_open or (no_devices and proprietary and open_only and not (no_gsp or legacy)):
             evidence = [s.evidence for s in needs_open[:2] + no_devices[:3] + proprietary[:2]]
             pci = sorted({s.get("pci") for s in needs_open if s.get("pci")})
+            pci += [g.id for g in open_only if g.id not in pci]
             ruled = [
                 "TS110 (modules not loaded): the nvidia module is loaded and bound; a bound "
                 "driver proves nothing here",
@@ -392,7 +403,9 @@ def _wrong_flavour(facts: Facts) -> list[Diagnosis]:
                 "not a missing GSP or a legacy branch",
             ]
             if pci:
-                ruled.append(f"GPU {', '.join(pci)} is driven only by the open kernel modules")
+                names = {g.id: g.label for g in _known_gpus(facts, node)}
+                shown = ", ".join(names.get(p, p) for p in pci)
+                ruled.append(f"GPU {shown} is driven only by the open kernel modules")
             found.append(_make("TS103", [node], evidence, ruled))
         if no_gsp:
             evidence = [s.evidence for s in no_gsp[:2] + no_devices[:2]]
@@ -404,6 +417,22 @@ def _wrong_flavour(facts: Facts) -> list[Diagnosis]:
             ruled = ["TS104: the module loads and ignores the GPU; no GSP complaint"]
             found.append(_make("TS105", [node], evidence, ruled))
     return found
+
+
+def _known_gpus(facts: Facts, node: str) -> list[Gpu]:
+    """The node's NVIDIA GPUs the device table knows (from PCI IDs in the inputs)."""
+    from schematic.errors import UnknownDeviceError
+    from schematic.nvidia import lookup_gpu
+
+    ids = {f"10de:{s.get('product').removeprefix('0x')}" for s in _gpus(facts, node)}
+    ids |= {s.get("pci") for s in facts.of(node, Kind.NVRM_NEEDS_OPEN) if s.get("pci")}
+    known = []
+    for pci_id in sorted(i for i in ids if len(i) == 9):
+        try:
+            known.append(lookup_gpu(pci_id))
+        except UnknownDeviceError:
+            continue
+    return known
 
 
 def _device_plugin(facts: Facts) -> list[Diagnosis]:
