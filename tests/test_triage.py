@@ -382,3 +382,44 @@ def test_no_devices_on_proprietary_modules_is_not_ts103_without_an_open_only_gpu
     for name in ("nvidia-smi.txt", "proc-modules.txt", "extensions.txt"):
         (tmp_path / name).write_bytes((source / name).read_bytes())
     assert "TS103" not in {d.code for d in triage_paths([str(tmp_path)]).diagnoses}
+
+
+def _gpu_pod(name: str, created: str, waiting: str = "") -> dict[str, object]:
+    state = {"waiting": {"reason": waiting}} if waiting else {"running": {"startedAt": created}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "creationTimestamp": created},
+        "spec": {
+            "nodeName": "gpu-1",
+            "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        },
+        "status": {
+            "startTime": created,
+            "containerStatuses": [{"name": "main", "restartCount": 0, "state": state}],
+        },
+    }
+
+
+def test_ts210_a_stuck_gpu_pod_created_before_the_device_plugin_started(tmp_path: Path) -> None:
+    plugin = _gpu_pod("nvidia-device-plugin-daemonset-7xk2p", "2026-11-27T08:31:09Z")
+    plugin["metadata"] = {
+        "name": "nvidia-device-plugin-daemonset-7xk2p",
+        "namespace": "cozy-gpu-operator",
+        "creationTimestamp": "2026-11-27T08:31:09Z",
+    }
+    plugin["spec"] = {"nodeName": "gpu-1", "containers": [{"name": "plugin"}]}
+    pods = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            plugin,
+            _gpu_pod("trainer-0", "2026-11-27T08:14:00Z", waiting="CreateContainerError"),
+            _gpu_pod("trainer-1", "2026-11-27T09:00:00Z"),
+        ],
+    }
+    (tmp_path / "pods.json").write_text(json.dumps(pods, indent=4), encoding="utf-8")
+    (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (diagnosis.code, diagnosis.nodes) == ("TS210", ("gpu-1",))
+    assert "Pod ml/trainer-0 was created at 2026-11-27T08:14:00Z, before" in diagnosis.summary
+    assert "trainer-1" not in diagnosis.summary

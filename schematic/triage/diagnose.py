@@ -452,8 +452,10 @@ def _device_plugin(facts: Facts) -> list[Diagnosis]:
         ruled = ["TS210 (pods created before CDI): the plugin itself runs without a CDI strategy"]
         found.append(_make("TS140", sorted(nodes), evidence, ruled))
     unresolvable = facts.everywhere(Kind.CDI_UNRESOLVABLE)
-    if unresolvable and not found:
+    early = [pair for node in sorted(facts.by_node) for pair in _created_before_plugin(facts, node)]
+    if (unresolvable or early) and not found:
         nodes = {n for n in facts.by_node if facts.of(n, Kind.CDI_UNRESOLVABLE)}
+        nodes |= {pod.node for pod, _ in early}
         ruled = [
             "TS140 (env override): "
             + (
@@ -463,8 +465,37 @@ def _device_plugin(facts: Facts) -> list[Diagnosis]:
             )
         ]
         evidence = [s.evidence for s in unresolvable[:3]] + [s.evidence for s in strategies[:1]]
-        found.append(_make("TS210", sorted(n for n in nodes if n), evidence, ruled))
+        evidence += [e for pod, plugin in early[:3] for e in (pod.evidence, plugin.evidence)]
+        summary = [
+            f"pod {pod.value} was created at {pod.get('created')}, before {plugin.value} started "
+            f"at {plugin.get('started')}"
+            for pod, plugin in early[:3]
+        ]
+        found.append(
+            _make("TS210", sorted(n for n in nodes if n), evidence, ruled, summary=summary)
+        )
     return found
+
+
+_NOT_CREATED = ("CreateContainerError", "CreateContainerConfigError", "RunContainerError")
+
+
+def _created_before_plugin(facts: Facts, node: str) -> list[tuple[Signal, Signal]]:
+    """GPU pods of the node that cannot start their containers and were created before the
+    node's device plugin pod started: their devices were decided without CDI."""
+    pods = facts.of(node, Kind.POD)
+    plugins = [p for p in pods if "nvidia-device-plugin" in p.value and _time(p.get("started"))]
+    if not plugins:
+        return []
+    plugin = max(plugins, key=lambda p: _time(p.get("started")) or datetime.min)
+    started = _time(plugin.get("started"))
+    early = []
+    for pod in pods:
+        created = _time(pod.get("created"))
+        stuck = pod.get("waiting") in _NOT_CREATED
+        if pod.get("gpu") and stuck and created and started and created < started:
+            early.append((pod, plugin))
+    return early
 
 
 def _fabric(facts: Facts) -> list[Diagnosis]:

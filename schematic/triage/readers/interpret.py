@@ -160,7 +160,7 @@ def _pod(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
     name = f"{_text(metadata.get('namespace'))}/{_text(metadata.get('name'))}"
     node = _text(spec.get("nodeName"))
     restarts = 0
-    exit_code = reason = finished = ""
+    exit_code = reason = finished = waiting = ""
     oom = False
     for container in _list(status.get("containerStatuses")):
         container = _dict(container)
@@ -172,6 +172,9 @@ def _pod(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
             exit_code = _text(terminated.get("exitCode"))
             reason = _text(terminated.get("reason"))
             finished = _text(terminated.get("finishedAt"))
+        waiting = waiting or _text(
+            _dict(_dict(container.get("state")).get("waiting")).get("reason")
+        )
         current = _dict(_dict(container.get("state")).get("terminated"))
         oom = oom or "OOMKilled" in (_text(terminated.get("reason")), _text(current.get("reason")))
     gpu = any(
@@ -197,6 +200,7 @@ def _pod(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
             ("created", _text(metadata.get("creationTimestamp"))),
             ("started", _text(status.get("startTime"))),
             ("gpu", "1" if gpu else ""),
+            ("waiting", waiting),
         ),
     )
     if oom:
