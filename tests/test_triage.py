@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
 from schematic.triage import triage_paths
+from schematic.triage.diagnose import diagnose
 from schematic.triage.readers import read_evidence
 from schematic.triage.signals import Kind, Signal
 
@@ -423,3 +424,23 @@ def test_ts210_a_stuck_gpu_pod_created_before_the_device_plugin_started(tmp_path
     assert (diagnosis.code, diagnosis.nodes) == ("TS210", ("gpu-1",))
     assert "Pod ml/trainer-0 was created at 2026-11-27T08:14:00Z, before" in diagnosis.summary
     assert "trainer-1" not in diagnosis.summary
+
+
+def test_kubectl_get_pods_wide_carries_the_restarts_per_node() -> None:
+    table = (
+        "NAMESPACE     NAME                  READY   STATUS    RESTARTS       AGE   IP"
+        "             NODE                 NOMINATED NODE   READINESS GATES\n"
+        "kube-system   cilium-5xq2d          1/1     Running   14 (9m ago)    19h   10.244.3.17"
+        "    tenant-a-cpu-7c9xv   <none>           <none>\n"
+        "kube-system   kube-proxy-hn8tb      1/1     Running   14 (9m ago)    19h   10.244.3.17"
+        "    tenant-a-cpu-7c9xv   <none>           <none>\n"
+        "tenant-a      web-6d4cf56db6-r2l8k  1/1     Running   14 (9m ago)    19h   10.233.1.4"
+        "     tenant-a-cpu-7c9xv   <none>           <none>\n"
+    )
+    reading = read_evidence(table, "pods.txt")
+    assert reading.format == "table"
+    found = [(s.kind, s.node, s.value, s.get("restarts")) for s in reading.signals]
+    assert found[0] == (Kind.POD, "tenant-a-cpu-7c9xv", "kube-system/cilium-5xq2d", "14")
+    (diagnosis,) = diagnose(reading.signals)
+    assert diagnosis.code == "TS202"
+    assert diagnosis.summary == "All 3 restarted pods on it restarted 14 times."

@@ -1,5 +1,6 @@
 """Tables as talosctl and kubectl print them (columns aligned by Go's tabwriter):
-``talosctl get <resource>``, ``talosctl services``, ``kubectl top nodes``.
+``talosctl get <resource>``, ``talosctl services``, ``kubectl top nodes``,
+``kubectl get pods -o wide``.
 
 A column starts where its header starts; headers are set apart by at least two spaces (the
 writers pad with three), while cells may hold single spaces ("Display controller").
@@ -17,7 +18,10 @@ __all__ = ["read_table", "recognise_table"]
 _TALOS_RESOURCES = re.compile(r"^NODE\s{2,}NAMESPACE\s{2,}TYPE\s{2,}ID\s{2,}VERSION\b")
 _TALOS_SERVICES = re.compile(r"^NODE\s{2,}SERVICE\s{2,}STATE\s{2,}HEALTH\b")
 _KUBECTL_TOP = re.compile(r"^NAME\s{2,}CPU\(cores\)\s{2,}CPU\(?%\)?\s{2,}MEMORY\(bytes\)")
-_HEADERS = (_TALOS_RESOURCES, _TALOS_SERVICES, _KUBECTL_TOP)
+_KUBECTL_PODS_WIDE = re.compile(
+    r"^(?:NAMESPACE\s{2,})?NAME\s{2,}READY\s{2,}STATUS\s{2,}RESTARTS\s{2,}AGE\s{2,}IP\s{2,}NODE\b"
+)
+_HEADERS = (_TALOS_RESOURCES, _TALOS_SERVICES, _KUBECTL_TOP, _KUBECTL_PODS_WIDE)
 _NVIDIA = "NVIDIA Corporation"
 _MAX_TEXT = 240
 
@@ -105,6 +109,19 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                 evidence,
                 cells.get("STAGE", ""),
                 (("ready", cells.get("READY", "")),),
+            )
+        elif "RESTARTS" in cells and "NODE" in cells:
+            # "14 (61m ago)": the count, then when the last restart was.
+            restarts = cells["RESTARTS"].split(" ", 1)[0]
+            name = cells.get("NAME", "")
+            if cells.get("NAMESPACE"):
+                name = f"{cells['NAMESPACE']}/{name}"
+            yield Signal(
+                Kind.POD,
+                cells["NODE"] if cells["NODE"] != "<none>" else "",
+                evidence,
+                name,
+                (("restarts", restarts if restarts.isdigit() else "0"),),
             )
         elif "MEMORY(bytes)" in cells:
             percent = cells.get("MEMORY%") or cells.get("MEMORY(%)") or ""
