@@ -197,6 +197,11 @@ class NvidiaDecision:
     # What will not work on this release whatever the schematic holds (GB10 CUDA on 1.13/1.14).
     defects: tuple[str, ...] = ()
 
+    @property
+    def driver_branch(self) -> int:
+        """The driver's branch (580 for 580.126.20), which decides which GPUs it drives."""
+        return _branch(self.driver)
+
     def to_json(self) -> dict[str, Any]:
         """The `talos-schematic gpu --json` document."""
         return {

@@ -90,6 +90,7 @@ def test_summary_shape() -> None:
             "schematicID",
             "schematic",
             "extensions",
+            "nvidia",
             "kernelModules",
             "installer",
             "image",
@@ -113,6 +114,49 @@ def test_summary_shape() -> None:
     ]
     missing = gpu_path["platformValues"]["gpu"]["permittedHostDevices"]["pciHostDevices"]
     assert [entry["pciVendorSelector"] for entry in missing] == ["10DE:2BB5"]
+
+
+def test_summary_carries_the_nvidia_decision_per_pool() -> None:
+    """CI can assert on the choice: flavour, tier, driver branch and version, toolkit, why."""
+    summary = json.loads(run("generate", str(EXAMPLE), "--format", "json").stdout)
+    decisions = {pool["name"]: pool["nvidia"] for pool in summary["pools"]}
+    assert decisions["cpu"] is None
+    chosen = {
+        name: (d["flavour"], d["tier"], d["driverBranch"], d["driver"].split(".")[0])
+        for name, d in decisions.items()
+        if d is not None
+    }
+    # Talos v1.13.9: Blackwell takes the newer production driver, the L40S pool pins LTS, and
+    # Volta needs the proprietary modules of LTS 580 (595 dropped it).
+    assert chosen == {
+        "rtx6000": ("open", "production", 595, "595"),
+        "l40s": ("open", "lts", 580, "580"),
+        "v100": ("proprietary", "lts", 580, "580"),
+    }
+    v100 = decisions["v100"]
+    assert list(v100) == [
+        "flavour",
+        "tier",
+        "driverBranch",
+        "driver",
+        "containerToolkit",
+        "gpus",
+        "reasons",
+        "notes",
+    ]
+    assert v100["containerToolkit"].startswith("v1.")
+    assert [gpu["architecture"] for gpu in v100["gpus"]] == ["Volta"]
+    assert any("GSP" in reason for reason in v100["reasons"])
+
+
+def test_out_summary_line_names_each_pools_nvidia_choice(tmp_path: Path) -> None:
+    result = run("generate", str(EXAMPLE), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.stderr
+    lines = [line.strip() for line in result.stderr.splitlines() if "NVIDIA" in line]
+    assert len(lines) == 3
+    assert lines[2].startswith(f'{EXAMPLE}: pool "v100": NVIDIA proprietary kernel modules')
+    assert "tier lts, driver 580." in lines[2]
+    assert not any('"cpu"' in line for line in lines)
 
 
 def _written_by_hand(extensions: list[str], kernel_args: tuple[str, ...] = ()) -> str:

@@ -401,6 +401,10 @@ def generate(
         f"{pools} pool{'s' * (pools != 1)}, {len(files)} files {state} {out} ({chart})",
         file=sys.stderr,
     )
+    from schematic.render.summary import decision_lines
+
+    for line in decision_lines(plan):
+        print(f"  {line}", file=sys.stderr)
 
 
 def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str, str]]:

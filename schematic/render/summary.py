@@ -6,13 +6,13 @@ import json
 from typing import Any
 
 from schematic.charts import ChartFit
-from schematic.cluster import ClusterPlan
+from schematic.cluster import ClusterPlan, PoolPlan, pools_label
 from schematic.gpupath import management_gpus, platform_values, smoke_test_pod, tenant_addons
 from schematic.render.cozystack import LayoutOrFit, pool_values
 from schematic.render.gpupath import operator_release_of
 from schematic.render.urls import boot_image_url, installer_image, media_summary, pool_media
 
-__all__ = ["chart_summary", "summary", "summary_json"]
+__all__ = ["chart_summary", "decision_lines", "pool_decision", "summary", "summary_json"]
 
 
 def chart_summary(fit: ChartFit) -> dict[str, Any]:
@@ -47,6 +47,7 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
                 "schematicID": pool.schematic_id,
                 "schematic": pool.canonical,
                 "extensions": list(pool.extensions),
+                "nvidia": pool_decision(pool),
                 "kernelModules": [
                     {"name": module.name, "parameters": list(module.parameters)}
                     for module in pool.kernel_modules
@@ -63,6 +64,46 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
         ],
         "gpuPath": _gpu_path(plan, layout),
     }
+
+
+def pool_decision(pool: PoolPlan) -> dict[str, Any] | None:
+    """The pool's NVIDIA decision for CI to assert on: ``{"flavour", "tier", "driverBranch",
+    "driver", "containerToolkit", "gpus", "reasons", "notes"}``; None for a pool without an
+    NVIDIA GPU. ``tier`` is null on Talos < 1.8 (one unsuffixed driver)."""
+    decision = pool.nvidia
+    if decision is None:
+        return None
+    return {
+        "flavour": decision.flavour,
+        "tier": decision.tier,
+        "driverBranch": decision.driver_branch,
+        "driver": decision.driver,
+        "containerToolkit": decision.container_toolkit,
+        "gpus": [
+            {"id": gpu.id, "name": gpu.name, "chip": gpu.chip, "architecture": gpu.architecture}
+            for gpu in decision.gpus
+        ],
+        "reasons": list(decision.reasons),
+        "notes": list(decision.notes),
+    }
+
+
+def decision_lines(plan: ClusterPlan) -> list[str]:
+    """One line per distinct NVIDIA choice, naming its pools (``cluster.yaml: pool "rtx6000":
+    NVIDIA open kernel modules, tier production, driver 595.91.07, container toolkit v1.19.1``);
+    none without NVIDIA GPUs. Pools sharing a choice share a line, so thousands stay short."""
+    groups: dict[str, list[str]] = {}
+    for pool in plan.pools:
+        decision = pool.nvidia
+        if decision is None:
+            continue
+        tier = f"tier {decision.tier}" if decision.tier else "no tier (unsuffixed)"
+        choice = (
+            f"NVIDIA {decision.flavour} kernel modules, {tier}, driver {decision.driver}, "
+            f"container toolkit {decision.container_toolkit}"
+        )
+        groups.setdefault(choice, []).append(pool.name)
+    return [f"{pools_label(plan.source, names)}: {choice}" for choice, names in groups.items()]
 
 
 def _gpu_path(plan: ClusterPlan, layout: LayoutOrFit) -> dict[str, Any]:
