@@ -54,6 +54,7 @@ __all__ = [
     "KernelModulesState",
     "PoolPlan",
     "hami_notes",
+    "non_nvidia_gpu_notes",
     "plan_cluster",
     "pools_by_schematic",
     "pools_label",
@@ -507,6 +508,7 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
                 "nvidia.flavour / nvidia.tier instead"
             )
 
+    _refuse_unpassed_gpus(profile, where)
     baseline = [_GUEST_AGENTS.get(profile.platform, "")]
     if profile.platform == "metal" and profile.cpu_vendor:
         baseline.append(_MICROCODE.get(profile.cpu_vendor, ""))
@@ -559,6 +561,47 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
         boot_canonical=boot_canonical,
         boot_schematic_id=boot_id,
     )
+
+
+def _refuse_unpassed_gpus(profile: HardwareProfile, where: str) -> None:
+    """A KubeVirt VM gets a GPU only through the ``gpus`` values this tool writes, and it can
+    name a KubeVirt resource only for an NVIDIA GPU: any other GPU would be left out of the VM
+    while its driver went into the image, so it is refused rather than dropped."""
+    others = [gpu.id for gpu in profile.gpus if not gpu.is_nvidia]
+    if others and profile.platform == "kubevirt":
+        raise ClusterFileError(
+            f"{where}: gpus: {', '.join(others)} {'is' if len(others) == 1 else 'are'} not "
+            "NVIDIA; a KubeVirt pool gets its GPUs through Cozystack's gpus values, whose "
+            "resource names this tool derives only for NVIDIA GPUs (NVIDIA's device plugin "
+            "naming), so the VM would boot without it. Remove it from the pool's GPUs; on bare "
+            "metal (platform: metal) an AMD GPU is kept, with siderolabs/amdgpu"
+        )
+
+
+def non_nvidia_gpu_notes(plan: ClusterPlan) -> list[str]:
+    """One note per pool holding a GPU the NVIDIA rules do not cover (outside KubeVirt, where
+    such a GPU is refused): what the tool did for it, and what it leaves to the user."""
+    notes = []
+    for pool in plan.pools:
+        others = [gpu.id for gpu in pool.profile.gpus if not gpu.is_nvidia]
+        if not others:
+            continue
+        amd = [gpu for gpu in others if gpu.startswith(_AMD_GPU_VENDOR)]
+        rest = [gpu for gpu in others if not gpu.startswith(_AMD_GPU_VENDOR)]
+        said = []
+        if amd:
+            said.append(
+                f"AMD GPU {', '.join(amd)}: {_AMDGPU} is in the schematic (its driver and "
+                "firmware); no NVIDIA decision, kernel module list or GPU Operator applies"
+            )
+        if rest:
+            said.append(
+                f"GPU {', '.join(rest)} is neither NVIDIA nor AMD: no extension was added for "
+                "it; put its vendor's extension (Intel: siderolabs/i915 or siderolabs/xe) in "
+                "the pool's extensions"
+            )
+        notes.append(f'{plan.source}: pool "{pool.name}": ' + "; ".join(said))
+    return notes
 
 
 def _pool_media(
