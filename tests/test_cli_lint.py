@@ -178,3 +178,43 @@ def test_a_dangling_link_and_a_fifo_in_a_directory_are_skipped_not_fatal(tmp_pat
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert RULES["TS190"].severity == "warning"
+
+
+def test_fail_on_warning_exits_3_on_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "n.yaml").write_text(POOL.format(id="ab" * 32))
+    assert run("lint", str(tmp_path))[0] == 0
+    code, out, err = run("lint", str(tmp_path), "--fail-on", "warning")
+    assert code == 3
+    assert "warning TS001" in out
+    assert err == "talos-schematic lint: 0 errors, 1 warning, 0 notes in 1 file\n"
+
+
+def test_fail_on_note_counts_notes_and_error_ignores_them(tmp_path: Path) -> None:
+    (tmp_path / "n.yaml").write_text(
+        POOL.format(id=NVIDIA.id).replace("    version: v1.13.6\n", "")
+    )
+    _, out, _ = run("lint", "--format", "json", str(tmp_path), "--ignore", "TS101")
+    severities = {f["severity"] for f in json.loads(out)["findings"]}
+    assert severities == {"note"}
+    assert run("lint", str(tmp_path), "--ignore", "TS101")[0] == 0
+    assert run("lint", str(tmp_path), "--ignore", "TS101", "--fail-on", "warning")[0] == 0
+    assert run("lint", str(tmp_path), "--ignore", "TS101", "--fail-on", "note")[0] == 3
+
+
+def test_ignore_silences_a_code_in_output_summary_and_exit(tmp_path: Path) -> None:
+    (tmp_path / "n.yaml").write_text(POOL.format(id=NVIDIA.id))
+    code, out, err = run("lint", str(tmp_path), "--ignore", "ts101")
+    assert (code, out) == (0, "")
+    assert err == "talos-schematic lint: 0 errors, 0 warnings, 0 notes in 1 file\n"
+    # Repeated or comma-separated, the codes add up.
+    (tmp_path / "w.yaml").write_text(POOL.format(id="ab" * 32))
+    assert run("lint", str(tmp_path), "--fail-on", "warning", "--ignore", "TS101")[0] == 3
+    both = ("--ignore", "TS101", "--ignore", "TS001")
+    assert run("lint", str(tmp_path), "--fail-on", "warning", *both)[0] == 0
+    assert run("lint", str(tmp_path), "--fail-on", "warning", "--ignore", "TS101,TS001")[0] == 0
+
+
+def test_ignore_of_an_unknown_code_is_a_usage_error(tmp_path: Path) -> None:
+    code, out, err = run("lint", str(tmp_path), "--ignore", "TS9999")
+    assert (code, out) == (2, "")
+    assert "unknown lint code TS9999" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -12,6 +13,12 @@ from schematic.errors import LintInputError, TalosSchematicError
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).
 FOUND_ERRORS = 3
+
+
+class FailOn(StrEnum):
+    error = "error"
+    warning = "warning"
+    note = "note"
 
 
 @app.command(short_help="Find silent Talos GPU-pool failures in manifests; exit 3 on any error.")
@@ -30,6 +37,7 @@ def lint(
         str,
         typer.Option("--format", "-f", metavar="text|json|sarif", help="Output format."),
     ] = "text",
+    as_json: JsonAliasOption = False,
     talos: Annotated[
         str | None,
         typer.Option(
@@ -85,9 +93,27 @@ def lint(
             show_default=False,
         ),
     ] = None,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            help="Exit 3 when a finding is this severe or more: error (default), warning "
+            "(errors and warnings), note (any finding).",
+        ),
+    ] = FailOn.error,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            metavar="CODE",
+            help="Leave out the findings of this code, in the output and for --fail-on "
+            "(repeatable, or comma-separated: --ignore TS001,TS003).",
+        ),
+    ] = None,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
-    """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error.
+    """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error (or on
+    what --fail-on names).
 
     Findings go to stdout (file:line, code, message, fix); the summary goes to stderr.
     `talos-schematic explain CODE` tells what a finding means and how to confirm it.
@@ -96,10 +122,20 @@ def lint(
 
     Example: talos-schematic lint --config-patch @nvidia-installer.yaml
     --config-patch @nvidia-modules.yaml --hardware l40s
+
+    Example, in CI: talos-schematic lint clusters/ --fail-on warning --ignore TS001
     """
     from schematic.lint import lint_paths
+    from schematic.lint.findings import RULES
     from schematic.lint.formats import FORMATS, render
 
+    ignored = {code.strip().upper() for given in ignore or () for code in given.split(",")}
+    unknown = sorted(ignored - set(RULES))
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown lint code {', '.join(unknown)}; `talos-schematic explain --list` lists them",
+            param_hint="--ignore",
+        )
     if not paths and not config_patches:
         raise typer.BadParameter("give at least one PATH or --config-patch", param_hint="PATH")
     patches = _read_patches(config_patches or [])
@@ -160,9 +196,10 @@ def lint(
                 )
     except TalosSchematicError as err:
         raise fail(err) from None
+    report = report.without(ignored)
     sys.stdout.write(render(report, output_format))
     print(f"talos-schematic lint: {report.summary()}", file=sys.stderr)
-    if report.has_errors:
+    if report.reaches(fail_on.value):
         raise typer.Exit(FOUND_ERRORS)
 
 

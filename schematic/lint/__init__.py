@@ -10,12 +10,12 @@ files among the inputs, the packaged well-known IDs, and an Image Factory only w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from schematic.lint.findings import RULES, Collector, Finding, Rule
+from schematic.lint.findings import RULES, SEVERITIES, Collector, Finding, Rule, Severity
 from schematic.lint.media import check_url_listings, is_meta_key_problem
 from schematic.model import Schematic
 
@@ -40,6 +40,16 @@ class LintReport(BaseModel):
     @property
     def has_errors(self) -> bool:
         return self.count("error") > 0
+
+    def reaches(self, level: Severity) -> bool:
+        """Whether a finding is as severe as ``level`` or more (``lint --fail-on``)."""
+        gating = SEVERITIES[: SEVERITIES.index(level) + 1]
+        return any(f.severity in gating for f in self.findings)
+
+    def without(self, codes: Collection[str]) -> LintReport:
+        """The report with the findings of ``codes`` left out (``lint --ignore``)."""
+        kept = tuple(f for f in self.findings if f.code not in codes)
+        return self.model_copy(update={"findings": kept})
 
     def summary(self) -> str:
         parts = [
