@@ -4,6 +4,7 @@ end their sentence, the same metavar for the same kind of value everywhere."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import typer.main
@@ -13,6 +14,7 @@ from schematic import __version__
 from schematic.cli import app, register_all_commands
 
 register_all_commands()
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
 ROOT: Any = typer.main.get_command(app)
 
 
@@ -76,3 +78,39 @@ def test_every_option_and_argument_help_is_a_sentence() -> None:
         )
     }
     assert not unfinished
+
+
+def _options(command: Any) -> dict[str, Any]:
+    return {opt: param for param in command.params for opt in param.opts}
+
+
+def test_json_output_is_spelt_format_json_everywhere_with_json_as_its_alias() -> None:
+    """One spelling: every command printing JSON takes --format/-f json, and --json too."""
+    printing_json = set()
+    for name, command in ROOT.commands.items():
+        options = _options(command)
+        choices = getattr(options.get("--format"), "type", None)
+        offered = list(getattr(choices, "choices", ()))
+        metavar = getattr(options.get("--format"), "metavar", None) or ""
+        if "json" in offered or "json" in metavar.split("|"):
+            printing_json.add(name)
+            assert "-f" in options, name
+            assert "--json" in options, name
+        elif "--json" in options:
+            raise AssertionError(f"{name}: --json without --format json")
+    assert {"generate", "check", "upgrade", "lint", "gpu", "detect", "versions"} <= printing_json
+
+
+def test_json_alias_prints_what_format_json_prints() -> None:
+    both = [
+        ["gpu", "10de:2bb5", "--talos", "v1.13.9"],
+        ["extensions", "--talos", "v1.13.9"],
+        ["generate", str(EXAMPLE)],
+    ]
+    for args in both:
+        as_format = run(*args, "--format", "json")
+        assert as_format.exit_code == 0, (args, as_format.stderr)
+        assert run(*args, "--json").stdout == as_format.stdout, args
+    clash = run("upgrade", str(EXAMPLE), "--to", "v1.13.9", "--json", "-f", "markdown")
+    assert clash.exit_code == 2
+    assert "--json is --format json" in clash.stderr

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from enum import StrEnum
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperGroup
@@ -16,10 +17,14 @@ from schematic.errors import TalosSchematicError, printable
 
 __all__ = [
     "CREDENTIALS_HELP",
+    "JsonAliasOption",
     "MaxInputSizeOption",
+    "TextFormat",
+    "TextFormatOption",
     "app",
     "describe_os_error",
     "fail",
+    "json_alias",
     "progress_line",
 ]
 
@@ -135,3 +140,30 @@ MaxInputSizeOption = Annotated[
         "a larger one is an error, read no further than the limit.",
     ),
 ]
+
+
+# One spelling of JSON output across commands: `--format json` (`-f json`) is the option,
+# `--json` its alias, on every command that prints a report.
+class TextFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+TextFormatOption = Annotated[
+    TextFormat, typer.Option("--format", "-f", help="Print as text or json.")
+]
+JsonAliasOption = Annotated[bool, typer.Option("--json", help="The same as --format json.")]
+_Format = TypeVar("_Format", bound=StrEnum)
+
+
+def json_alias(chosen: _Format, as_json: bool, default: _Format) -> _Format:
+    """``--format`` after ``--json``: json, unless another non-default format was also asked
+    for, which is a usage error."""
+    if not as_json:
+        return chosen
+    json_format = type(chosen)("json")
+    if chosen not in (default, json_format):
+        raise typer.BadParameter(
+            f"--json is --format json, not {chosen.value}", param_hint="--json"
+        )
+    return json_format

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
-from schematic.cli.base import MaxInputSizeOption, app, fail
+from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
 from schematic.errors import DetectError, TalosSchematicError
+
+
+class ProfileFormat(StrEnum):
+    yaml = "yaml"
+    json = "json"
 
 
 def _read(path: str) -> tuple[str, str]:
@@ -48,7 +54,13 @@ def detect(
             "difference.",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+    output_format: Annotated[
+        ProfileFormat,
+        typer.Option(
+            "--format", "-f", help="Print the profiles as YAML documents or as a JSON list."
+        ),
+    ] = ProfileFormat.yaml,
+    as_json: JsonAliasOption = False,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Print a hardware profile per distinct machine in a hardware dump.
@@ -56,7 +68,10 @@ def detect(
     GPUs are NVIDIA display functions (class 0300/0302) with counts; NVSwitches, CPU vendor,
     and the platform (kubevirt for QEMU/KVM guests, vmware, else metal) come from the other
     devices. Nodes with identical hardware share one profile.
+
+    Example: talosctl get pcidevices -o yaml | talos-schematic detect - > node.profile.yaml
     """
+    as_json = json_alias(output_format, as_json, ProfileFormat.yaml) == ProfileFormat.json
     from schematic.detect import compare_profile, detect, dump_profiles
 
     try:

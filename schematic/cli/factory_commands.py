@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schematic.cli.base import CREDENTIALS_HELP, MaxInputSizeOption, app, fail, progress_line
+from schematic.cli.base import (
+    CREDENTIALS_HELP,
+    JsonAliasOption,
+    MaxInputSizeOption,
+    TextFormat,
+    TextFormatOption,
+    app,
+    fail,
+    json_alias,
+    progress_line,
+)
 from schematic.errors import OutputError, SchematicError, TalosSchematicError
 
 if TYPE_CHECKING:
@@ -32,7 +42,6 @@ JobsOption = Annotated[
     int,
     typer.Option("--jobs", metavar="N", min=1, max=64, help="Requests in flight at once."),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")]
 
 
 def _client(factory: str | None, jobs: int = 8) -> FactoryClient:
@@ -383,10 +392,15 @@ def extensions(
     live: Annotated[
         bool, typer.Option("--live", help="Ask the factory (refreshes the on-disk cache).")
     ] = False,
-    as_json: JsonOption = False,
+    output_format: TextFormatOption = TextFormat.text,
+    as_json: JsonAliasOption = False,
     factory: FactoryOption = None,
 ) -> None:
-    """Official extensions for one Talos version."""
+    """Official extensions for one Talos version.
+
+    Example: talos-schematic extensions --talos v1.13.9 --format json
+    """
+    as_json = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     try:
         if live:
             from schematic.extension_cache import live_extensions
@@ -415,8 +429,16 @@ def extensions(
     help=f"List the Talos versions the Image Factory offers. {CREDENTIALS_HELP}",
     short_help="List the Talos versions the Image Factory offers.",
 )
-def versions(as_json: JsonOption = False, factory: FactoryOption = None) -> None:
-    """`GET /versions`."""
+def versions(
+    output_format: TextFormatOption = TextFormat.text,
+    as_json: JsonAliasOption = False,
+    factory: FactoryOption = None,
+) -> None:
+    """`GET /versions`.
+
+    Example: talos-schematic versions --factory https://factory.example.com -f json
+    """
+    as_json = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     try:
         with _client(factory) as client:
             listed = client.versions()

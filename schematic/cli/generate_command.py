@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from schematic.cli.base import MaxInputSizeOption, app, fail, progress_line
+from schematic.cli.base import (
+    JsonAliasOption,
+    MaxInputSizeOption,
+    app,
+    fail,
+    json_alias,
+    progress_line,
+)
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -335,6 +342,7 @@ def generate(
         ),
     ] = None,
     output_format: FormatOption = None,
+    as_json: JsonAliasOption = False,
     layout: LayoutOption = None,
     chart: ChartOption = None,
     allow_ignored_keys: AllowIgnoredOption = False,
@@ -361,6 +369,12 @@ def generate(
     patch and the boot-image / installer URLs, all carrying the same schematic.
 
     Credentials: $TALOS_SCHEMATIC_FACTORY_TOKEN or $TALOS_SCHEMATIC_FACTORY_AUTH (user:password)."""
+    if as_json:
+        if output_format not in (None, OutputFormat.json):
+            raise typer.BadParameter(
+                f"--json is --format json, not {output_format.value}", param_hint="--json"
+            )
+        output_format = OutputFormat.json
     if values_only:
         if output_format not in (None, OutputFormat.values):
             raise typer.BadParameter("--values-only is --format values", param_hint="--format")
@@ -537,7 +551,7 @@ def _choice(choices: type[_Choice], value: object) -> _Choice | None:
 
 
 def _print_notes(plan: ClusterPlan, fit: ChartFit, *, platform_written: bool) -> None:
-    from schematic.cluster import hami_notes, unloaded_module_notes
+    from schematic.cluster import hami_notes, non_nvidia_gpu_notes, unloaded_module_notes
     from schematic.gpupath import missing_passthrough_note
 
     defects = [
@@ -548,7 +562,7 @@ def _print_notes(plan: ClusterPlan, fit: ChartFit, *, platform_written: bool) ->
     ]
     for warning in [*fit.warnings, *hami_notes(plan), *defects]:
         print(f"talos-schematic: warning: {warning}", file=sys.stderr)
-    notes = [*unloaded_module_notes(plan), *fit.notes]
+    notes = [*unloaded_module_notes(plan), *non_nvidia_gpu_notes(plan), *fit.notes]
     # Without the platform values in this run's output, nothing else says that the
     # management cluster would refuse the pool's VMs.
     passthrough = None if platform_written else missing_passthrough_note(plan)
@@ -587,6 +601,7 @@ def check(
             ),
         ),
     ] = CheckReport.text,
+    as_json: JsonAliasOption = False,
     layout: LayoutOption = None,
     chart: ChartOption = None,
     allow_ignored_keys: AllowIgnoredOption = False,
@@ -611,6 +626,7 @@ def check(
     Chart target, layout and kinds of file come from DIR's index.yaml; --chart, --layout win.
     Offline, extensions.lock.yaml is not compared: it needs the factory's catalogue.
     With --live-catalogue, the names are checked and the lock file is compared too."""
+    report_format = json_alias(report_format, as_json, CheckReport.text)
     recorded = _recorded_options(out)
     if chart is None and isinstance(recorded.get("cozystack"), str):
         chart = str(recorded["cozystack"])

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from schematic.cli.base import app, fail
+from schematic.cli.base import JsonAliasOption, TextFormat, TextFormatOption, app, fail, json_alias
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -137,9 +137,14 @@ def gpu(
             "--peermem", help="Load nvidia_peermem (RDMA NICs to GPU memory; open modules)."
         ),
     ] = False,
-    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    output_format: TextFormatOption = TextFormat.text,
+    as_json: JsonAliasOption = False,
 ) -> None:
-    """Choose the NVIDIA kernel-module flavour, tier and extensions for a node's GPUs."""
+    """Choose the NVIDIA kernel-module flavour, tier and extensions for a node's GPUs.
+
+    Example: talos-schematic gpu 10de:2bb5 --talos v1.13.9 --format json
+    """
+    json_output = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     from schematic.nvidia import decide, resolve_gpus, usual_architecture
 
     try:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from schematic.cli.base import MaxInputSizeOption, app
+from schematic.cli.base import MaxInputSizeOption, TextFormat, TextFormatOption, app, json_alias
 
 _FILES = typer.Argument(
     metavar="[FILE]...",
@@ -24,7 +24,8 @@ _HELP = "\n\n".join(
         "The output keeps one shape whatever the number of files, so a glob that matches one "
         'file reads like one that matches many: each named file prints an "<id>  <file>" line, '
         "in argument order, like sha256sum; standard input alone (no FILE, or '-') prints the "
-        'bare 64-hex ID. --json always prints a JSON list of {"file", "id", "canonical"} '
+        'bare 64-hex ID. --format json (or --json) always prints a JSON list of {"file", "id", '
+        '"canonical"} '
         'objects. With --canonical, the canonical documents are separated by "---" lines.',
         "A body the factory would refuse (HTTP 400) is reported on stderr naming its file and "
         "line; the other files are still processed and the exit status is 1.",
@@ -46,12 +47,14 @@ def id_command(
     canonical: Annotated[
         bool, typer.Option("--canonical", help="Print the canonical YAML instead of the ID.")
     ] = False,
+    output_format: TextFormatOption = TextFormat.text,
     as_json: Annotated[
         bool,
         typer.Option(
             "--json",
-            help='Print a JSON list with one {"file", "id", "canonical"} object per input '
-            '(file "-" for standard input), however many inputs there are.',
+            help='The same as --format json: a JSON list with one {"file", "id", "canonical"} '
+            'object per input (file "-" for standard input), however many inputs there '
+            "are.",
         ),
     ] = False,
     legacy_quoting: Annotated[
@@ -66,6 +69,7 @@ def id_command(
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Print the schematic ID of each FILE (the help text is _HELP)."""
+    as_json = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     # The pydantic-free decoder: hashing many files should cost little more than reading them.
     from schematic.decode import schematic_id_of
     from schematic.errors import SchematicError

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schematic.cli.base import MaxInputSizeOption, app, fail
+from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def upgrade(
             help="Report as text, json, or markdown (a table for a pull-request comment).",
         ),
     ] = ReportFormat.text,
-    as_json: Annotated[bool, typer.Option("--json", help="The same as --format json.")] = False,
+    as_json: JsonAliasOption = False,
     profiles: Annotated[
         list[Path] | None,
         typer.Option(
@@ -133,10 +133,7 @@ def upgrade(
         raise typer.BadParameter(
             "give the release to upgrade to (or --from, or --base)", param_hint="--to"
         )
-    if as_json:
-        if report_format not in (ReportFormat.text, ReportFormat.json):
-            raise typer.BadParameter("--json is --format json", param_hint="--format")
-        report_format = ReportFormat.json
+    report_format = json_alias(report_format, as_json, ReportFormat.text)
     from schematic.inputs.cluster_file import load_cluster
     from schematic.render.upgrade import upgrade_json, upgrade_markdown, upgrade_text
     from schematic.upgrade import compare_plans, plan_at, plan_target, target_release
