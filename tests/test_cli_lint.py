@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 import respx
 from typer.testing import CliRunner
 
@@ -102,6 +103,52 @@ def test_factory_resolves_unknown_ids(tmp_path: Path) -> None:
         code, out, err = run("lint", "--factory", "https://factory.example", str(tmp_path))
     assert (code, err) == (3, "talos-schematic lint: 1 error, 0 warnings, 0 notes in 1 file\n")
     assert "TS101" in out
+
+
+@pytest.mark.usefixtures("instant_retries")
+def test_an_unreachable_factory_is_a_finding_beside_the_others(tmp_path: Path) -> None:
+    unknown = Schematic.from_extensions(["siderolabs/iscsi-tools"])
+    (tmp_path / "a.yaml").write_text(POOL.format(id=unknown.id))
+    (tmp_path / "b.yaml").write_text(POOL.format(id=NVIDIA.id).replace("prod-cpu", "prod-b"))
+    (tmp_path / "c.yaml").write_text(POOL.format(id="cd" * 32).replace("prod-cpu", "prod-c"))
+    with respx.mock(assert_all_mocked=True) as router:
+        route = router.get(url__startswith="https://factory.example/schematics/").mock(
+            side_effect=httpx.ConnectError("connection refused")
+        )
+        code, out, err = run(
+            "lint", "--factory", "https://factory.example", "-f", "json", str(tmp_path)
+        )
+    assert code == 3
+    found = json.loads(out)["findings"]
+    codes = sorted((f["code"], f["file"].rpartition("/")[2]) for f in found)
+    # The offline finding (TS101), each unresolved ID (TS001), and why (TS005, once).
+    assert codes == [
+        ("TS001", "a.yaml"),
+        ("TS001", "c.yaml"),
+        ("TS005", "factory.example"),
+        ("TS101", "b.yaml"),
+    ]
+    (unreachable,) = [f for f in found if f["code"] == "TS005"]
+    assert unreachable["severity"] == "error"
+    assert unreachable["message"].startswith("the factory was not asked: ")
+    # Asked once (with its retries), not once per unresolved ID.
+    assert len({str(call.request.url) for call in route.calls}) == 1
+    assert "1 error" not in err and "2 errors, 2 warnings" in err
+
+
+@pytest.mark.usefixtures("instant_retries")
+def test_a_factory_answer_that_is_not_a_schematic_is_ts005(tmp_path: Path) -> None:
+    unknown = Schematic.from_extensions(["siderolabs/iscsi-tools"])
+    (tmp_path / "a.yaml").write_text(POOL.format(id=unknown.id))
+    with respx.mock(assert_all_mocked=True) as router:
+        router.get(f"https://factory.example/schematics/{unknown.id}").mock(
+            return_value=httpx.Response(200, text="customization: []\n")
+        )
+        code, out, _ = run(
+            "lint", "--factory", "https://factory.example", "-f", "json", str(tmp_path)
+        )
+    assert code == 3
+    assert sorted(f["code"] for f in json.loads(out)["findings"]) == ["TS001", "TS005"]
 
 
 def test_explain_prints_the_long_text() -> None:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from schematic.cli.base import MaxInputSizeOption, app, fail
-from schematic.errors import LintInputError, TalosSchematicError
+from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail
+from schematic.errors import FactoryError, LintInputError, SchematicError, TalosSchematicError
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).
 FOUND_ERRORS = 3
@@ -183,7 +183,12 @@ def lint(
                     body = client.fetch_schematic(schematic_id)
                     if body is None:
                         return None
-                    return Schematic.from_yaml(body, f"{factory}/schematics/{schematic_id}")
+                    where = f"{client.url}/schematics/{schematic_id}"
+                    try:
+                        return Schematic.from_yaml(body, where)
+                    except SchematicError as err:
+                        # Lint goes on without the factory (TS005), as when it is unreachable.
+                        raise FactoryError(f"not a schematic: {err}") from None
 
                 report = lint_paths(
                     paths or [],
@@ -193,6 +198,7 @@ def lint(
                     cozystack=cozystack,
                     chart=target,
                     config_patches=patches,
+                    factory=client.url,
                 )
     except TalosSchematicError as err:
         raise fail(err) from None

@@ -69,6 +69,7 @@ def lint_paths(
     cozystack: str | None = None,
     chart: ChartTarget | None = None,
     config_patches: Sequence[tuple[str, str]] = (),
+    factory: str = "the Image Factory",
 ) -> LintReport:
     """Lint every YAML file below ``paths``.
 
@@ -80,7 +81,9 @@ def lint_paths(
     ``chart`` the kubernetes-nodes chart the values are for (keys it ignores are reported, and
     kernel-module findings follow what it loads); ``config_patches`` are (name, text) pairs of
     Talos config patches applied in this order to one node's config, checked as that one config
-    (``talosctl --config-patch``), in strategic-merge or RFC 6902 form.
+    (``talosctl --config-patch``), in strategic-merge or RFC 6902 form. A ``fetch`` that raises FactoryError (the
+    factory, named ``factory``, unreachable or failing) is asked no more: the run goes on, its
+    IDs stay unresolved (TS001), and one TS005 finding says why.
     Raises LintInputError for a path that cannot be read, ValueError for an unknown release.
     """
     import yaml
@@ -146,12 +149,38 @@ def lint_paths(
         field = f"{error.path}: " if error.path else ""
         code = "TS135" if is_meta_key_problem(error.path) else "TS004"
         out.add(code, f"schematic: {field}{error.reason}", place.file, line)
-    ctx = LintContext(SchematicResolver(local, fetch), talos, out, hardware, chart)
+    failures: list[str] = []
+    ctx = LintContext(
+        SchematicResolver(local, _guarded(fetch, failures)), talos, out, hardware, chart
+    )
     check_pools(inventory, ctx)
     check_clusters(inventory, ctx)
     check_addons(inventory, out, release)
     check_passthrough(inventory, out)
     check_manifests(inventory, out)
     check_url_listings(documents, out)
+    for failure in failures:
+        out.add("TS005", f"the factory was not asked: {failure}", factory, None)
     files = len(collect_files(paths)) + len(config_patches)
     return LintReport(findings=tuple(out.findings), files=files)
+
+
+def _guarded(
+    fetch: Callable[[str], Schematic | None] | None, failures: list[str]
+) -> Callable[[str], Schematic | None] | None:
+    """``fetch`` that records its first FactoryError in ``failures`` and then answers None for
+    every ID, so one unreachable factory costs one round of retries, not one per ID."""
+    if fetch is None:
+        return None
+    from schematic.errors import FactoryError
+
+    def guarded(schematic_id: str) -> Schematic | None:
+        if failures:
+            return None
+        try:
+            return fetch(schematic_id)
+        except FactoryError as err:
+            failures.append(str(err))
+            return None
+
+    return guarded
