@@ -888,6 +888,40 @@ def test_ts004_schematic_the_factory_rejects(tmp_path: Path) -> None:
     assert finding(found, "TS004").line == 2
 
 
+def test_ts005_a_failing_factory_is_asked_once_and_reported_beside_the_rest(
+    tmp_path: Path,
+) -> None:
+    from schematic.errors import FactoryError
+
+    asked: list[str] = []
+
+    def unreachable(schematic_id: str) -> Schematic | None:
+        asked.append(schematic_id)
+        raise FactoryError("https://factory.example: connection refused")
+
+    pool = """\
+        apiVersion: apps.cozystack.io/v1alpha1
+        kind: KubernetesNodes
+        metadata: {{name: {name}}}
+        spec: {{cluster: c, talos: {{version: v1.13.6, schematicID: {id}}}}}
+        """
+    write(
+        tmp_path,
+        {
+            "a.yaml": pool.format(name="a", id="ab" * 32),
+            "b.yaml": pool.format(name="b", id="cd" * 32),
+        },
+    )
+    found = lint_paths(
+        [str(tmp_path)], fetch=unreachable, factory="https://factory.example"
+    ).findings
+    assert len(asked) == 1
+    assert sorted(f.code for f in found) == ["TS001", "TS001", "TS005"]
+    (why,) = [f for f in found if f.code == "TS005"]
+    assert (why.file, why.severity) == ("https://factory.example", "error")
+    assert why.message == ("the factory was not asked: https://factory.example: connection refused")
+
+
 def test_every_rule_is_tested_here() -> None:
     # The boot-media rules (TS132-TS135) are tested in test_lint_media.py, triage's own
     # diagnoses (TS2xx) in test_triage.py.
