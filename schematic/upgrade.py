@@ -18,18 +18,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from schematic.catalog import resolve_version, talos_versions
-from schematic.chart_targets import IMMUTABLE_TEMPLATE_ISSUE, ChartTarget
+from schematic.chart_targets import IMMUTABLE_TEMPLATE_ISSUE, ChartTarget, Layout
 from schematic.cluster import ClusterPlan, PoolPlan, plan_cluster
 from schematic.errors import CatalogError, ClusterFileError, GpuRefusal, TalosSchematicError
 from schematic.inputs.cluster_values import ClusterFile, NvidiaSettings, PoolSpec
 from schematic.nvidia import KernelModule, describe_nvidia_extension
+from schematic.render.cozystack import image_factory_ca, tool_values
 from schematic.render.machineconfig import (
     KERNEL_MODULE_DOCUMENTS_FROM,
     MIRROR_DOCUMENTS_FROM,
     machine_config_patch,
 )
-from schematic.render.urls import boot_image_url, installer_image
-from schematic.talos import TalosVersion
+from schematic.render.urls import boot_image_url, installer_image, pool_installer_repository
+from schematic.talos import METAL_INSTALLER_FROM, TalosVersion
 
 __all__ = [
     "COZYSTACK_IMMUTABLE_CONFIG_ISSUE",
@@ -41,6 +42,7 @@ __all__ = [
     "UpgradeReport",
     "check_live_names",
     "compare_plans",
+    "direction_notes",
     "plan_at",
     "plan_target",
     "target_release",
@@ -124,6 +126,12 @@ class PoolChange:
     installer_after: str | None = None
     refusal: PoolRefusal | None = None
     actions: tuple[NodeAction, ...] = ()
+    # Why Cozystack replaces the pool's machines (a KubeVirt pool whose boot disk changes);
+    # empty when it does not.
+    replaced: tuple[str, ...] = ()
+    # What the pool's generated output gains or loses besides IDs and versions (a values key,
+    # the installer repository), each with why.
+    output: tuple[str, ...] = ()
 
     @property
     def extensions_changed(self) -> bool:
@@ -505,6 +513,81 @@ def _actions(
     return actions
 
 
+def _replacement(old: PoolPlan, new: PoolPlan) -> tuple[str, ...]:
+    """Why Cozystack replaces a KubeVirt pool's machines: its boot-disk URL changes (the
+    schematic, the release, or both), and a VM boots only the disk it was created from."""
+    if new.profile.platform != "kubevirt" or boot_image_url(old) == boot_image_url(new):
+        return ()
+    why = []
+    if old.schematic_id != new.schematic_id:
+        why.append(f"schematic {old.schematic_id[:12]} → {new.schematic_id[:12]}")
+    if old.talos.version != new.talos.version:
+        why.append(f"Talos {old.talos.version} → {new.talos.version}")
+    return (
+        f"the boot-disk URL changes ({', '.join(why) or 'another image'}): Cozystack "
+        "replaces every machine of the pool with one booting the new disk",
+    )
+
+
+def _value_keys(values: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Each top-level value key and the keys below it (``talos`` → version, schematicID, …)."""
+    return {
+        key: tuple(value) if isinstance(value, Mapping) else () for key, value in values.items()
+    }
+
+
+def _output_changes(old: PoolPlan, new: PoolPlan, layout: Layout) -> tuple[str, ...]:
+    """The installer repository and the values keys that change between the two plans."""
+    changes: list[str] = []
+    repository_before = pool_installer_repository(old)
+    repository_after = pool_installer_repository(new)
+    if repository_before != repository_after:
+        line = f"installer repository {repository_before} → {repository_after}"
+        if (
+            TalosVersion.parse(new.talos.version) >= METAL_INSTALLER_FROM
+            and TalosVersion.parse(old.talos.version) < METAL_INSTALLER_FROM
+            and old.talos.installer_repository_default
+        ):
+            line += (
+                f": from Talos {METAL_INSTALLER_FROM.major}.{METAL_INSTALLER_FROM.minor} a node "
+                "upgrades from the factory's installer for the platform it booted (Talos "
+                "itself defaults to metal-installer), which keeps that platform's kernel "
+                "arguments"
+            )
+        changes.append(line)
+    before = _value_keys(tool_values(old, layout))
+    after = _value_keys(tool_values(new, layout))
+    for key, inner in after.items():
+        if key not in before:
+            keys = f" ({', '.join(inner)})" if inner else ""
+            line = f"values gain {key}{keys}"
+            if key == "talos" and layout == "osimage" and repository_before != repository_after:
+                line += (
+                    ": the installer repository is no longer the chart's default, so the "
+                    "talos block is written, whole, as the chart requires"
+                )
+            changes.append(line)
+        else:
+            changes += [f"values gain {key}.{sub}" for sub in inner if sub not in before[key]]
+            changes += [f"values lose {key}.{sub}" for sub in before[key] if sub not in inner]
+    changes += [f"values lose {key}" for key in before if key not in after]
+    return tuple(changes)
+
+
+def direction_notes(before: str, after: str) -> list[str]:
+    """A note when the plan goes to an older release than the nodes run."""
+    was, now = TalosVersion.parse(before), TalosVersion.parse(after)
+    if now >= was:
+        return []
+    scope = "minor release" if now.minor_line < was.minor_line else "patch release"
+    return [
+        f"Talos {before} → {after} is a downgrade to an older {scope}: Talos documents "
+        "upgrades, and a node's state written by the newer release is not promised to read "
+        "back; on Cozystack the pools' machines are replaced by ones booting the older image. "
+        "Make sure this is meant (check --from / --to / --base)"
+    ]
+
+
 def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal, chart: ChartTarget) -> PoolChange:
     driver_before = _driver(old)
     if isinstance(new, PoolRefusal):
@@ -530,11 +613,16 @@ def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal, chart: ChartTarget
             if reason.startswith(("not ", "tier ", "flavour ")) and reason not in _reasons(old)
         ]
     config = _config_changes(old, new)
+    replaced = _replacement(old, new)
+    output = _output_changes(old, new, chart.layout)
     same = (
         old.schematic_id == new.schematic_id
         and driver_before == driver_after
         and not config
         and old.kernel_args == new.kernel_args
+        and installer_image(old) == installer_image(new)
+        and not replaced
+        and not output
     )
     return PoolChange(
         name=old.name,
@@ -555,6 +643,8 @@ def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal, chart: ChartTarget
         installer_before=installer_image(old),
         installer_after=installer_image(new),
         actions=tuple(_actions(old, new, config, chart)),
+        replaced=replaced,
+        output=output,
     )
 
 
@@ -615,6 +705,7 @@ def _comparison_key(pool: PoolPlan | PoolRefusal) -> tuple[Any, ...]:
         tuple(pool.sysctls.items()),
         pool.talos,
         repr(pool.registry_mirrors),
+        image_factory_ca(pool),
     )
 
 
@@ -653,5 +744,5 @@ def compare_plans(
         talos_before=old.talos.version,
         talos_after=new.talos,
         pools=tuple(changes),
-        notes=new.notes,
+        notes=(*new.notes, *direction_notes(old.talos.version, new.talos)),
     )

@@ -279,5 +279,5 @@ def test_the_gitlab_script_checks_and_fails_on_the_breaking_pool(pull_request: P
     assert done.returncode == 1
     # check cannot plan the bumped file: it says why, and the report still follows.
     assert 'pool "v100": tier production on Talos v1.13.9 cannot drive' in done.stderr
-    assert "| `cpu` | no change |" in done.stdout
+    assert "| `cpu` | changes |" in done.stdout
     assert (pull_request / "upgrade.md").read_text().count("\n| `") == 2

@@ -82,17 +82,37 @@ def test_example_to_the_newest_1_14_prints_every_pools_driver_and_extensions() -
     assert "driver: proprietary lts 580.178.04" in v100
 
 
-def test_example_cpu_pool_reports_no_change() -> None:
+def test_example_cpu_pool_keeps_its_schematic_but_its_machines_are_replaced() -> None:
+    """Same schematic, no driver, same machine config: still a change, since the boot disk of
+    the new release replaces every machine (it used to say "no change" beside that)."""
     result = run("upgrade", str(EXAMPLE), "--to", NEWEST_1_14, "--json")
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
     cpu = next(pool for pool in document["pools"] if pool["name"] == "cpu")
-    assert cpu["status"] == "unchanged"
+    assert cpu["status"] == "changed"
     assert cpu["schematicID"]["before"] == cpu["schematicID"]["after"]
     assert cpu["extensions"] == {"added": [], "removed": [], "renamed": []}
     assert cpu["driver"] == {"before": None, "after": None, "why": []}
     assert cpu["machineConfig"] == []
+    assert cpu["machinesReplaced"] == {
+        "replaced": True,
+        "why": [
+            f"the boot-disk URL changes (Talos v1.13.9 → {NEWEST_1_14}): Cozystack replaces "
+            "every machine of the pool with one booting the new disk"
+        ],
+    }
+    # The example names its installer repository: nothing new in the output.
+    assert cpu["output"] == []
     assert [node["action"] for node in cpu["nodes"]] == ["image"]
+    text = run("upgrade", str(EXAMPLE), "--to", NEWEST_1_14).stdout
+    assert "pool cpu: changes\n" in text and "no change" not in text
+
+
+def test_same_release_same_file_is_no_change() -> None:
+    result = run("upgrade", str(EXAMPLE), "--to", "v1.13.9")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count(": no change\n") == 4
+    assert "machines:" not in result.stdout
 
 
 def test_output_is_deterministic() -> None:
@@ -121,7 +141,11 @@ def test_volta_on_production_from_1_12_to_1_13_breaks_with_exit_3_and_the_fix(
     assert "does not drive 10de:1db4" in result.stdout
     assert "pin nvidia.tier: lts on this pool" in result.stdout
     assert "stay on Talos v1.12.6" in result.stdout
-    assert "pool cpu: no change" in result.stdout
+    # Its schematic stays, but the new release's disk replaces its machines.
+    assert "pool cpu: changes\n" in result.stdout
+    assert "  machines: replaced: the boot-disk URL changes (Talos v1.12.6 → v1.13.9)" in (
+        result.stdout
+    )
     assert result.stderr == "talos-schematic: 1 pool would break on Talos v1.13.9: v100\n"
 
 
@@ -159,7 +183,8 @@ def test_markdown_is_one_table_with_a_row_per_pool(cluster: Path) -> None:
     assert all(len(row) == len(header) for row in rows)
     assert [row[0] for row in body] == ["`v100`", "`cpu`"]
     assert body[0][1] == "**BREAKS**"
-    assert body[1][1] == "no change"
+    assert body[1][1] == "changes"
+    assert body[1][header.index("nodes")].startswith("machines replaced: the boot-disk URL")
     # The table is contiguous (a blank line would end it) and the fix follows it.
     lines = result.stdout.splitlines()
     first = lines.index(next(line for line in lines if line.startswith("|")))
@@ -227,7 +252,7 @@ def test_live_catalogue_checks_names_against_the_factory(
     assert route.call_count == 1
     assert result.exit_code == 3
     assert f"{URL} offers no siderolabs/nonfree-kmod-nvidia-lts" in result.stdout
-    assert "pool cpu: no change" in result.stdout
+    assert "pool cpu: changes" in result.stdout
 
 
 def test_offline_upgrade_does_not_import_httpx(cluster: Path) -> None:
@@ -288,3 +313,87 @@ def test_base_compares_two_revisions_of_the_file_pool_by_pool(
     l4 = document["pools"][2]
     assert l4["schematicID"]["before"] is None
     assert "siderolabs/nvidia-open-gpu-kernel-modules-production" in l4["extensions"]["added"]
+
+
+# --- what a change replaces, and the keys it adds -------------------------------------------
+
+DEFAULT_INSTALLER = """\
+cluster: c
+cozystack: {version: osimage}
+talos: {version: v1.13.9}
+pools:
+  - name: gpu
+    profile: rtx-pro-6000-blackwell-server
+  - name: cpu
+    profile: kubevirt-cpu
+"""
+
+
+def test_the_1_14_installer_switch_and_the_new_talos_block_are_explained(
+    tmp_path: Path,
+) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(DEFAULT_INSTALLER)
+    result = run("upgrade", str(cluster), "--to", NEWEST_1_14, "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    for pool in json.loads(result.stdout)["pools"]:
+        installer, values = pool["output"]
+        assert installer.startswith(
+            "installer repository factory.talos.dev/installer → "
+            "factory.talos.dev/openstack-installer: from Talos 1.14"
+        )
+        assert values.startswith(
+            "values gain talos (version, schematicID, imageFactoryURL, installerRepository, "
+            "registryMirrors): the installer repository is no longer the chart's default"
+        )
+        assert pool["installer"]["after"].startswith("factory.talos.dev/openstack-installer/")
+        assert pool["machinesReplaced"]["replaced"] is True
+    # What the report explains is what generate writes at the target release.
+    cluster.write_text(DEFAULT_INSTALLER.replace("v1.13.9", NEWEST_1_14))
+    values = run("generate", str(cluster), "--values-only").stdout
+    assert values.count("installerRepository: factory.talos.dev/openstack-installer\n") == 2
+
+
+def test_a_new_pool_shows_its_machine_config_not_unchanged(tmp_path: Path) -> None:
+    base = tmp_path / "base.yaml"
+    base.write_text(
+        DEFAULT_INSTALLER.split("  - name: gpu")[0] + "  - name: cpu\n    profile: kubevirt-cpu\n"
+    )
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(DEFAULT_INSTALLER)
+    result = run("upgrade", str(cluster), "--base", str(base))
+    assert result.exit_code == 0, result.stderr
+    block = result.stdout.split("pool gpu: new pool\n")[1].split("\npool ")[0]
+    assert "  machine config:\n    new: kernel modules nvidia, nvidia_uvm, nvidia_drm, " in block
+    assert "machine config: unchanged" not in block
+    assert "  machines: new: created booting the new image" in block
+    assert "pool cpu: no change\n" in result.stdout
+
+
+def test_a_downgrade_is_planned_with_a_note(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(DEFAULT_INSTALLER)
+    result = run("upgrade", str(cluster), "--to", "v1.12.6", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    (note,) = json.loads(result.stdout)["notes"]
+    assert note.startswith("Talos v1.13.9 → v1.12.6 is a downgrade to an older minor release")
+    text = run("upgrade", str(cluster), "--to", "v1.13.9").stdout
+    assert "downgrade" not in text
+
+
+def test_a_to_that_contradicts_the_files_under_base_is_said(tmp_path: Path) -> None:
+    base = tmp_path / "base.yaml"
+    base.write_text(DEFAULT_INSTALLER)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(DEFAULT_INSTALLER.replace("v1.13.9", NEWEST_1_14))
+    agreeing = run("upgrade", str(cluster), "--base", str(base), "--to", NEWEST_1_14)
+    assert agreeing.exit_code == 0
+    assert "contradicts" not in agreeing.stdout
+    result = run("upgrade", str(cluster), "--base", str(base), "--to", "v1.13.9")
+    assert result.exit_code == 0, result.stderr
+    assert (
+        f"note: --to v1.13.9 contradicts {cluster}'s talos.version {NEWEST_1_14}: planned at "
+        f"v1.13.9, but generate writes {NEWEST_1_14} from this file" in result.stdout
+    )
+    wrong_from = run("upgrade", str(cluster), "--base", str(base), "--from", "v1.12.6")
+    assert f"note: --from v1.12.6 contradicts {base}'s talos.version v1.13.9" in (wrong_from.stdout)

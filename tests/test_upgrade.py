@@ -70,9 +70,11 @@ def test_volta_on_production_breaks_from_1_12_to_1_13_with_the_fixes() -> None:
     )
     assert "stay on Talos v1.12.6 for now" in fixes
     assert any(fix.startswith("replace the card") for fix in fixes)
-    # The CPU pool of the same file follows without any change but the Talos image itself.
+    # The CPU pool of the same file follows without any change but the Talos image itself,
+    # which is still a change: the new disk replaces its machines.
     cpu = pool_named(report, "cpu")
-    assert cpu.status == "unchanged"
+    assert cpu.status == "changed"
+    assert cpu.replaced[0].startswith("the boot-disk URL changes (Talos v1.12.6 → v1.13.9)")
     assert cpu.schematic_after == cpu.schematic_before
     assert [action.kind for action in cpu.actions] == ["image"]
     assert cpu.actions[0].command.endswith(f"/{cpu.schematic_before}:v1.13.9")
@@ -324,7 +326,7 @@ pools:
     assert "offers no siderolabs/iscsi-tools" in storage.reason
     assert not isinstance(cpu, PoolRefusal)
     report = compare_plans(plan_cluster(cluster), checked)
-    assert [pool.status for pool in report.pools] == ["breaking", "unchanged"]
+    assert [pool.status for pool in report.pools] == ["breaking", "changed"]
 
 
 def test_pools_only_on_one_side_are_removed_or_added() -> None:

@@ -8,6 +8,7 @@ I/O, and the only reason httpx is imported) and maps a breaking pool to exit 3.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -26,6 +27,33 @@ class ReportFormat(StrEnum):
     text = "text"
     json = "json"
     markdown = "markdown"
+
+
+def _contradictions(
+    cluster_file: Path,
+    base: Path | None,
+    to: str | None,
+    since: str | None,
+    cluster_version: str,
+    base_version: str,
+) -> list[str]:
+    """With --base, each file states its own release: a --to or --from that says otherwise
+    plans an upgrade that neither file describes."""
+    if base is None:
+        return []
+    notes = []
+    if to is not None and to != cluster_version:
+        notes.append(
+            f"--to {to} contradicts {cluster_file}'s talos.version {cluster_version}: planned "
+            f"at {to}, but generate writes {cluster_version} from this file; drop --to, or "
+            "set talos.version"
+        )
+    if since is not None and since != base_version:
+        notes.append(
+            f"--from {since} contradicts {base}'s talos.version {base_version}: planned from "
+            f"{since}; drop --from, or pass the --base the nodes run"
+        )
+    return notes
 
 
 def _live_names(target: TargetPlan, factory: str | None, image_factory_url: str) -> TargetPlan:
@@ -172,6 +200,11 @@ def upgrade(
         report = compare_plans(old, target)
     except TalosSchematicError as err:
         raise fail(err) from None
+    contradictions = _contradictions(
+        cluster_file, base, to, since, cluster.talos.version, deployed.talos.version
+    )
+    if contradictions:
+        report = dataclasses.replace(report, notes=(*contradictions, *report.notes))
     if old_note:
         print(f"talos-schematic: note: {old_note}", file=sys.stderr)
     render = {

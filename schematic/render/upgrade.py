@@ -1,8 +1,10 @@
 """An upgrade report as text (terminal, CI log), JSON (tools) or Markdown (a pull-request comment).
 
 All three say the same per pool: schematic ID before → after, extensions added / removed /
-renamed, the NVIDIA driver before → after, kernel modules and machine-config changes, what the
-running nodes need, and for a pool that cannot follow the reason and the fixes.
+renamed, the NVIDIA driver before → after, kernel modules and machine-config changes, the keys
+the generated output gains or loses (and why), whether Cozystack replaces the pool's machines
+(and why), what the running nodes need, and for a pool that cannot follow the reason and the
+fixes.
 """
 
 from __future__ import annotations
@@ -75,10 +77,34 @@ def _counts(report: UpgradeReport) -> str:
     return text
 
 
-def _listed(title: str, items: list[str]) -> list[str]:
+def _listed(title: str, items: list[str], empty: str = "unchanged") -> list[str]:
     if not items:
-        return [f"  {title}: unchanged"]
+        return [f"  {title}: {empty}"]
     return [f"  {title}:", *(f"    {item}" for item in items)]
+
+
+def _machine_config(pool: PoolChange) -> list[str]:
+    """What the pool's machine config says, for a pool on one side only; else its changes."""
+    if pool.status == "added":
+        return [f"new: kernel modules {_modules_text(pool.modules_after)}"]
+    if pool.status == "removed":
+        return ["removed with the pool"]
+    return list(pool.machine_config)
+
+
+def _modules_text(modules: tuple[KernelModule, ...]) -> str:
+    return ", ".join(module.name for module in modules) or "none"
+
+
+def _machines(pool: PoolChange) -> str | None:
+    """Whether Cozystack replaces the pool's machines, and why (None: not a question here)."""
+    if pool.replaced:
+        return "replaced: " + "; ".join(pool.replaced)
+    if pool.status == "added":
+        return "new: created booting the new image"
+    if pool.status == "removed":
+        return "deleted with the pool"
+    return None
 
 
 def upgrade_text(report: UpgradeReport) -> str:
@@ -98,7 +124,11 @@ def upgrade_text(report: UpgradeReport) -> str:
             lines += [f"    - {fix}" for fix in pool.refusal.fixes]
             continue
         lines += _listed("extensions", _extension_lines(pool))
-        lines += _listed("machine config", list(pool.machine_config))
+        lines += _listed("machine config", _machine_config(pool))
+        lines += _listed("output", list(pool.output), "no new key")
+        machines = _machines(pool)
+        if machines:
+            lines.append(f"  machines: {machines}")
         if not pool.actions:
             lines.append("  nodes: nothing to do")
             continue
@@ -150,6 +180,8 @@ def _pool_json(pool: PoolChange) -> dict[str, Any]:
         },
         "machineConfig": list(pool.machine_config),
         "installer": {"before": pool.installer_before, "after": pool.installer_after},
+        "output": list(pool.output),
+        "machinesReplaced": {"replaced": bool(pool.replaced), "why": list(pool.replaced)},
         "nodes": [
             {"action": action.kind, "what": action.text, "command": action.command or None}
             for action in pool.actions
@@ -202,20 +234,23 @@ def upgrade_markdown(report: UpgradeReport) -> str:
     if report.notes:
         lines.append("")
     lines += [
-        "| pool | status | schematic | extensions | driver | machine config | nodes |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| pool | status | schematic | extensions | driver | machine config | output | nodes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for pool in report.pools:
         status = _STATUS_WORDS[pool.status]
         if pool.status == "breaking":
             status = f"**{status}**"
         extensions = _extension_lines(pool) or ["unchanged"]
-        config = list(pool.machine_config) or ["unchanged"]
+        config = _machine_config(pool) or ["unchanged"]
+        output = list(pool.output) or ["no new key"]
+        machines = _machines(pool)
         nodes = [
-            _code(action.command) if action.command else action.text for action in pool.actions
+            *([f"machines {machines}"] if machines else []),
+            *(_code(action.command) if action.command else action.text for action in pool.actions),
         ] or ["nothing to do"]
         if pool.refusal is not None:
-            extensions = config = ["—"]
+            extensions = config = output = ["—"]
             nodes = ["see below"]
         row = [
             _cell([_code(pool.name)]),
@@ -224,6 +259,7 @@ def upgrade_markdown(report: UpgradeReport) -> str:
             _cell(extensions),
             _cell([_driver(pool), *pool.driver_notes]),
             _cell(config),
+            _cell(output),
             _cell(nodes),
         ]
         lines.append("| " + " | ".join(row) + " |")
