@@ -200,7 +200,7 @@ class NvidiaDecision:
     @property
     def driver_branch(self) -> int:
         """The driver's branch (580 for 580.126.20), which decides which GPUs it drives."""
-        return _branch(self.driver)
+        return driver_key(self.driver)[0]
 
     def to_json(self) -> dict[str, Any]:
         """The `talos-schematic gpu --json` document."""
