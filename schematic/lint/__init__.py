@@ -81,9 +81,9 @@ def lint_paths(
     ``chart`` the kubernetes-nodes chart the values are for (keys it ignores are reported, and
     kernel-module findings follow what it loads); ``config_patches`` are (name, text) pairs of
     Talos config patches applied in this order to one node's config, checked as that one config
-    (``talosctl --config-patch``), in strategic-merge or RFC 6902 form. A ``fetch`` that raises FactoryError (the
-    factory, named ``factory``, unreachable or failing) is asked no more: the run goes on, its
-    IDs stay unresolved (TS001), and one TS005 finding says why.
+    (``talosctl --config-patch``), in strategic-merge or RFC 6902 form. A ``fetch`` that
+    raises FactoryError (the factory, named ``factory``, unreachable or failing) is asked no
+    more: the run goes on, its IDs stay unresolved (TS001), and one TS005 finding says why.
     Raises LintInputError for a path that cannot be read, ValueError for an unknown release.
     """
     import yaml
