@@ -8,9 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner, Result
 
-from schematic.cli import _register_commands, app
+from schematic.cli import app, register_all_commands
 
-_register_commands()
+register_all_commands()
 runner = CliRunner()
 
 CLUSTER = """\
