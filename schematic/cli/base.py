@@ -153,17 +153,15 @@ TextFormatOption = Annotated[
     TextFormat, typer.Option("--format", "-f", help="Print as text or json.")
 ]
 JsonAliasOption = Annotated[bool, typer.Option("--json", help="The same as --format json.")]
-_Format = TypeVar("_Format", bound=StrEnum)
+_Format = TypeVar("_Format", bound=str)
 
 
 def json_alias(chosen: _Format, as_json: bool, default: _Format) -> _Format:
     """``--format`` after ``--json``: json, unless another non-default format was also asked
-    for, which is a usage error."""
+    for, which is a usage error. Formats are a StrEnum's members or plain strings."""
     if not as_json:
         return chosen
     json_format = type(chosen)("json")
     if chosen not in (default, json_format):
-        raise typer.BadParameter(
-            f"--json is --format json, not {chosen.value}", param_hint="--json"
-        )
+        raise typer.BadParameter(f"--json is --format json, not {chosen}", param_hint="--json")
     return json_format

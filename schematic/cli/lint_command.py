@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail
+from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
 from schematic.errors import FactoryError, LintInputError, SchematicError, TalosSchematicError
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).
@@ -139,6 +139,7 @@ def lint(
     if not paths and not config_patches:
         raise typer.BadParameter("give at least one PATH or --config-patch", param_hint="PATH")
     patches = _read_patches(config_patches or [])
+    output_format = json_alias(output_format, as_json, "text")
     if output_format not in FORMATS:
         raise typer.BadParameter(
             f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"

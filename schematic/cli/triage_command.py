@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from schematic.cli.base import MaxInputSizeOption, app, fail
+from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
 from schematic.errors import TalosSchematicError
 
 # Exit status when an error is diagnosed (shared with lint / check / verify / detect).
@@ -31,6 +31,7 @@ def triage(
         str,
         typer.Option("--format", "-f", metavar="text|json|markdown|sarif", help="Output format."),
     ] = "text",
+    as_json: JsonAliasOption = False,
     commands: Annotated[
         bool,
         typer.Option(
@@ -75,6 +76,7 @@ def triage(
     from schematic.triage import triage_paths
     from schematic.triage.formats import FORMATS, render
 
+    output_format = json_alias(output_format, as_json, "text")
     if output_format not in FORMATS:
         raise typer.BadParameter(
             f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
