@@ -444,3 +444,24 @@ def test_kubectl_get_pods_wide_carries_the_restarts_per_node() -> None:
     (diagnosis,) = diagnose(reading.signals)
     assert diagnosis.code == "TS202"
     assert diagnosis.summary == "All 3 restarted pods on it restarted 14 times."
+
+
+def test_talosctl_service_detail_of_a_waiting_service() -> None:
+    # renderServiceInfo's layout (cmd/talosctl/cmd/talos/service.go), as in talos#9839.
+    text = (
+        "NODE     172.16.20.31\n"
+        "ID       ext-nvidia-persistenced\n"
+        "STATE    Waiting\n"
+        "HEALTH   ?\n"
+        'EVENTS   [Waiting]: Waiting for file "/sys/bus/pci/drivers/nvidia" to exist (69m52s ago)\n'
+        "         [Preparing]: Creating service runner (69m52s ago)\n"
+    )
+    reading = read_evidence(text, "service.txt")
+    (signal,) = reading.signals
+    assert (reading.format, signal.kind, signal.node, signal.value, signal.evidence.line) == (
+        "table",
+        Kind.SERVICE_WAITING,
+        "172.16.20.31",
+        "ext-nvidia-persistenced",
+        3,
+    )

@@ -1,6 +1,6 @@
 """Tables as talosctl and kubectl print them (columns aligned by Go's tabwriter):
-``talosctl get <resource>``, ``talosctl services``, ``kubectl top nodes``,
-``kubectl get pods -o wide``.
+``talosctl get <resource>``, ``talosctl services``, ``talosctl service <id>``,
+``kubectl top nodes``, ``kubectl get pods -o wide``.
 
 A column starts where its header starts; headers are set apart by at least two spaces (the
 writers pad with three), while cells may hold single spaces ("Display controller").
@@ -30,9 +30,42 @@ _FIRST_LINE = re.compile(r"^[ \t]*\S.*$", re.MULTILINE)
 
 
 def recognise_table(text: str) -> bool:
-    """Whether ``text`` starts with a table header this reader knows."""
+    """Whether ``text`` starts with a table header this reader knows, or is the key-value
+    listing of ``talosctl service <id>``."""
     first = _FIRST_LINE.search(text)
-    return first is not None and any(header.match(first.group()) for header in _HEADERS)
+    if first is None:
+        return False
+    line = first.group()
+    return any(header.match(line) for header in _HEADERS) or bool(_SERVICE_INFO.match(line))
+
+
+# `talosctl service <id>`: NODE, ID, STATE, HEALTH ... as "KEY<padding>value" lines, one block
+# per node (cmd/talosctl/cmd/talos/service.go, renderServiceInfo).
+_SERVICE_INFO = re.compile(r"^NODE\s{2,}(?P<node>\S+)\s*$")
+_INFO_LINE = re.compile(r"^(?P<key>ID|STATE|EVENTS)\s{2,}(?P<value>.*)$")
+
+
+def _service_info(text: str, file: str) -> Iterator[Signal]:
+    node = service = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        block = _SERVICE_INFO.match(line)
+        if block:
+            node, service = block["node"], ""
+            continue
+        found = _INFO_LINE.match(line)
+        if not found:
+            continue
+        if found["key"] == "ID":
+            service = found["value"].strip()
+        elif found["key"] == "STATE" and found["value"].strip() == "Waiting" and service:
+            evidence = Evidence(file, number, f"{service}: {line.strip()}"[:_MAX_TEXT])
+            yield Signal(
+                Kind.SERVICE_WAITING,
+                node,
+                evidence,
+                service,
+                (("state", "Waiting"), ("source", "services")),
+            )
 
 
 def _columns(header: str) -> list[tuple[str, int]]:
@@ -58,6 +91,10 @@ def _rows(text: str) -> Iterator[tuple[int, str, dict[str, str]]]:
 
 def read_table(text: str, file: str) -> Iterator[Signal]:
     """The signals of a talosctl or kubectl table."""
+    first = _FIRST_LINE.search(text)
+    if first is not None and _SERVICE_INFO.match(first.group()):
+        yield from _service_info(text, file)
+        return
     for number, line, cells in _rows(text):
         evidence = Evidence(file, number, line.strip()[:_MAX_TEXT])
         node = cells.get("NODE", "")
