@@ -13,6 +13,7 @@ from schematic.cli import app, register_all_commands
 from schematic.triage import triage_paths
 from schematic.triage.diagnose import diagnose
 from schematic.triage.readers import read_evidence
+from schematic.triage.readers.messages import KEYWORDS, message_kinds
 from schematic.triage.signals import Kind, Signal
 
 register_all_commands()
@@ -465,3 +466,56 @@ def test_talosctl_service_detail_of_a_waiting_service() -> None:
         "ext-nvidia-persistenced",
         3,
     )
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ("[talos] task startAllServices (1/1): failed: 1 error occurred:", Kind.BOOT_FAILED),
+        ("[talos] phase startEverything (11/11): failed", Kind.BOOT_FAILED),
+        ("[talos] boot sequence: failed", Kind.BOOT_FAILED),
+        ("[talos] rebooting in 10 seconds", Kind.REBOOTING),
+        ('[talos] reverting failed upgrade, switching to "A"', Kind.UPGRADE_REVERTED),
+        ("error: failed to sign API server CSR: rpc error", Kind.CSR_SIGN_FAILED),
+        (
+            "[talos] service[apid](Waiting): Waiting for api certificates",
+            Kind.APID_WAITING_CERTIFICATES,
+        ),
+        (
+            "NVRM: installed in this system requires use of the NVIDIA open kernel modules.",
+            Kind.NVRM_NEEDS_OPEN,
+        ),
+        (
+            "NVRM: nvidia.ko because it does not include the required GPU\nNVRM: System "
+            "Processor (GSP).",
+            Kind.NVRM_NO_GSP,
+        ),
+        ("NVRM:  supported through the NVIDIA 580.xx Legacy drivers. Please", Kind.NVRM_LEGACY),
+        ("NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)", Kind.RM_INIT_FAILED),
+        ("No devices were found", Kind.NO_DEVICES),
+        ("No devices found", Kind.NO_DEVICES),
+        (
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+            Kind.NO_DRIVER,
+        ),
+        ("NVRM: No NVIDIA GPU found.", Kind.NO_GPU_FOUND),
+        ("please load kernel module 'ib_umad' for NVLSM", Kind.FABRIC_IB_UMAD),
+        ("ERR: umad_init failed, is ib_umad module loaded?", Kind.FABRIC_IB_UMAD),
+        (
+            "failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]",
+            Kind.FABRIC_NOTHING_TO_DO,
+        ),
+        ("        State                             : In Progress", Kind.FABRIC_IN_PROGRESS),
+        ("CUDA error 802: system not yet initialized", Kind.CUDA_NOT_READY),
+        ("cudaErrorSystemNotReady", Kind.CUDA_NOT_READY),
+        (
+            "failed to inject CDI devices: unresolvable CDI devices nvidia.com/gpu=0",
+            Kind.CDI_UNRESOLVABLE,
+        ),
+        ('Sending SIGKILL to cgroup {"cgroup": "/kubepods/burstable/pod1"}', Kind.OOM_KILL),
+        ("Out of memory: Killed process 4242 (python)", Kind.OOM_KILL),
+    ],
+)
+def test_every_message_pattern_passes_the_keyword_filter(message: str, kind: Kind) -> None:
+    assert message_kinds(message) == [kind]
+    assert any(word in message for word in KEYWORDS)

@@ -39,7 +39,6 @@ _PROC_MODULE = re.compile(
     r"^(?P<name>\w+) \d+ (?:\d+|-) \S+ (?:Live|Loading|Unloading) 0x[0-9a-f]+"
     r"(?: \((?P<taint>[A-Z]+)\))?$"
 )
-_CONFIG_START = re.compile(r"Running with config:")
 _STRATEGY = re.compile(r'"deviceListStrategy"\s*:\s*(?P<rest>.*)$')
 _MAX_TEXT = 400
 
@@ -141,7 +140,7 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
                 (("taint", module["taint"] or ""),),
             )
             continue
-        if _CONFIG_START.search(message):
+        if "Running with config:" in message:
             strategy = _device_list_strategy(lines, index)
             if strategy is not None:
                 number, values = strategy
