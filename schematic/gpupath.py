@@ -44,10 +44,12 @@ __all__ = [
     "ManagementGpu",
     "OperatorRelease",
     "PermittedDevice",
+    "effective_operator_values",
     "management_gpus",
     "merge_overwrite",
     "merged_operator_values",
     "missing_passthrough_note",
+    "operator_defaults",
     "operator_release",
     "operator_release_for_chart",
     "operator_release_named",
@@ -57,10 +59,13 @@ __all__ = [
     "pci_vendor_selector",
     "platform_values",
     "required_device_plugin_env",
+    "runs_talos_upstream_shape",
     "smoke_test_pod",
     "smoke_test_runtime_class",
     "talos_device_plugin_env",
+    "talos_upstream_values",
     "tenant_addons",
+    "upstream_shape_fits",
 ]
 
 _OPERATOR_DATA = "cozystack-gpu-operator.json"
@@ -226,6 +231,8 @@ class OperatorRelease:
 
     name: str
     description: str
+    # The GPU Operator version the chart vendors.
+    operator: str
     # The operator values the chart merges valuesOverride over (mergeOverwrite).
     chart_defaults: Mapping[str, Any]
     # Merged in between when addons.hami.enabled: the chart turns the operator's plugin off.
@@ -249,6 +256,7 @@ def operator_releases() -> dict[str, OperatorRelease]:
         name: OperatorRelease(
             name=name,
             description=entry["description"],
+            operator=entry["operator"],
             chart_defaults=entry["chartDefaults"],
             hami_defaults=entry["hamiDefaults"],
         )
@@ -319,10 +327,73 @@ def _validator_driver_env() -> tuple[tuple[str, str], ...]:
     return _env_pairs(_operator_data()["talos"]["validatorDriverEnv"])
 
 
-def required_device_plugin_env(release: OperatorRelease) -> tuple[tuple[str, str], ...]:
+def _operator_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.removeprefix("v").split("."))
+
+
+def operator_defaults(operator: str) -> Mapping[str, Any]:
+    """What GPU Operator ``operator`` runs with when nothing sets them: its driver, toolkit and
+    host driver path (the chart's ``values.yaml``); the newest known version's for a newer one."""
+    known: dict[str, Mapping[str, Any]] = _operator_data()["operators"]
+    older = [v for v in known if _operator_key(v) <= _operator_key(operator)]
+    return known[max(older or known, key=_operator_key)]
+
+
+def talos_upstream_values() -> dict[str, Any]:
+    """Talos's own GPU Operator shape: the operator's driver and toolkit off, the driver found
+    under ``/usr/local`` (where the extensions put it); no env lists."""
+    values: dict[str, Any] = copy.deepcopy(_operator_data()["talosUpstream"]["values"])
+    return values
+
+
+def runs_talos_upstream_shape(values: Mapping[str, Any], operator: str) -> bool:
+    """Whether operator ``values`` (what it will run with, its defaults merged in) are Talos's
+    own shape on an operator version that detects the driver without env lists."""
+    upstream = _operator_data()["talosUpstream"]
+    if _operator_key(operator) < _operator_key(upstream["operatorFrom"]):
+        return False
+    return all(
+        isinstance(values.get(part), Mapping) and values[part].get(key) == wanted
+        for part, settings in upstream["values"].items()
+        for key, wanted in settings.items()
+    )
+
+
+def upstream_shape_fits(release: OperatorRelease, talos_versions: Sequence[str]) -> bool:
+    """Whether generate can write Talos's own shape: the chart's operator detects the driver
+    (v26.3.1 on), the chart sets no env lists of its own, and every GPU pool's Talos has
+    /usr/bin/nvidia-ctk (1.13 on)."""
+    upstream = _operator_data()["talosUpstream"]
+    if _operator_key(release.operator) < _operator_key(upstream["operatorFrom"]):
+        return False
+    # A chart that sets its own env lists (PR #3585's CDI shape) keeps them.
+    operator = release.chart_defaults.get("gpu-operator", {})
+    if release.default_device_plugin_env or operator.get("validator"):
+        return False
+    talos_from = TalosVersion.parse(upstream["talosFrom"])
+    return bool(talos_versions) and all(
+        TalosVersion.parse(version) >= talos_from for version in talos_versions
+    )
+
+
+def effective_operator_values(
+    release: OperatorRelease, override: Mapping[str, Any], *, hami: bool = False
+) -> dict[str, Any]:
+    """The values the operator runs with: its defaults, then what the chart hands it (its own
+    defaults, HAMi's, the override under ``gpu-operator:``)."""
+    merged = merged_operator_values(release, override, hami=hami).get("gpu-operator", {})
+    return merge_overwrite(operator_defaults(release.operator), merged)
+
+
+def required_device_plugin_env(
+    release: OperatorRelease, values: Mapping[str, Any] | None = None
+) -> tuple[tuple[str, str], ...]:
     """What a ``devicePlugin.env`` override must hold on this release: the chart's default
-    list (an override replaces it), then the Talos CDI variables it does not already set."""
+    list (an override replaces it), then the Talos CDI variables it does not already set —
+    unless the operator runs ``values`` in Talos's own shape, which needs no variables."""
     env = dict(release.default_device_plugin_env)
+    if values is not None and runs_talos_upstream_shape(values, release.operator):
+        return tuple(env.items())
     for name, value in talos_device_plugin_env():
         env.setdefault(name, value)
     return tuple(env.items())
@@ -345,12 +416,21 @@ def _merge_into(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
             dst[key] = copy.deepcopy(dict(value) if isinstance(value, Mapping) else value)
 
 
-def operator_values(release: OperatorRelease, *, hami: bool = False) -> dict[str, Any]:
+def operator_values(
+    release: OperatorRelease, *, hami: bool = False, upstream: bool = False
+) -> dict[str, Any]:
     """``addons.gpuOperator.valuesOverride`` for Talos workers with the OS-provided driver.
 
-    Every list is written whole, the chart's own entries first, so that the merge replacing
-    lists loses nothing; with HAMi the operator's device plugin is off (HAMi's serves).
+    ``upstream``: Talos's own shape (:func:`talos_upstream_values`), with no list to restate.
+    Otherwise every list is written whole, the chart's own entries first, so that the merge
+    replacing lists loses nothing. With HAMi the operator's device plugin is off (HAMi's
+    serves).
     """
+    if upstream:
+        operator = talos_upstream_values()
+        if hami:
+            operator["devicePlugin"] = {"enabled": False}
+        return {"gpu-operator": operator}
     defaults = release.chart_defaults.get("gpu-operator", {})
     validator_env = dict(_env_pairs(defaults.get("validator", {}).get("driver", {}).get("env", [])))
     for name, value in _validator_driver_env():
@@ -393,10 +473,11 @@ def tenant_addons(
     if not _gpu_pools(plan):
         return None
     with_hami = hami is not None and hami.enabled
+    upstream = upstream_shape_fits(release, [pool.talos.version for pool in _gpu_pools(plan)])
     addons: dict[str, Any] = {
         "gpuOperator": {
             "enabled": True,
-            "valuesOverride": operator_values(release, hami=with_hami),
+            "valuesOverride": operator_values(release, hami=with_hami, upstream=upstream),
         }
     }
     if with_hami:

@@ -10,7 +10,6 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
-from schematic.lint.addons import CDI_DEFAULTS
 
 register_all_commands()
 runner = CliRunner()
@@ -45,8 +44,13 @@ def test_out_holds_the_gpu_path_and_index_lists_it(tmp_path: Path) -> None:
     index = yaml.safe_load((out / "index.yaml").read_text())
     assert index["gpuFiles"] == GPU_FILES
     addons = yaml.safe_load((out / "cluster" / "kubernetes-addons.yaml").read_text())
-    env = addons["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"]["devicePlugin"]["env"]
-    assert [(item["name"], item["value"]) for item in env] == list(CDI_DEFAULTS)
+    # The example's GPU pools run Talos 1.13.9 on Cozystack's GPU Operator v26.3.1: Talos's own
+    # operator shape, with no env list to restate.
+    assert addons["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"] == {
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": False},
+        "hostPaths": {"driverInstallDir": "/usr/local"},
+    }
     platform = yaml.safe_load((out / "management" / "platform-gpu-values.yaml").read_text())
     entries = platform["gpu"]["permittedHostDevices"]["pciHostDevices"]
     assert [entry["pciVendorSelector"] for entry in entries] == ["10DE:2BB5"]
@@ -63,8 +67,10 @@ def test_lint_on_the_generated_output_finds_nothing(tmp_path: Path) -> None:
 
 
 def _with_one_env_var(addons: dict[str, Any]) -> dict[str, Any]:
+    """The operator back at its default driver path (the CDI shape), with one variable."""
     operator = addons["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"]
-    operator["devicePlugin"]["env"] = [{"name": "MY_EXTRA", "value": "1"}]
+    del operator["hostPaths"]
+    operator["devicePlugin"] = {"env": [{"name": "MY_EXTRA", "value": "1"}]}
     return addons
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
@@ -16,6 +17,7 @@ from schematic.errors import ClusterFileError
 from schematic.gpupath import (
     DEFAULT_RELEASE,
     HamiRequest,
+    effective_operator_values,
     management_gpus,
     merge_overwrite,
     merged_operator_values,
@@ -25,9 +27,12 @@ from schematic.gpupath import (
     passthrough_defaults,
     platform_values,
     required_device_plugin_env,
+    runs_talos_upstream_shape,
     smoke_test_pod,
     talos_device_plugin_env,
+    talos_upstream_values,
     tenant_addons,
+    upstream_shape_fits,
 )
 from schematic.inputs.cluster_file import load_cluster, parse_cluster
 from schematic.lint.addons import CDI_DEFAULTS
@@ -42,6 +47,11 @@ APP_SCHEMA = SHARED / "reference" / "cozystack" / "kubernetes.values.schema.v1.6
 
 def example_plan() -> ClusterPlan:
     return plan_cluster(load_cluster(EXAMPLE), source=str(EXAMPLE), base_dir=EXAMPLE.parent)
+
+
+def cdi_plan() -> ClusterPlan:
+    """GPU pools on Talos 1.12, which has no /usr/bin/nvidia-ctk: the CDI shape is written."""
+    return plan_of("- {name: gpu, profile: kubevirt-l40s}\n", talos="v1.12.4")
 
 
 def plan_of(pools: str, *, talos: str = "v1.13.9") -> ClusterPlan:
@@ -161,7 +171,7 @@ def test_every_chart_target_has_an_addon_shape() -> None:
 @pytest.mark.parametrize("release", ["v1.6", "pr3585"])
 def test_example_addons_restate_every_default_list(release: str) -> None:
     shape = operator_release(release)
-    addons = tenant_addons(example_plan(), shape)
+    addons = tenant_addons(cdi_plan(), shape)
     assert addons is not None
     gpu_operator = addons["addons"]["gpuOperator"]
     assert gpu_operator["enabled"] is True
@@ -204,7 +214,7 @@ def test_generated_override_merged_like_the_chart_keeps_every_cdi_default(
     release: str, hami: bool
 ) -> None:
     shape = operator_release(release)
-    addons = tenant_addons(example_plan(), shape, HamiRequest(enabled=hami, force=hami))
+    addons = tenant_addons(cdi_plan(), shape, HamiRequest(enabled=hami, force=hami))
     assert addons is not None
     override = addons["addons"]["gpuOperator"]["valuesOverride"]
     merged = merged_operator_values(shape, override, hami=hami)
@@ -216,6 +226,52 @@ def test_generated_override_merged_like_the_chart_keeps_every_cdi_default(
     assert plugin["enabled"] is (not hami)
     assert merged["gpu-operator"]["driver"]["enabled"] is False
     assert merged["gpu-operator"]["toolkit"]["enabled"] is False
+
+
+@pytest.mark.parametrize("hami", [False, True])
+def test_talos_1_13_on_the_released_chart_gets_talos_own_operator_shape(hami: bool) -> None:
+    shape = operator_release("v1.6")
+    assert shape.operator == "v26.3.1"
+    addons = tenant_addons(example_plan(), shape, HamiRequest(enabled=hami, force=hami))
+    assert addons is not None
+    override = addons["addons"]["gpuOperator"]["valuesOverride"]
+    expected: dict[str, Any] = {
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": False},
+        "hostPaths": {"driverInstallDir": "/usr/local"},
+    }
+    if hami:
+        expected["devicePlugin"] = {"enabled": False}
+    assert override == {"gpu-operator": expected}
+    runs = effective_operator_values(shape, override, hami=hami)
+    assert runs_talos_upstream_shape(runs, shape.operator)
+    # What the chart itself renders is kept: the NvLinkDisable ConfigMap it always creates.
+    merged = merged_operator_values(shape, override)
+    assert merged["kernelModuleConfig"] == {"create": True}
+    # No env list to restate: TS140 asks for nothing beyond the chart's own (empty) list.
+    assert required_device_plugin_env(shape, runs) == ()
+
+
+def test_the_upstream_shape_needs_operator_26_3_1_and_talos_1_13() -> None:
+    shape = operator_release("v1.6")
+    assert upstream_shape_fits(shape, ["v1.13.0", "v1.14.0"])
+    assert not upstream_shape_fits(shape, ["v1.13.9", "v1.12.4"])
+    older = dataclasses.replace(shape, operator="v25.10.0")
+    assert not upstream_shape_fits(older, ["v1.14.0"])
+    assert not runs_talos_upstream_shape(talos_upstream_values(), "v25.10.0")
+    # A chart with its own CDI lists (PR #3585) keeps them.
+    assert not upstream_shape_fits(operator_release("pr3585"), ["v1.14.0"])
+
+
+def test_released_addon_defaults_keep_the_operator_driver_on() -> None:
+    shape = operator_release("v1.6")
+    runs = effective_operator_values(shape, {})
+    assert runs["driver"]["enabled"] is True and runs["toolkit"]["enabled"] is True
+    assert runs["driver"]["kernelModuleConfig"] == {"name": "nvidia-kernel-module-params"}
+    assert runs["hostPaths"]["driverInstallDir"] == "/run/nvidia/driver"
+    # An override without the gpu-operator: level reaches the wrapper chart, not the operator.
+    unwrapped = effective_operator_values(shape, {"driver": {"enabled": False}})
+    assert unwrapped["driver"]["enabled"] is True
 
 
 def test_no_addons_without_gpu_pools() -> None:

@@ -669,6 +669,10 @@ FULL_ENV = """\
             - {name: MY_VAR, value: "on"}"""
 
 
+# The operator's own driver and toolkit off: what Talos workers need on every chart.
+OFF = "\n        driver: {enabled: false}\n        toolkit: {enabled: false}"
+
+
 def values(override: str, hami: str = "false") -> str:
     return ADDONS.replace("{id}", OPEN_PROD).replace("{override}", override).replace("{hami}", hami)
 
@@ -681,7 +685,7 @@ def test_ts140_env_override_drops_cdi_defaults(tmp_path: Path) -> None:
 
 
 def test_ts140_passes_with_the_full_list(tmp_path: Path) -> None:
-    assert run(tmp_path, {"values.yaml": values(FULL_ENV)}, talos="v1.13.6") == []
+    assert run(tmp_path, {"values.yaml": values(FULL_ENV + OFF)}, talos="v1.13.6") == []
 
 
 def test_ts140_checks_the_values_not_only_the_names(tmp_path: Path) -> None:
@@ -696,15 +700,52 @@ def test_ts140_checks_the_values_not_only_the_names(tmp_path: Path) -> None:
 
 def test_ts141_operator_driver_enabled(tmp_path: Path) -> None:
     override = FULL_ENV + "\n        driver:\n          enabled: true"
+    override += "\n        toolkit: {enabled: false}"
     found = run(tmp_path, {"values.yaml": values(override)}, talos="v1.13.6")
     assert codes(found) == {"TS141"}
+    assert "driver.enabled: true" in finding(found, "TS141").message
     disabled = override.replace("enabled: true", "enabled: false")
     assert run(tmp_path, {"values.yaml": values(disabled)}, talos="v1.13.6") == []
 
 
 def test_ts142_hami_with_gpu_pools(tmp_path: Path) -> None:
-    found = run(tmp_path, {"values.yaml": values(FULL_ENV, hami="true")}, talos="v1.13.6")
+    found = run(tmp_path, {"values.yaml": values(FULL_ENV + OFF, hami="true")}, talos="v1.13.6")
     assert codes(found) == {"TS142"}
+
+
+def test_ts141_enabled_addon_without_override_keeps_the_operator_driver_on(
+    tmp_path: Path,
+) -> None:
+    text = values("").replace("    valuesOverride:\n      gpu-operator:\n\n", "")
+    assert "valuesOverride" not in text
+    found = run(tmp_path, {"values.yaml": text}, talos="v1.13.6")
+    hits = [f for f in found if f.code == "TS141"]
+    assert len(hits) == 2  # driver and toolkit
+    assert "the operator's driver stays on: Cozystack v1.6's addon" in hits[0].message
+    assert "GPU Operator v26.3.1 runs it by default" in hits[0].message
+
+
+def test_ts141_override_without_the_wrapper_is_not_applied(tmp_path: Path) -> None:
+    text = values("").replace(
+        "      gpu-operator:\n\n",
+        "      driver: {enabled: false}\n      toolkit: {enabled: false}\n",
+    )
+    found = run(tmp_path, {"values.yaml": text}, talos="v1.13.6")
+    hits = [f for f in found if f.code == "TS141"]
+    assert len(hits) == 2
+    assert "written without the gpu-operator: level, so the chart ignores it" in hits[0].message
+
+
+def test_ts140_accepts_talos_own_operator_shape_without_env_lists(tmp_path: Path) -> None:
+    upstream = OFF + "\n        hostPaths: {driverInstallDir: /usr/local}"
+    assert run(tmp_path, {"values.yaml": values(upstream.lstrip("\n"))}, talos="v1.14.0") == []
+    # With an env list of its own, only the chart's (empty) list is required, not the CDI five.
+    one = "        devicePlugin:\n          env:\n            - {name: MY_VAR, value: x}"
+    found = run(tmp_path, {"values.yaml": values(one + upstream)}, talos="v1.14.0")
+    assert "TS140" not in codes(found)
+    # The same list without the upstream shape is TS140.
+    found = run(tmp_path, {"values.yaml": values(one + OFF)}, talos="v1.14.0")
+    assert "TS140" in codes(found)
 
 
 def test_ts140_in_a_rendered_gpu_operator_release(tmp_path: Path) -> None:

@@ -1,11 +1,14 @@
 """Add-on rules for the Kubernetes app: GPU Operator overrides (TS140, TS141) and HAMi (TS142).
 
-``addons.gpuOperator.valuesOverride`` is merged into the operator's values with Helm's
-``mergeOverwrite``, which replaces lists; Cozystack's chart nests the operator's own values
-under ``gpu-operator:``, and an override written without that level is read too. What a
-``devicePlugin.env`` override must hold depends on the Cozystack release
-(:func:`schematic.gpupath.required_device_plugin_env`): the chart's own default list, which
-the override replaces, and the CDI variables Talos needs.
+``addons.gpuOperator.valuesOverride`` is merged into the values of Cozystack's gpu-operator
+wrapper chart with Helm's ``mergeOverwrite``, which replaces lists; the operator's own values
+sit under ``gpu-operator:``, and an override written without that level reaches the wrapper,
+which ignores it. The rules look at what the operator will run with
+(:func:`schematic.gpupath.effective_operator_values`: its defaults for the vendored version,
+the chart's, the override): its driver and toolkit must be off (TS141, also when the addon is
+enabled with no override), and a ``devicePlugin.env`` override must hold the chart's own list
+and the CDI variables Talos needs — unless the operator runs Talos's own shape, which needs no
+variables (:func:`schematic.gpupath.required_device_plugin_env`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from typing import Any
 
 from schematic.gpupath import (
     OperatorRelease,
+    effective_operator_values,
+    merge_overwrite,
+    operator_defaults,
     operator_release,
     required_device_plugin_env,
     talos_device_plugin_env,
@@ -47,29 +53,47 @@ def _env_pairs(items: Any) -> dict[str, str]:
     return pairs
 
 
+def _check_env(
+    place: Place,
+    root: Path_,
+    where: str,
+    obj: str,
+    out: Collector,
+    release: OperatorRelease,
+    runs: dict[str, Any],
+) -> None:
+    doc = place.doc
+    env_path = (*root, "devicePlugin", "env")
+    if not doc.has(env_path):
+        return
+    given = _env_pairs(doc.get(env_path))
+    missing = [
+        f"{k}={v}" for k, v in required_device_plugin_env(release, runs) if given.get(k) != v
+    ]
+    if missing:
+        replaced = (
+            f"replaces the chart's default list (Cozystack {release.name})"
+            if release.default_device_plugin_env
+            else "replaces the default list"
+        )
+        out.add(
+            "TS140",
+            f"{where}: devicePlugin.env {replaced} and lacks {', '.join(missing)}",
+            doc.file,
+            doc.line(env_path),
+            obj,
+        )
+
+
 def _check_operator_values(
     place: Place, where: str, obj: str, out: Collector, release: OperatorRelease
 ) -> None:
+    """A HelmRelease of the operator chart itself: its values are the operator's."""
     doc = place.doc
-    required = required_device_plugin_env(release)
     for root in _operator_roots(place):
-        env_path = (*root, "devicePlugin", "env")
-        if doc.has(env_path):
-            given = _env_pairs(doc.get(env_path))
-            missing = [f"{k}={v}" for k, v in required if given.get(k) != v]
-            if missing:
-                replaced = (
-                    f"replaces the chart's default list (Cozystack {release.name})"
-                    if release.default_device_plugin_env
-                    else "replaces the default list"
-                )
-                out.add(
-                    "TS140",
-                    f"{where}: devicePlugin.env {replaced} and lacks {', '.join(missing)}",
-                    doc.file,
-                    doc.line(env_path),
-                    obj,
-                )
+        values = doc.get(root)
+        runs = merge_overwrite(operator_defaults(release.operator), values)
+        _check_env(place, root, where, obj, out, release, runs)
         for component in ("driver", "toolkit"):
             enabled_path = (*root, component, "enabled")
             if doc.get(enabled_path) is True:
@@ -83,13 +107,58 @@ def _check_operator_values(
                 )
 
 
+def _check_app_operator(
+    cluster: Cluster, where: str, out: Collector, release: OperatorRelease
+) -> None:
+    """The Kubernetes app's addon: what the operator runs with, the chart's defaults included."""
+    doc, addons = cluster.place.doc, (*cluster.base, "addons")
+    gpu_operator = (*addons, "gpuOperator")
+    override_path = (*gpu_operator, "valuesOverride")
+    override = doc.get(override_path)
+    enabled = doc.get((*gpu_operator, "enabled")) is True
+    if not enabled and not isinstance(override, dict):
+        return
+    override = override if isinstance(override, dict) else {}
+    runs = effective_operator_values(
+        release, override, hami=doc.get((*addons, "hami", "enabled")) is True
+    )
+    wrapped = (*override_path, "gpu-operator")
+    if isinstance(doc.get(wrapped), dict):
+        _check_env(Place(doc, override_path), wrapped, where, cluster.name, out, release, runs)
+    for component in ("driver", "toolkit"):
+        if runs.get(component, {}).get("enabled") is not True:
+            continue
+        said = doc.get((*wrapped, component, "enabled"))
+        unwrapped = (*override_path, component, "enabled")
+        if said is True:
+            line, text = doc.line((*wrapped, component, "enabled")), f"{component}.enabled: true"
+        elif doc.has(unwrapped):
+            line = doc.line(unwrapped)
+            text = (
+                f"{component}.enabled is written without the gpu-operator: level, so the chart "
+                f"ignores it and the operator's {component} stays on"
+            )
+        else:
+            line = doc.line(override_path if doc.has(override_path) else gpu_operator)
+            text = (
+                f"the operator's {component} stays on: Cozystack {release.name}'s addon does "
+                f"not turn it off (GPU Operator {release.operator} runs it by default) and the "
+                "override does not either"
+            )
+        out.add(
+            "TS141",
+            f"{where}: {text}; on Talos the {component} comes from the system extensions",
+            doc.file,
+            line,
+            cluster.name,
+        )
+
+
 def _check_cluster(cluster: Cluster, out: Collector, release: OperatorRelease) -> None:
     doc, base = cluster.place.doc, cluster.base
     addons = (*base, "addons")
-    override = (*addons, "gpuOperator", "valuesOverride")
-    where = f"cluster {cluster.name!r}: addons.gpuOperator.valuesOverride"
-    if isinstance(doc.get(override), dict):
-        _check_operator_values(Place(doc, override), where, cluster.name, out, release)
+    where = f"cluster {cluster.name!r}: addons.gpuOperator"
+    _check_app_operator(cluster, where, out, release)
     hami = (*addons, "hami", "enabled")
     gpu_pools = [pool.name for pool in cluster.pools if pool.nvidia_gpus]
     if doc.get(hami) is True and gpu_pools:

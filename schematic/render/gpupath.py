@@ -76,12 +76,22 @@ def addons_text(
     target = f'the Kubernetes app "{plan.cluster}"'
     if plan.namespace:
         target += f" (namespace {plan.namespace})"
+    operator = addons["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"]
+    if "devicePlugin" in operator and "env" in operator["devicePlugin"]:
+        shape = (
+            "Cozystack merges valuesOverride over its own defaults with mergeOverwrite, which "
+            "replaces lists: every list here is complete. Add to a list only by keeping all of "
+            "its entries, or the device plugin loses its CDI settings."
+        )
+    else:
+        shape = (
+            f"Talos's own operator shape (GPU Operator {release.operator} and Talos 1.13 or "
+            "later): the operator's driver and toolkit off, the driver found under /usr/local, "
+            "no env lists to restate."
+        )
     text = (
         f"GPU Operator addon for {target}, for Talos GPU workers whose driver comes from the "
-        "system extensions. Cozystack merges valuesOverride over its own defaults with "
-        "mergeOverwrite, which replaces lists: every list here is complete. Add to a list only "
-        "by keeping all of its entries, or the device plugin loses its CDI settings. "
-        f"Chart shape {release.name}: {release.description}."
+        f"system extensions. {shape} Chart shape {release.name}: {release.description}."
     )
     if as_object:
         return _comment(_wrapped(text)) + yamltext.dump(kubernetes_addons_object(plan, addons))
