@@ -35,7 +35,7 @@ from schematic.inputs.cluster_values import (
     TalosSettings,
 )
 from schematic.inputs.profile_values import HardwareProfile
-from schematic.inputs.profiles import load_profile, profile_from_mapping
+from schematic.inputs.profiles import load_profile
 from schematic.media import ImageOptions, MetaValue, check_options, installer_repository_for
 from schematic.nvidia import (
     GpuRequest,
@@ -199,9 +199,8 @@ class _Resolver:
         self.resources: dict[tuple[GpuRequest, ...], tuple[str, ...]] = {}
 
     def profile(self, pool: PoolSpec) -> HardwareProfile:
-        if pool.hardware is not None:
-            data = {"name": pool.name, **pool.hardware}
-            return profile_from_mapping(data, f'{self.source}: pool "{pool.name}": hardware')
+        if pool.hardware_profile is not None:
+            return pool.hardware_profile  # read with the cluster file
         assert pool.profile is not None
         name = pool.profile
         if name not in self.profiles:

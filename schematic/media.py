@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from schematic.errors import TalosSchematicError
 from schematic.talos import TalosVersion
 
 __all__ = [
@@ -230,16 +231,16 @@ def platform_media(platform: str) -> PlatformMedia:
     return PlatformMedia(platform, platform, "raw.xz", frozenset({"disk-image"}), False)
 
 
-# --- the checks: shared by the models and the fast readers ---------------------------------------
+# --- the checks on values (the readers in schematic.inputs prefix file, line and key) ------------
 
 
 def check_meta_key(value: object) -> int:
     """A META key the factory stores (a byte: 0..255)."""
     if type(value) is not int:
-        raise ValueError(f"meta key {value!r} is not a whole number 0..255")
+        raise ValueError(f"{value!r} is not a whole number 0..255")
     if not 0 <= value <= 255:
         raise ValueError(
-            f"meta key {value} is outside 0..255; the factory stores META keys as one byte "
+            f"{value} is outside 0..255; the factory stores META keys as one byte "
             "and refuses the schematic"
         )
     return value
@@ -254,7 +255,7 @@ def check_bootloader(value: str) -> str:
         )
     if text not in BOOTLOADER_CHOICES:
         raise ValueError(
-            f"bootloader {value!r} is not one the factory accepts: {', '.join(BOOTLOADER_CHOICES)}"
+            f"{value!r} is not one the factory accepts: {', '.join(BOOTLOADER_CHOICES)}"
         )
     return text
 
@@ -262,15 +263,14 @@ def check_bootloader(value: str) -> str:
 def check_enroll_keys(value: str) -> str:
     if value not in ENROLL_KEYS_CHOICES:
         raise ValueError(
-            f"enrollKeys {value!r} is not a systemd-boot enrollment mode: "
-            f"{', '.join(ENROLL_KEYS_CHOICES)}"
+            f"{value!r} is not a systemd-boot enrollment mode: {', '.join(ENROLL_KEYS_CHOICES)}"
         )
     return value
 
 
 def check_sector_size(value: object) -> int:
     if type(value) is not int or value <= 0 or value & (value - 1):
-        raise ValueError(f"diskImage.sectorSize {value!r} is not a power of two such as 4096")
+        raise ValueError(f"{value!r} is not a power of two such as 4096")
     return value
 
 
@@ -278,7 +278,7 @@ def check_factory_version(value: str) -> str:
     """An image-factory release, ``v1.5.0`` (the factory's own version, not Talos's)."""
     try:
         return str(TalosVersion.parse(value.strip()))
-    except ValueError:
+    except (ValueError, TalosSchematicError):
         raise ValueError(f"{value!r} is not an image-factory version like v1.5.0") from None
 
 
@@ -344,123 +344,13 @@ def check_options(
             )
 
 
-# --- the fast readers' part: options of the usual shape, without pydantic -----------------------
-
+# The keys a profile and a pool share (read by schematic.inputs.media_options).
 MEDIA_KEYS = ("secureboot", "overlay", "meta", "bootloader", "diskImage")
-_SECUREBOOT_KEYS = frozenset({"enabled", "includeWellKnownCertificates", "enrollKeys"})
-_OVERLAY_KEYS = frozenset({"name", "image", "options"})
-_META_KEYS = frozenset({"key", "value"})
-_DISK_IMAGE_KEYS = frozenset({"sectorSize"})
-_BOOT_KEYS = frozenset({"schematic"})
-_BOOT_SCHEMATIC_KEYS = frozenset({"extensions", "kernelArgs", "meta"})
-
-
-def _plain_number(value: object) -> int:
-    from schematic.inputs.plain import UnusualShapeError
-
-    # Profile files type only null and booleans, so `key: 10` arrives as text there.
-    if type(value) is str:
-        if value.isascii() and value.isdigit() and len(value) < 10:
-            return int(value)
-        raise ValueError(f"{value!r} is not a whole number")
-    if type(value) is not int:
-        raise UnusualShapeError
-    return value
-
-
-def _plain_bool(value: object) -> bool:
-    from schematic.inputs.plain import UnusualShapeError
-
-    if type(value) is not bool:
-        raise UnusualShapeError
-    return value
-
-
-def _plain_meta(value: object) -> tuple[MetaValue, ...]:
-    from schematic.inputs.plain import UnusualShapeError, plain_keys, plain_text
-
-    if type(value) is not list:
-        raise UnusualShapeError
-    items = []
-    for item in value:
-        entry = plain_keys(item, _META_KEYS)
-        if "key" not in entry:
-            raise UnusualShapeError
-        items.append(
-            MetaValue(
-                key=check_meta_key(_plain_number(entry["key"])),
-                value=plain_text(entry.get("value", "")),
-            )
-        )
-    return tuple(items)
-
-
-def plain_options(doc: Mapping[str, Any]) -> ImageOptions:
-    """The media options of a profile or pool mapping of the usual shape.
-
-    Raises UnusualShapeError (ask the model) or ValueError (a check failed).
-    """
-    from schematic.inputs.plain import UnusualShapeError, plain_keys, plain_text
-
-    secureboot = overlay = meta = bootloader = sector_size = None
-    if "secureboot" in doc:
-        secure = plain_keys(doc["secureboot"], _SECUREBOOT_KEYS)
-        enroll = plain_text(secure.get("enrollKeys", ""))
-        secureboot = SecureBootSpec(
-            enabled=_plain_bool(secure.get("enabled", False)),
-            include_well_known_certificates=_plain_bool(
-                secure.get("includeWellKnownCertificates", False)
-            ),
-            enroll_keys=check_enroll_keys(enroll) if enroll else "",
-        )
-    if "overlay" in doc:
-        entry = plain_keys(doc["overlay"], _OVERLAY_KEYS)
-        options = entry.get("options", {})
-        if "name" not in entry or type(options) is not dict:
-            raise UnusualShapeError
-        if any(type(key) is not str for key in options):
-            raise UnusualShapeError
-        overlay = OverlaySpec(
-            name=check_overlay_name(plain_text(entry["name"])),
-            image=plain_text(entry.get("image", "")),
-            options=options,
-        )
-    if "meta" in doc:
-        meta = _plain_meta(doc["meta"])
-    if "bootloader" in doc:
-        bootloader = check_bootloader(plain_text(doc["bootloader"]))
-    if "diskImage" in doc:
-        disk = plain_keys(doc["diskImage"], _DISK_IMAGE_KEYS)
-        if "sectorSize" not in disk:
-            raise UnusualShapeError
-        sector_size = check_sector_size(_plain_number(disk["sectorSize"]))
-    return ImageOptions(
-        secureboot=secureboot,
-        overlay=overlay,
-        meta=meta,
-        bootloader=bootloader,
-        sector_size=sector_size,
-    )
-
-
-def plain_boot(value: object) -> BootSchematic:
-    """A pool's ``boot`` mapping of the usual shape."""
-    from schematic.inputs.plain import UnusualShapeError, plain_keys, plain_texts
-
-    boot = plain_keys(value, _BOOT_KEYS)
-    if "schematic" not in boot:
-        raise UnusualShapeError
-    schematic = plain_keys(boot["schematic"], _BOOT_SCHEMATIC_KEYS)
-    return BootSchematic(
-        extensions=check_no_blank(plain_texts(schematic.get("extensions", []))),
-        kernel_args=check_no_blank(plain_texts(schematic.get("kernelArgs", []))),
-        meta=_plain_meta(schematic["meta"]) if "meta" in schematic else (),
-    )
 
 
 def check_overlay_name(value: str) -> str:
     if not value.strip():
-        raise ValueError("overlay.name must name an official overlay, e.g. rpi_generic")
+        raise ValueError("must name an official overlay, e.g. rpi_generic")
     return value
 
 

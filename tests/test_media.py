@@ -16,6 +16,7 @@ from schematic.cluster import PoolPlan, plan_cluster
 from schematic.errors import ClusterFileError, ProfileError, TalosSchematicError
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.inputs.profiles import load_profile
+from schematic.media import MetaValue
 from schematic.model import Schematic
 from schematic.render.urls import PXE_FACTORY_URL, pool_media, pool_urls
 
@@ -252,26 +253,28 @@ def test_refusals_name_the_pool_and_the_key(spec: str, talos: str, expected: str
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        ("meta: [{key: 300, value: x}]", "meta key 300 is outside 0..255"),
-        ("meta: [{key: -1}]", "meta key -1 is outside 0..255"),
-        ("bootloader: auto", "bootloader 'auto' is not one the factory accepts"),
-        ("diskImage: {sectorSize: 1000}", "is not a power of two"),
-        ("secureboot: {enabled: true, enrollKeys: always}", "enrollKeys 'always' is not"),
-        ("secureboot: {enable: true}", "unknown key"),
+        ("meta: [{key: 300, value: x}]", "meta[0].key: 300 is outside 0..255"),
+        ("meta: [{key: -1}]", "meta[0].key: -1 is outside 0..255"),
+        ("meta: [{key: '10'}]", "meta[0].key: must be a whole number, not the text '10'"),
+        ("bootloader: auto", "bootloader: 'auto' is not one the factory accepts"),
+        ("diskImage: {sectorSize: 1000}", "diskImage.sectorSize: 1000 is not a power of two"),
+        ("secureboot: {enabled: true, enrollKeys: always}", "enrollKeys: 'always' is not"),
+        ("secureboot: {enable: true}", "secureboot.enable: unknown key; did you mean enabled?"),
+        ("secureboot: {enabled: yes}", "secureboot.enabled: write true or false, not the text"),
     ],
 )
 def test_bad_values_are_refused_with_their_key(spec: str, expected: str) -> None:
     with pytest.raises(TalosSchematicError) as err:
         one(f"profile: metal-intel, {spec}")
     message = str(err.value)
-    assert message.startswith('c.yaml: pool "p": '), message
+    assert message.startswith('c.yaml:4: pool "p": '), message
     assert expected in message
 
 
 def test_a_profile_with_a_bad_meta_key_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "board.yaml"
     path.write_text("name: board\nplatform: metal\nmeta: [{key: 300}]\n")
-    with pytest.raises(ProfileError, match=r"board.yaml: meta\[0\].key: .*outside 0..255"):
+    with pytest.raises(ProfileError, match=r"board.yaml:3: meta\[0\].key: 300 is outside 0..255"):
         load_profile(str(path))
 
 
@@ -348,16 +351,11 @@ def _check_listing(urls: dict[str, str], boot_id: str) -> None:
         assert parsed.secureboot is secure, key
 
 
-def test_the_must_show_cluster_file_takes_the_fast_way() -> None:
-    # No installerRepository, SecureBoot, an overlay profile, boot.schematic: still the usual
-    # shape, read without pydantic, and read as the models read it.
-    from schematic.inputs.cluster_file import _plain_cluster
-    from schematic.inputs.documents import validate_cluster
-
-    data = yaml.safe_load(
-        EDGE + "    meta: [{key: 10, value: x}]\n    diskImage: {sectorSize: 4096}\n"
-    )
-    assert _plain_cluster(data) == validate_cluster(data, "edge.yaml")
+def test_the_must_show_cluster_file_reads_its_media_keys() -> None:
+    text = EDGE + "    meta: [{key: 10, value: x}]\n    diskImage: {sectorSize: 4096}\n"
+    last = parse_cluster(text, "edge.yaml").pools[-1]
+    assert last.media.meta == (MetaValue(key=10, value="x"),)
+    assert last.media.sector_size == 4096
 
 
 def test_the_must_show_cluster_file_is_valid_for_the_json_schema() -> None:

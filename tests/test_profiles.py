@@ -170,24 +170,29 @@ extensions: [siderolabs/drbd, siderolabs/amd-ucode]
 kernelArgs: [console=ttyS0, "net.ifnames=0"]
 """
     profile = load_profile(str(write(tmp_path, "storage-gpu", text)))
-    # An unquoted 27b8 (or 2330) stays text: a YAML loader must not make it a number.
+    # An unquoted 27b8 is text to YAML (not a decimal number), so it reads as written.
     assert profile.gpus[0].id == "10de:27b8" and profile.gpus[0].count == 2
     assert profile.extensions == ("siderolabs/drbd", "siderolabs/amd-ucode")
     assert profile.kernel_args == ("console=ttyS0", "net.ifnames=0")
     assert profile.cpu_vendor == "amd" and profile.as_document()["cpuVendor"] == "amd"
 
 
-def test_unquoted_numeric_ids_stay_text(tmp_path: Path) -> None:
-    profile = load_profile(
-        str(write(tmp_path, "n", "platform: metal\ngpus:\n  - id: 2330\n  - id: 0x2331\n"))
+def test_an_id_that_yaml_reads_as_a_number_is_refused_with_a_hint(tmp_path: Path) -> None:
+    # One typing rule for profile files and a cluster file's inline hardware: 2330 is a number.
+    path = write(tmp_path, "n", "platform: metal\ngpus:\n  - id: '2330'\n  - id: 2330\n")
+    with pytest.raises(ProfileError) as caught:
+        load_profile(str(path))
+    assert str(caught.value) == (
+        f"{path}:4: gpus[1].id: write the PCI ID as quoted text, e.g. '10de:2330'"
     )
-    assert [gpu.id for gpu in profile.gpus] == ["10de:2330", "10de:2331"]
+    hex_written = write(tmp_path, "h", "platform: metal\ngpus:\n  - id: 0x2331\n")
+    assert load_profile(str(hex_written)).gpus[0].id == "10de:2331"
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("platform: metal\ngpu: []\n", r"bad\.yaml: gpu: unknown key"),
+        ("platform: metal\ngpu: []\n", r"bad\.yaml:2: gpu: unknown key; did you mean gpus\?"),
         ("platform: metal\ngpus:\n  - id: 10de:2330\n    cnt: 2\n", r"gpus\[0\]\.cnt: unknown key"),
         ("platform: mainframe\n", r"platform: 'mainframe' is not one of metal, kubevirt, "),
         ("platform: KubeVirt\n", r"platform: 'KubeVirt' is not one of .*; did you mean kubevirt\?"),
@@ -197,7 +202,7 @@ def test_unquoted_numeric_ids_stay_text(tmp_path: Path) -> None:
         ),
         (
             "platform: metal\ngpus:\n  - id: 10de:2330\n    count: 0\n",
-            r"gpus\[0\]\.count: Input should be greater than or equal to 1",
+            r"bad\.yaml:4: gpus\[0\]\.count: must be 1 or more, not 0$",
         ),
         (
             "platform: metal\ngpus:\n  - id: 10de:ffff\n",
@@ -218,7 +223,10 @@ def test_unquoted_numeric_ids_stay_text(tmp_path: Path) -> None:
         ),
         ("platform: metal\ncpuVendor: arm\n", r"set architecture: arm64"),
         ("platform: metal\nnvswitch: true\n", r"nvswitch: true needs NVIDIA GPUs"),
-        ("platform: metal\nnvswitch: maybe\n", r"nvswitch: Input should be a valid boolean"),
+        ("platform: metal\nnvswitch: maybe\n", r"bad\.yaml:2: nvswitch: write true or false, not"),
+        ("platform: metal\ngpus:\n  - id: 10de:2330\n    count: '2'\n", r"count: must be a whole"),
+        ("platform: metal\ndescription: 12\n", r"bad\.yaml:2: description: must be text, not the"),
+        ("platform: metal\ngpus: {id: 10de:2330}\n", r"bad\.yaml:2: gpus: must be a list of GPUs"),
         ("platform: metal\nextensions: ['']\n", r"extensions: .*must not be empty"),
         ("name: Big GPU\nplatform: metal\n", r"name: .*lowercase"),
         ("- platform: metal\n", r"bad\.yaml: a hardware profile must be a YAML mapping"),
@@ -285,13 +293,13 @@ def test_profile_from_mapping_for_inline_blocks() -> None:
     assert profile.passthrough and profile.gpus[0].id == "10de:2bb5"
     with pytest.raises(
         ProfileError,
-        match=r"^cluster\.yaml: pool gpu: hardware: gpus\[0\]\.id: write the PCI ID as a quoted",
+        match=r"^cluster\.yaml: pool gpu: hardware: gpus\[0\]\.id: write the PCI ID as quoted",
     ):
         profile_from_mapping(
             {"name": "gpu", "platform": "kubevirt", "gpus": [{"id": 2330}]},
             "cluster.yaml: pool gpu: hardware",
         )
-    with pytest.raises(ProfileError, match="name: Field required"):
+    with pytest.raises(ProfileError, match=r"^inline: name: missing; add it, e\.g\. name: my-"):
         profile_from_mapping({"platform": "metal"}, "inline")
 
 

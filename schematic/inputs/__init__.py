@@ -1,16 +1,13 @@
 """Reading the input files: hardware profiles and cluster files, as frozen values.
 
 The first stage of the pipeline; planning (:mod:`schematic.cluster`) imports it, never the
-other way. Inside, the arrows point one way too:
+other way. One reader per input kind, one YAML typing rule for all of them:
 
+- :mod:`~schematic.inputs.reading`: the typing rule, and problems reported as file:line and key;
 - :mod:`~schematic.inputs.profile_values`, :mod:`~schematic.inputs.cluster_values`: the values a
-  file becomes and the checks beyond types, shared by both readers;
-- :mod:`~schematic.inputs.documents`: the pydantic models, the authority on what a file may
-  say (error messages, JSON Schemas); they build those values with those checks;
-- :mod:`~schematic.inputs.plain`, :mod:`~schematic.inputs.profiles`,
-  :mod:`~schematic.inputs.cluster_file`: the fast readers for the usual file shape, and the
-  loading; what they do not read themselves they hand to the models, imported only then.
-
-Defining pydantic models costs `generate` more start-up time than all its other work, which is
-why the usual shape is read without them (a property test checks both ways agree).
+  file becomes and the checks on values beyond their types;
+- :mod:`~schematic.inputs.profiles`, :mod:`~schematic.inputs.cluster_file` (with
+  :mod:`~schematic.inputs.media_options` for the keys both share): the readers and the loading;
+- :mod:`~schematic.inputs.documents`: pydantic models for the JSON Schemas only, held to the
+  readers by a test (defining them would cost `generate` more start-up than all its other work).
 """

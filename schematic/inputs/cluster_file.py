@@ -1,23 +1,23 @@
-"""Reading a cluster file: YAML typed the YAML 1.2 way, then the fast reader or the models.
+"""Reading a cluster file: the one reader, typed by the one YAML rule.
 
-What a cluster file may say is defined by the pydantic models in :mod:`schematic.inputs.documents`,
-which also give the error messages and the JSON Schema. Files of the usual shape are read by
-:func:`_plain_cluster` without them: defining pydantic models costs more start-up time than the
-rest of `generate`. Both produce the same values (a test checks it on generated inputs).
+Every cluster file is read here, key by key (:mod:`schematic.inputs.reading`): each problem is
+reported as ``FILE:LINE: pool "NAME": KEY: what is wrong``, all of them at once. A pool's inline
+``hardware`` is read as a profile (:func:`schematic.inputs.profiles.read_profile`) with the same
+typing. The keys are listed in `docs/cluster-file.md`; the JSON Schema (`talos-schematic schema
+cluster`) comes from :mod:`schematic.inputs.documents`, and a test holds it to this reader.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, get_args
-
-import yaml
 
 from schematic.errors import ClusterFileError
 from schematic.inputs.cluster_values import (
     DEFAULT_IMAGE_FACTORY_URL,
+    OWNED_HINTS,
+    POOL_TALOS_KEYS,
     TOOL_KEYS,
     ClusterFile,
     Flavour,
@@ -32,263 +32,298 @@ from schematic.inputs.cluster_values import (
     check_image_factory_ca,
     check_installer_repository,
     check_object_name,
-    check_object_names,
-    check_one_hardware_source,
-    check_pool_keys,
     check_pool_name,
     check_registry_mirrors,
     check_release,
-    check_unique_pools,
+    check_replicas,
     normal_endpoint,
+    object_name_problem,
+    pool_keys,
+    shown,
     stripped_items,
 )
-from schematic.inputs.plain import (
-    UnusualShapeError,
-    plain_choice,
-    plain_keys,
-    plain_text,
-    plain_texts,
+from schematic.inputs.media_options import read_boot, read_media
+from schematic.inputs.profiles import read_profile
+from schematic.inputs.reading import (
+    At,
+    Fields,
+    KeyPath,
+    Reading,
+    choice,
+    flag,
+    optional,
+    parse_yaml,
+    text,
+    texts,
 )
-from schematic.media import BootSchematic, check_factory_version, plain_boot, plain_options
-from schematic.safe_yaml import YamlLimitError, compose_single, read_problem, read_text
+from schematic.media import BootSchematic, check_factory_version
+from schematic.safe_yaml import read_problem, read_text
 
-__all__ = ["cluster_from_mapping", "cluster_json_schema", "load_cluster", "parse_cluster"]
+__all__ = [
+    "CLUSTER_KEYS",
+    "cluster_from_mapping",
+    "cluster_json_schema",
+    "load_cluster",
+    "parse_cluster",
+]
 
-_CLUSTER_KEYS = frozenset(
-    {"cluster", "namespace", "cozystack", "addons", "talos", "nvidia", "pools"}
+CLUSTER_KEYS = ("cluster", "namespace", "cozystack", "addons", "talos", "nvidia", "pools")
+_ADDONS_KEYS = ("hami",)
+_HAMI_KEYS = ("enabled", "force")
+_TALOS_KEYS = (
+    "version",
+    "imageFactoryURL",
+    "installerRepository",
+    "registryMirrors",
+    "imageFactoryCA",
+    "imageFactoryVersion",
 )
-_ADDONS_KEYS = frozenset({"hami"})
-_HAMI_KEYS = frozenset({"enabled", "force"})
-_TALOS_KEYS = frozenset(
-    {
-        "version",
-        "imageFactoryURL",
-        "installerRepository",
-        "registryMirrors",
-        "imageFactoryCA",
-        "imageFactoryVersion",
-    }
-)
-_COZYSTACK_KEYS = frozenset({"version"})
-_NVIDIA_KEYS = frozenset({"flavour", "tier", "gdrdrv", "gds", "peermem"})
-_MODULE_KEYS = frozenset({"name", "parameters"})
+_COZYSTACK_KEYS = ("version",)
+_NVIDIA_KEYS = ("flavour", "tier", "gdrdrv", "gds", "peermem")
+_MODULE_KEYS = ("name", "parameters")
+_NONE: tuple[str, ...] = ()
+_NO_POOLS: tuple[PoolSpec, ...] = ()
 _FLAVOURS: tuple[str, ...] = get_args(Flavour)
 _TIERS: tuple[str, ...] = get_args(Tier)
 
 
-def _text_keyed(value: object) -> dict[str, Any] | None:
-    if value is None:
+def _endpoint(check: Callable[[str], str]) -> Callable[[object], str]:
+    def read(value: object) -> str:
+        return check(normal_endpoint(text(value)))
+
+    return read
+
+
+def _talos(value: object, at: At) -> TalosSettings | None:
+    fields = Fields(at, value, _TALOS_KEYS)
+    version = fields.need("version", check_release, "version: v1.13.9")
+    url = fields.get("imageFactoryURL", _endpoint(check_http_url), DEFAULT_IMAGE_FACTORY_URL)
+    # Unset: the release's default (TalosSettings fills it in). Empty is refused.
+    repository = fields.get("installerRepository", _endpoint(check_installer_repository), "")
+    mirrors = fields.get("registryMirrors", check_registry_mirrors, None)
+    ca = fields.get("imageFactoryCA", check_image_factory_ca, None)
+    factory = fields.get(
+        "imageFactoryVersion", optional(lambda v: check_factory_version(text(v))), None
+    )
+    if not fields.ok:
         return None
-    if type(value) is not dict or any(type(key) is not str for key in value):
-        raise UnusualShapeError
+    return TalosSettings(
+        version=version,
+        image_factory_url=url,
+        installer_repository=repository,
+        registry_mirrors=mirrors,
+        image_factory_ca=ca,
+        image_factory_version=factory,
+    )
+
+
+def _nvidia(value: object, at: At) -> NvidiaSettings | None:
+    fields = Fields(at, value, _NVIDIA_KEYS)
+    switch = optional(flag)
+    settings = NvidiaSettings(
+        flavour=fields.get("flavour", optional(choice(_FLAVOURS)), None),
+        tier=fields.get("tier", optional(choice(_TIERS)), None),
+        gdrdrv=fields.get("gdrdrv", switch, None),
+        gds=fields.get("gds", switch, None),
+        peermem=fields.get("peermem", switch, None),
+    )
+    return settings if fields.ok else None
+
+
+def _module_name(value: object) -> str:
+    if not text(value):
+        raise ValueError("must not be empty")
+    return str(value)
+
+
+def _modules(value: object, at: At) -> tuple[KernelModuleSpec, ...] | None:
+    if value is None:
+        at.problem("write [] to load no modules, or leave kernelModules out")
+        return None
+    if not isinstance(value, list):
+        at.problem("must be a list of {name, parameters}, e.g. [{name: nvidia}]")
+        return None
+    start = at.problems
+    modules = []
+    for index, item in enumerate(value):
+        fields = Fields(at / index, item, _MODULE_KEYS)
+        name = fields.need("name", _module_name, "name: nvidia")
+        parameters = fields.get("parameters", texts, _NONE)
+        modules.append(KernelModuleSpec(name=name, parameters=parameters))
+    return tuple(modules) if at.problems == start else None
+
+
+def _pool_talos(value: object, at: At) -> None:
+    """A pool's own ``talos``: only what may differ per pool."""
+    fields = Fields(at, value, None)
+    for key in fields.data:
+        where = at / key
+        if key == "schematicID":
+            where.problem(f"set by talos-schematic, not by hand; {OWNED_HINTS['schematicID']}")
+        elif key in ("version", "imageFactoryURL", "installerRepository"):
+            where.problem(
+                "set it once in the file's top-level `talos`, so that the schematic, boot "
+                "image and installer agree"
+            )
+        elif key not in POOL_TALOS_KEYS:
+            where.problem(
+                "unknown key; a pool may set talos.registryMirrors and talos.imageFactoryCA"
+            )
+    fields.get("registryMirrors", check_registry_mirrors, None)
+    fields.get("imageFactoryCA", check_image_factory_ca, None)
+
+
+def _pool_extras(fields: Fields, at: At) -> dict[str, Any]:
+    """The Cozystack values a pool passes through, each one a value the chart takes."""
+    known = pool_keys()
+    passthrough = {}
+    for key, value in fields.data.items():
+        if key in TOOL_KEYS:
+            continue
+        if not isinstance(key, str) or key not in known:
+            close = _closest(str(key), [*TOOL_KEYS, *known])
+            hint = f"; did you mean {close[0]}?" if close else ""
+            (at / key).problem(f"not a pool setting nor a Cozystack kubernetes-nodes value{hint}")
+        elif known[key] == "tool":
+            (at / key).problem(f"set by talos-schematic, not by hand; {OWNED_HINTS[key]}")
+        elif key == "talos":
+            _pool_talos(value, at / key)
+        passthrough[key] = value
+    at.check(fields.data, check_replicas)
+    return passthrough
+
+
+def _closest(word: str, choices: list[str]) -> list[str]:
+    import difflib  # only for error messages
+
+    return difflib.get_close_matches(word, choices, n=1)
+
+
+def _pool(value: object, at: At) -> PoolSpec | None:
+    fields = Fields(at, value, None, "a mapping of pool keys")
+    if not isinstance(value, dict):
+        return None
+    name = fields.need("name", lambda v: check_pool_name(text(v)), "name: gpu")
+    profile = fields.get("profile", optional(text), None)
+    hardware = fields.get("hardware", optional(_mapping), None)
+    if (profile is None) == (hardware is None):
+        at.problem("give exactly one of `profile` and `hardware`")
+    inline = None
+    if hardware is not None:
+        inline = read_profile(hardware, at / "hardware", name or "pool")
+    pool = PoolSpec(
+        name=name,
+        profile=profile,
+        hardware=hardware,
+        hardware_profile=inline,
+        extensions=fields.get("extensions", lambda v: stripped_items(texts(v)), ()),
+        kernel_args=fields.get("kernelArgs", lambda v: stripped_items(texts(v)), ()),
+        kernel_modules=fields.read("kernelModules", _modules, None),
+        nvidia=fields.read("nvidia", _nvidia, NvidiaSettings()),
+        media=read_media(fields),
+        boot=fields.read("boot", read_boot, BootSchematic()),
+        passthrough=_pool_extras(fields, at),
+    )
+    return pool if fields.ok else None
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(
+            "must be a mapping of profile keys, e.g. {platform: kubevirt, gpus: [...]}"
+        )
     return value
 
 
-def _plain_nvidia(data: object) -> NvidiaSettings:
-    nvidia = plain_keys(data, _NVIDIA_KEYS)
-    flavour, tier = nvidia.get("flavour"), nvidia.get("tier")
-    switches = {key: nvidia.get(key) for key in ("gdrdrv", "gds", "peermem")}
-    if any(value is not None and type(value) is not bool for value in switches.values()):
-        raise UnusualShapeError
-    return NvidiaSettings(
-        flavour=None if flavour is None else plain_choice(flavour, _FLAVOURS),
-        tier=None if tier is None else plain_choice(tier, _TIERS),
-        **switches,
-    )
-
-
-def _plain_talos(data: object) -> TalosSettings:
-    talos = plain_keys(data, _TALOS_KEYS)
-    if "version" not in talos:
-        raise UnusualShapeError
-    url = plain_text(talos.get("imageFactoryURL", DEFAULT_IMAGE_FACTORY_URL))
-    # Unset: the release's default (TalosSettings fills it in).
-    repository = plain_text(talos.get("installerRepository", ""))
-    factory_version = talos.get("imageFactoryVersion")
-    return TalosSettings(
-        version=check_release(plain_text(talos["version"])),
-        image_factory_url=check_http_url(normal_endpoint(url)),
-        installer_repository=(
-            check_installer_repository(normal_endpoint(repository)) if repository else ""
-        ),
-        registry_mirrors=check_registry_mirrors(_text_keyed(talos.get("registryMirrors"))),
-        image_factory_ca=check_image_factory_ca(talos.get("imageFactoryCA")),
-        image_factory_version=None
-        if factory_version is None
-        else check_factory_version(plain_text(factory_version)),
-    )
-
-
-def _plain_module(data: object) -> KernelModuleSpec:
-    module = plain_keys(data, _MODULE_KEYS)
-    if "name" not in module or not plain_text(module["name"]):
-        raise UnusualShapeError
-    return KernelModuleSpec(
-        name=module["name"], parameters=plain_texts(module.get("parameters", []))
-    )
-
-
-def _plain_pool(data: object) -> PoolSpec:
-    if type(data) is not dict or "name" not in data:
-        raise UnusualShapeError
-    check_pool_keys(data)
-    profile = data.get("profile")
-    modules = data.get("kernelModules", ())
-    if type(modules) not in (list, tuple):
-        raise UnusualShapeError
-    pool = PoolSpec(
-        name=check_pool_name(plain_text(data["name"])),
-        profile=None if profile is None else plain_text(profile),
-        hardware=_text_keyed(data.get("hardware")),
-        extensions=stripped_items(plain_texts(data.get("extensions", []))),
-        kernel_args=stripped_items(plain_texts(data.get("kernelArgs", []))),
-        kernel_modules=(
-            tuple(_plain_module(module) for module in modules) if "kernelModules" in data else None
-        ),
-        nvidia=_plain_nvidia(data.get("nvidia", {})),
-        media=plain_options(data),
-        boot=plain_boot(data["boot"]) if "boot" in data else BootSchematic(),
-        passthrough={key: value for key, value in data.items() if key not in TOOL_KEYS},
-    )
-    check_one_hardware_source(pool)
-    return pool
-
-
-def _plain_hami(data: object) -> HamiRequest:
-    hami = plain_keys(plain_keys(data, _ADDONS_KEYS).get("hami", {}), _HAMI_KEYS)
-    enabled, force = hami.get("enabled", False), hami.get("force", False)
-    if type(enabled) is not bool or type(force) is not bool:
-        raise UnusualShapeError
-    return HamiRequest(enabled=enabled, force=force)
-
-
-def _plain_cluster(data: object) -> ClusterFile:
-    """The cluster file, if ``data`` has the usual shape and is valid.
-
-    Otherwise raises UnusualShapeError or ValueError, and the models are asked.
-    """
-    doc = plain_keys(data, _CLUSTER_KEYS)
-    pools = doc.get("pools")
-    if "cluster" not in doc or "talos" not in doc or type(pools) is not list or not pools:
-        raise UnusualShapeError
-    namespace = doc.get("namespace")
-    chart = plain_keys(doc.get("cozystack", {}), _COZYSTACK_KEYS).get("version")
-    cluster = ClusterFile(
-        cluster=check_object_name(plain_text(doc["cluster"])),
-        namespace=None if namespace is None else check_object_name(plain_text(namespace)),
-        talos=_plain_talos(doc["talos"]),
-        nvidia=_plain_nvidia(doc.get("nvidia", {})),
-        pools=tuple(_plain_pool(pool) for pool in pools),
-        cozystack_version=None if chart is None else check_chart(plain_text(chart)),
-        hami=_plain_hami(doc.get("addons", {})),
-    )
-    check_unique_pools(cluster.pools)
-    check_object_names(cluster.cluster, cluster.pools)
-    return cluster
-
-
-# --- reading ----------------------------------------------------------------------------------
-
-
-_TAG = "tag:yaml.org,2002:"
-_PLAIN = "?plain"  # the tag :func:`_untyped` gives every untagged plain scalar
-_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
-_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
-_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
-_FLOAT = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
-
-
-class _YamlError(Exception):
-    def __init__(self, node: yaml.Node, reason: str) -> None:
-        super().__init__(reason)
-        self.line = node.start_mark.line + 1
-
-
-def _value(node: yaml.Node) -> Any:
-    """A composed node as Python data, typed the YAML 1.2 way.
-
-    Only ``true``/``false`` are booleans and only decimal numbers are numbers (``on``, ``0x10``,
-    ``2024-01-01`` stay text, unlike YAML 1.1); a key given twice is an error.
-    """
-    if isinstance(node, yaml.ScalarNode):
-        return _scalar(node)
-    if isinstance(node, yaml.SequenceNode):
-        return [_value(item) for item in node.value]
-    if isinstance(node, yaml.MappingNode):
-        mapping: dict[Any, Any] = {}
-        merged: list[yaml.Node] = []
-        for key_node, value_node in node.value:
-            if key_node.tag == _PLAIN and key_node.value == "<<":
-                merged.append(value_node)
-                continue
-            key = _value(key_node)
-            if isinstance(key, (dict, list)):
-                raise _YamlError(key_node, "a mapping key must be a scalar")
-            if key in mapping:
-                raise _YamlError(key_node, f"key {key!r} appears twice in one mapping")
-            mapping[key] = _value(value_node)
-        for source in merged:  # << merges: keys already present win
-            sources = source.value if isinstance(source, yaml.SequenceNode) else [source]
-            for item in sources:
-                extra = _value(item)
-                if not isinstance(extra, dict):
-                    raise _YamlError(item, "a << merge needs a mapping or a list of mappings")
-                for key, value in extra.items():
-                    mapping.setdefault(key, value)
-        return mapping
-    raise _YamlError(node, "unsupported YAML node")
-
-
-def _scalar(node: yaml.ScalarNode) -> Any:
-    text: str = node.value
-    tag: str = node.tag
-    if tag == _PLAIN:
-        if text in _NULLS:
-            return None
-        if text in _BOOLS:
-            return _BOOLS[text]
-        if _INT.fullmatch(text):
-            return int(text)
-        if _FLOAT.fullmatch(text):
-            return float(text)
-        return text  # YAML 1.1's yes/no, 0x10, 1:20 and dates stay text
-    if tag == _TAG + "str":
-        return text
-    if tag == _TAG + "null" and text in _NULLS:
+def _pools(value: object, at: At) -> tuple[PoolSpec, ...] | None:
+    if not isinstance(value, list) or not value:
+        at.problem("list at least one pool")
         return None
-    if tag == _TAG + "bool" and text in _BOOLS:
-        return _BOOLS[text]
-    if tag == _TAG + "int" and _INT.fullmatch(text):
-        return int(text)
-    if tag == _TAG + "float" and (_FLOAT.fullmatch(text) or _INT.fullmatch(text)):
-        return float(text)
-    raise _YamlError(node, f"cannot read {text!r} as {tag}")
+    start = at.problems
+    pools = [_pool(item, at / index) for index, item in enumerate(value)]
+    seen: set[str] = set()
+    for index, pool in enumerate(pools):
+        if pool is not None and pool.name in seen:
+            (at / index).problem(f"pool name {pool.name!r} is used twice")
+        if pool is not None:
+            seen.add(pool.name)
+    return tuple(pool for pool in pools if pool is not None) if at.problems == start else None
 
 
-def _untyped(kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
-    """Plain scalars are left untyped for :func:`_scalar` to read."""
-    if kind is yaml.ScalarNode:
-        return _PLAIN if implicit[0] else _TAG + "str"
-    return _TAG + ("seq" if kind is yaml.SequenceNode else "map")
+def _hami(value: object, at: At) -> HamiRequest | None:
+    addons = Fields(at, value, _ADDONS_KEYS)
+    hami = Fields(at / "hami", addons.data.get("hami", {}), _HAMI_KEYS)
+    request = HamiRequest(
+        enabled=hami.get("enabled", flag, False), force=hami.get("force", flag, False)
+    )
+    return request if addons.ok else None
+
+
+def _chart(value: object, at: At) -> str | None:
+    fields = Fields(at, value, _COZYSTACK_KEYS)
+    return fields.get("version", optional(check_chart), None)
+
+
+def _read_cluster(data: object, reading: Reading) -> ClusterFile:
+    at = At(reading)
+    if not isinstance(data, Mapping):
+        raise ClusterFileError(f"{reading.source}: a cluster file must be a YAML mapping")
+    fields = Fields(at, dict(data), CLUSTER_KEYS)
+    cluster = fields.need("cluster", lambda v: check_object_name(text(v)), "cluster: mycluster")
+    namespace = fields.get("namespace", optional(lambda v: check_object_name(text(v))), None)
+    cozystack_version = fields.read("cozystack", _chart, None)
+    hami = fields.read("addons", _hami, HamiRequest())
+    talos = fields.read("talos", _talos, None)
+    if "talos" not in fields.data:
+        (at / "talos").problem("missing; add it, e.g. talos: {version: v1.13.9}")
+    nvidia = fields.read("nvidia", _nvidia, NvidiaSettings())
+    if "pools" not in fields.data:
+        (at / "pools").problem("missing; list at least one pool")
+    pools = fields.read("pools", _pools, _NO_POOLS)
+    if fields.ok and isinstance(cluster, str):
+        for index, pool in enumerate(pools):
+            problem = object_name_problem(cluster, pool.name)
+            if problem:
+                (at / "pools" / index).problem(problem)
+    reading.finish()
+    assert talos is not None  # no problem recorded: every part was read
+    return ClusterFile(
+        cluster=cluster,
+        namespace=namespace,
+        talos=talos,
+        nvidia=nvidia,
+        pools=pools,
+        cozystack_version=cozystack_version,
+        hami=hami,
+    )
+
+
+def _pool_label(data: object) -> Any:
+    """Names a problem inside a pool by the pool's name: ``pool "gpu": nvidia.tier``."""
+
+    def label(path: KeyPath) -> tuple[str, KeyPath]:
+        if len(path) < 2 or path[0] != "pools" or not isinstance(path[1], int):
+            return "", path
+        pools = data.get("pools") if isinstance(data, Mapping) else None
+        index = path[1]
+        name = None
+        if isinstance(pools, list) and index < len(pools) and isinstance(pools[index], Mapping):
+            name = pools[index].get("name")
+        if isinstance(name, str) and name.isprintable() and '"' not in name and len(name) <= 80:
+            return f'pool "{name}"', path[2:]
+        if isinstance(name, str):
+            # A line break or NUL in the name must not break the message.
+            return f"pools[{index}] (name {shown(name)})", path[2:]
+        return f"pools[{index}]", path[2:]
+
+    return label
 
 
 def parse_cluster(text: str, source: str) -> ClusterFile:
-    """A cluster file from its YAML text; errors name ``source``, the pool and the key."""
-    try:
-        # Aliases counted, never expanded, and nesting bounded before a value is built.
-        node = compose_single(text, _untyped)
-        data = _value(node) if node is not None else None
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"{source}:{mark.line + 1}" if mark else source
-        reason = " ".join(filter(None, [err.context, err.problem]))
-        kind = "" if isinstance(err, YamlLimitError) else "not valid YAML: "
-        raise ClusterFileError(f"{where}: {kind}{reason}") from None
-    except yaml.YAMLError as err:
-        raise ClusterFileError(f"{source}: not valid YAML: {err}") from None
-    except _YamlError as err:
-        raise ClusterFileError(f"{source}:{err.line}: {err}") from None
-    return cluster_from_mapping(data, source)
+    """A cluster file from its YAML text; errors name ``source``, the line, the pool and the
+    key."""
+    data, node = parse_yaml(text, source, ClusterFileError)
+    return _read_cluster(data, Reading(source, ClusterFileError, node, _pool_label(data)))
 
 
 def load_cluster(path: Path) -> ClusterFile:
@@ -301,17 +336,9 @@ def load_cluster(path: Path) -> ClusterFile:
 
 
 def cluster_from_mapping(data: object, source: str) -> ClusterFile:
-    """Validate a decoded cluster file."""
-    if not isinstance(data, Mapping):
-        raise ClusterFileError(f"{source}: a cluster file must be a YAML mapping")
-    try:
-        return _plain_cluster(data)
-    except (UnusualShapeError, ValueError):
-        pass
-    # The models either accept what the fast reader would not, or say what is wrong.
-    from schematic.inputs.documents import validate_cluster
-
-    return validate_cluster(dict(data), source)
+    """A cluster file given as data already typed; errors name ``source``, the pool and the key
+    (no line: there is no text)."""
+    return _read_cluster(data, Reading(source, ClusterFileError, None, _pool_label(data)))
 
 
 def cluster_json_schema() -> dict[str, Any]:

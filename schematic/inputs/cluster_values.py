@@ -1,9 +1,7 @@
-"""What a cluster file is once read, and the checks both readers share.
+"""What a cluster file is once read, and the checks on its values beyond their types.
 
-A cluster file names a Cozystack tenant cluster, its Talos release and its worker pools. The
-readers are :mod:`schematic.inputs.cluster_file` (the usual shape) and
-:mod:`schematic.inputs.documents` (the pydantic models, for everything else); both build a
-:class:`ClusterFile` with the checks here.
+A cluster file names a Cozystack tenant cluster, its Talos release and its worker pools;
+:mod:`schematic.inputs.cluster_file` reads it into a :class:`ClusterFile` with the checks here.
 """
 
 from __future__ import annotations
@@ -19,12 +17,16 @@ from typing import Any, Literal
 from schematic.chart_targets import check_chart_name
 from schematic.errors import TalosSchematicError
 from schematic.factory_url import refuse_userinfo
+from schematic.inputs.profile_values import HardwareProfile
+from schematic.inputs.reading import described
 from schematic.media import MEDIA_KEYS, BootSchematic, ImageOptions
 from schematic.talos import TalosVersion
 
 __all__ = [
     "DEFAULT_IMAGE_FACTORY_URL",
     "DEFAULT_INSTALLER_REPOSITORY",
+    "OWNED_HINTS",
+    "POOL_TALOS_KEYS",
     "TOOL_KEYS",
     "ClusterFile",
     "HamiRequest",
@@ -112,6 +114,8 @@ class PoolSpec:
     name: str
     profile: str | None = None
     hardware: dict[str, Any] | None = field(default=None, hash=False)
+    # The inline ``hardware`` read as a profile (named after the pool).
+    hardware_profile: HardwareProfile | None = None
     extensions: tuple[str, ...] = ()
     kernel_args: tuple[str, ...] = ()
     # None: computed; a list replaces it; () loads nothing (the user opted out).
@@ -155,7 +159,7 @@ def pool_keys() -> dict[str, str]:
     return {key: owner for key, _charts, owner in rows[1:]}
 
 
-_OWNED_HINTS = {
+OWNED_HINTS = {
     "cluster": "the pool's cluster is the file's top-level `cluster`",
     "gpus": "gpus[] is derived from the pool's hardware (profile or `hardware.gpus`)",
     "kernelModules": "set the pool's `kernelModules` only as a list of {name, parameters}",
@@ -174,21 +178,23 @@ TOOL_KEYS = (
     *MEDIA_KEYS,
     "boot",
 )
-_POOL_TALOS_KEYS = ("registryMirrors", "imageFactoryCA")
+POOL_TALOS_KEYS = ("registryMirrors", "imageFactoryCA")
 
 
-# --- the checks beyond types: shared by the models and the fast reader --------------------------
-# Each raises ValueError with the message a user sees (the models prefix the key).
+# --- the checks beyond types ---------------------------------------------------------------------
+# Each raises ValueError with the message a user sees (the reader prefixes file, line and key).
 
 
 def check_release(value: object) -> str:
     """A Talos release (not a pre-release), written with its ``v``."""
     if not isinstance(value, str):
-        raise ValueError("write the Talos version as a string, e.g. v1.13.9")
+        raise ValueError(f"write the Talos release as text, e.g. v1.13.9, not {described(value)}")
     try:
         version = TalosVersion.parse(value)
     except TalosSchematicError as err:
         raise ValueError(str(err)) from None
+    except ValueError:  # a number past Python's digit limit
+        raise ValueError(f"{shown(value)} is not a Talos release such as v1.13.9") from None
     if version.prerelease:
         raise ValueError(f"{value!r} is a pre-release; use a Talos release such as v1.13.9")
     return str(version)
@@ -250,15 +256,16 @@ def check_pool_name(value: str) -> str:
     return value
 
 
-def check_object_names(cluster: str, pools: Sequence[PoolSpec]) -> None:
-    """Each pool's KubernetesNodes object, ``<cluster>-<pool>``, must be a valid name."""
-    for pool in pools:
-        name = f"{cluster}-{pool.name}"
-        if len(name) > MAX_NAME:
-            raise ValueError(
-                f'pool "{pool.name}": its KubernetesNodes object name {name} is {len(name)} '
-                f"characters; Kubernetes allows {MAX_NAME} there. Shorten the pool or cluster name"
-            )
+def object_name_problem(cluster: str, pool: str) -> str | None:
+    """What is wrong with the pool's KubernetesNodes object name, ``<cluster>-<pool>``, if
+    anything."""
+    name = f"{cluster}-{pool}"
+    if len(name) <= MAX_NAME:
+        return None
+    return (
+        f"its KubernetesNodes object name {name} is {len(name)} characters; Kubernetes allows "
+        f"{MAX_NAME} there. Shorten the pool or cluster name"
+    )
 
 
 def check_replicas(data: Mapping[Any, Any]) -> None:
@@ -335,7 +342,7 @@ def check_registry_mirrors(value: object) -> dict[str, Any] | None:
             raise ValueError(f"{host}: give {{endpoints: [mirror URL, ...]}}")
         for key, setting in mirror.items():
             if key not in _MIRROR_KEYS:
-                close = closest(str(key), _MIRROR_KEYS)
+                close = _closest(str(key), _MIRROR_KEYS)
                 hint = f"; did you mean {close[0]}?" if close else ""
                 raise ValueError(f"{host}.{key}: unknown key{hint}")
             if key != "endpoints" and not isinstance(setting, bool):
@@ -353,71 +360,7 @@ def check_registry_mirrors(value: object) -> dict[str, Any] | None:
     return dict(value)
 
 
-def check_pool_keys(data: Mapping[Any, Any]) -> None:
-    """Every key is the tool's or a Cozystack value the user may set."""
-    keys = pool_keys()
-    for key, value in data.items():
-        if key in TOOL_KEYS:
-            continue
-        if not isinstance(key, str) or key not in keys:
-            close = closest(str(key), [*TOOL_KEYS, *keys])
-            hint = f"; did you mean {close[0]}?" if close else ""
-            raise ValueError(
-                f"{key}: not a pool setting nor a Cozystack kubernetes-nodes value{hint}"
-            )
-        if keys[key] == "tool":
-            raise ValueError(f"{key}: set by talos-schematic, not by hand; {_OWNED_HINTS[key]}")
-        if key == "talos":
-            _check_pool_talos(value)
-    check_replicas(data)
-
-
-def check_one_hardware_source(pool: PoolSpec) -> None:
-    if (pool.profile is None) == (pool.hardware is None):
-        raise ValueError("give exactly one of `profile` and `hardware`")
-
-
-def check_unique_pools(pools: Sequence[PoolSpec]) -> None:
-    seen: set[str] = set()
-    for pool in pools:
-        if pool.name in seen:
-            raise ValueError(f"pool name {pool.name!r} is used twice")
-        seen.add(pool.name)
-
-
-def closest(word: str, choices: Sequence[str]) -> list[str]:
+def _closest(word: str, choices: Sequence[str]) -> list[str]:
     import difflib  # only for error messages
 
     return difflib.get_close_matches(word, choices, n=1)
-
-
-def _check_pool_talos(value: object) -> None:
-    if not isinstance(value, Mapping):
-        raise ValueError("talos: must be a mapping")
-    for key in value:
-        if key == "schematicID":
-            raise ValueError(
-                "talos.schematicID: set by talos-schematic, not by hand; the schematic ID is "
-                "computed from the pool's extensions"
-            )
-        if key in ("version", "imageFactoryURL", "installerRepository"):
-            raise ValueError(
-                f"talos.{key}: set it once in the file's top-level `talos`, so that the "
-                "schematic, boot image and installer agree"
-            )
-        if key not in _POOL_TALOS_KEYS:
-            raise ValueError(
-                f"talos.{key}: unknown key; a pool may set talos.registryMirrors and "
-                "talos.imageFactoryCA"
-            )
-    try:
-        check_registry_mirrors(value.get("registryMirrors"))
-    except ValueError as err:
-        raise ValueError(f"talos.registryMirrors: {err}") from None
-    try:
-        check_image_factory_ca(value.get("imageFactoryCA"))
-    except ValueError as err:
-        raise ValueError(f"talos.imageFactoryCA: {err}") from None
-
-
-# --- the fast reader ------------------------------------------------------------------------------

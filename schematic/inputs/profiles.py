@@ -1,12 +1,9 @@
 """Hardware profiles: one YAML file per machine kind, shipped in `profiles/` or the user's own.
 
-Unknown keys are errors, as in the schematics the profiles become. What a profile file may say
-is defined by the pydantic model in :mod:`schematic.inputs.documents`, which also gives the error
-messages and the JSON Schema. Profiles of the usual shape (strings, lists of strings, whole
-numbers, no unknown keys) are read here without it, because defining a pydantic model costs more
-start-up time than the rest of `generate`; anything else goes through the model. The value both
-produce is the same :class:`~schematic.inputs.profile_values.HardwareProfile` (a test checks
-that on generated inputs).
+A profile file, and a pool's inline ``hardware`` in a cluster file, are read by
+:func:`read_profile`, typed by the one rule of :mod:`schematic.inputs.reading`. Unknown keys are
+errors, as in the schematics the profiles become. The keys are listed in `docs/cluster-file.md`;
+the JSON Schema (`talos-schematic schema profile`) comes from :mod:`schematic.inputs.documents`.
 """
 
 from __future__ import annotations
@@ -19,16 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-import yaml
-
 from schematic.errors import ProfileError
-from schematic.inputs.plain import (
-    UnusualShapeError,
-    plain_choice,
-    plain_keys,
-    plain_text,
-    plain_texts,
-)
+from schematic.inputs.media_options import read_media
 from schematic.inputs.profile_values import (
     Architecture,
     CpuVendor,
@@ -43,143 +32,158 @@ from schematic.inputs.profile_values import (
     known_architecture,
     normal_pci_id,
 )
-from schematic.media import MEDIA_KEYS, plain_options
-from schematic.safe_yaml import YamlLimitError, load, read_problem, read_text
+from schematic.inputs.reading import (
+    At,
+    Fields,
+    Reading,
+    choice,
+    flag,
+    optional,
+    parse_yaml,
+    text,
+    texts,
+    whole,
+)
+from schematic.media import MEDIA_KEYS
+from schematic.safe_yaml import read_problem, read_text
 
 __all__ = [
+    "PROFILE_KEYS",
     "list_profiles",
     "load_profile",
+    "parse_profile",
     "profile_from_mapping",
     "profile_json_schema",
+    "read_profile",
 ]
 
-
-_PROFILE_KEYS = frozenset(
-    {
-        "name",
-        "aliases",
-        "description",
-        "platform",
-        "architecture",
-        "cpuVendor",
-        "gpus",
-        "nvswitch",
-        "nvidia",
-        "extensions",
-        "kernelArgs",
-        *MEDIA_KEYS,
-    }
+PROFILE_KEYS = (
+    "name",
+    "aliases",
+    "description",
+    "platform",
+    "architecture",
+    "cpuVendor",
+    "gpus",
+    "nvswitch",
+    "nvidia",
+    "extensions",
+    "kernelArgs",
+    *MEDIA_KEYS,
 )
-_GPU_KEYS = frozenset({"id", "count", "architecture"})
-_GPUDIRECT_KEYS = frozenset({"gdrdrv", "gds", "peermem"})
-_COUNT_TEXT = re.compile(r"[1-9][0-9]{0,5}")
+_GPU_KEYS = ("id", "count", "architecture")
+_GPUDIRECT_KEYS = ("gdrdrv", "gds", "peermem")
 _PLATFORMS: tuple[str, ...] = get_args(Platform)
 _ARCHITECTURES: tuple[str, ...] = get_args(Architecture)
 _CPU_VENDORS: tuple[str, ...] = get_args(CpuVendor)
 
 
-def _plain_gpu(data: object) -> GpuSpec:
-    gpu = plain_keys(data, _GPU_KEYS)
-    count = gpu.get("count", 1)
-    if type(count) is str and _COUNT_TEXT.fullmatch(count):
-        count = int(count)  # profile files type only null and booleans: `count: 2` is text
-    if type(count) is not int or count < 1:
-        raise UnusualShapeError
-    architecture = gpu.get("architecture")
-    if "id" not in gpu:
-        raise UnusualShapeError
-    spec = GpuSpec(
-        id=normal_pci_id(plain_text(gpu["id"])),
-        count=count,
-        architecture=None if architecture is None else known_architecture(plain_text(architecture)),
+def _pci_id(value: object) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # 2330 is a number to YAML: quoting keeps the ID as written (0x2330, not 2330 decimal).
+        raise ValueError(f"write the PCI ID as quoted text, e.g. '10de:{value}'")
+    return normal_pci_id(text(value))
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool):
+        # `count: true` is a slip for a number, not one GPU.
+        raise ValueError(f"give how many GPUs as a whole number, not {str(value).lower()}")
+    count = whole(value)
+    if count < 1:
+        raise ValueError(f"must be 1 or more, not {count}")
+    return count
+
+
+def _gpu(value: object, at: At) -> GpuSpec | None:
+    fields = Fields(at, value, _GPU_KEYS)
+    gpu_id = fields.need("id", _pci_id, "id: '10de:2bb5'")
+    count = fields.get("count", _count, 1)
+    architecture = fields.get("architecture", optional(lambda v: known_architecture(text(v))), None)
+    if not fields.ok:
+        return None
+    spec = GpuSpec(id=gpu_id, count=count, architecture=architecture)
+    at.check(spec, check_gpu)
+    return spec if fields.ok else None
+
+
+def _gpus(value: object, at: At) -> tuple[GpuSpec, ...] | None:
+    if not isinstance(value, list):
+        at.problem("must be a list of GPUs, e.g. [{id: '10de:2bb5', count: 2}]")
+        return None
+    start = at.problems
+    gpus = [_gpu(item, at / index) for index, item in enumerate(value)]
+    return tuple(gpu for gpu in gpus if gpu is not None) if at.problems == start else None
+
+
+def _gpudirect(value: object, at: At) -> GpuDirect | None:
+    if value is None:
+        return None
+    fields = Fields(at, value, _GPUDIRECT_KEYS)
+    switch = optional(flag)
+    direct = GpuDirect(
+        gdrdrv=fields.get("gdrdrv", switch, None),
+        gds=fields.get("gds", switch, None),
+        peermem=fields.get("peermem", switch, None),
     )
-    check_gpu(spec)
-    return spec
+    return direct if fields.ok else None
 
 
-def _plain_gpudirect(data: object) -> GpuDirect:
-    switches = plain_keys(data, _GPUDIRECT_KEYS)
-    if any(value is not None and type(value) is not bool for value in switches.values()):
-        raise UnusualShapeError
-    return GpuDirect(**switches)
+def _blank_free(value: object) -> tuple[str, ...]:
+    return check_no_blank_items(texts(value))
 
 
-def _plain_profile(data: object) -> HardwareProfile:
-    """The profile, if ``data`` has the usual shape and is valid.
-
-    Otherwise raises UnusualShapeError or ValueError, and the model is asked.
-    """
-    doc = plain_keys(data, _PROFILE_KEYS)
-    if "name" not in doc or "platform" not in doc:
-        raise UnusualShapeError
-    vendor = doc.get("cpuVendor")
-    nvswitch = doc.get("nvswitch", False)
-    gpus = doc.get("gpus", [])
-    if type(nvswitch) is not bool or type(gpus) is not list:
-        raise UnusualShapeError
+def read_profile(value: object, at: At, default_name: str) -> HardwareProfile | None:
+    """The profile ``value`` describes, or None with its problems recorded at ``at``."""
+    fields = Fields(at, value, PROFILE_KEYS, "a mapping of profile keys")
+    if not isinstance(value, dict):
+        return None
+    named = lambda v: check_profile_name(text(v))  # noqa: E731
     profile = HardwareProfile(
-        name=check_profile_name(plain_text(doc["name"])),
-        aliases=plain_texts(doc.get("aliases", [])),
-        description=plain_text(doc.get("description", "")),
-        platform=plain_choice(doc["platform"], _PLATFORMS),
-        architecture=plain_choice(doc.get("architecture", "amd64"), _ARCHITECTURES),
-        cpu_vendor=None if vendor is None else plain_choice(vendor, _CPU_VENDORS),
-        gpus=tuple(_plain_gpu(gpu) for gpu in gpus),
-        nvswitch=nvswitch,
-        gpudirect=_plain_gpudirect(doc["nvidia"]) if "nvidia" in doc else GpuDirect(),
-        extensions=check_no_blank_items(plain_texts(doc.get("extensions", []))),
-        kernel_args=check_no_blank_items(plain_texts(doc.get("kernelArgs", []))),
-        media=plain_options(doc),
+        name=fields.get("name", named, default_name)
+        if default_name
+        else fields.need("name", named, "name: my-machine"),
+        aliases=fields.get("aliases", texts, ()),
+        description=fields.get("description", text, ""),
+        platform=fields.need("platform", choice(_PLATFORMS), "platform: kubevirt"),
+        architecture=fields.get("architecture", choice(_ARCHITECTURES), "amd64"),
+        cpu_vendor=fields.get("cpuVendor", optional(choice(_CPU_VENDORS)), None),
+        gpus=fields.read("gpus", _gpus, ()),
+        nvswitch=fields.get("nvswitch", flag, False),
+        gpudirect=fields.read("nvidia", _gpudirect, GpuDirect()),
+        extensions=fields.get("extensions", _blank_free, ()),
+        kernel_args=fields.get("kernelArgs", _blank_free, ()),
+        media=read_media(fields),
     )
-    check_profile(profile)
+    if fields.ok:
+        at.check(profile, check_profile)
+    return profile if fields.ok else None
+
+
+def _read(data: object, reading: Reading, default_name: str) -> HardwareProfile:
+    profile = read_profile(data, At(reading), default_name)
+    reading.finish()
+    assert profile is not None  # no problem recorded: a profile was built
     return profile
 
 
-def profile_from_mapping(data: Mapping[str, Any], source: str) -> HardwareProfile:
-    """Validate a profile given as a mapping (e.g. a `hardware:` block); errors name ``source``."""
-    if not isinstance(data, Mapping):
-        raise ProfileError(f"{source}: a hardware profile must be a mapping")
-    try:
-        return _plain_profile(data)
-    except (UnusualShapeError, ValueError):
-        pass
-    # The model either accepts what the fast reader would not, or says what is wrong.
-    from schematic.inputs.documents import validate_profile
+def parse_profile(text: str, source: str, default_name: str) -> HardwareProfile:
+    """A profile from its YAML text; errors name ``source``, the line and the key."""
+    data, node = parse_yaml(text, source, ProfileError)
+    if not isinstance(data, dict):
+        raise ProfileError(f"{source}: a hardware profile must be a YAML mapping")
+    return _read(data, Reading(source, ProfileError, node), default_name)
 
-    return validate_profile(dict(data), source)
+
+def profile_from_mapping(data: Mapping[str, Any], source: str) -> HardwareProfile:
+    """A profile given as data already typed (e.g. from `detect`); errors name ``source``."""
+    # No file name to default the profile's name to: it must be given.
+    return _read(
+        dict(data) if isinstance(data, Mapping) else data, Reading(source, ProfileError), ""
+    )
 
 
 # --- loading ----------------------------------------------------------------------------------
-
-
-class _ProfileLoader(yaml.SafeLoader):
-    """YAML where only null and true/false are typed: `id: 2330` and `on` stay text."""
-
-
-_ProfileLoader.yaml_implicit_resolvers = {}
-_ProfileLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]
-)
-_ProfileLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-
-
-def _parse(text: str, source: str, default_name: str) -> HardwareProfile:
-    try:
-        data = load(text, _ProfileLoader)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        where = f"{source}:{mark.line + 1}" if mark else source
-        reason = " ".join(filter(None, [err.context, err.problem]))
-        kind = "" if isinstance(err, YamlLimitError) else "not valid YAML: "
-        raise ProfileError(f"{where}: {kind}{reason}") from None
-    except yaml.YAMLError as err:
-        raise ProfileError(f"{source}: not valid YAML: {err}") from None
-    if not isinstance(data, dict):
-        raise ProfileError(f"{source}: a hardware profile must be a YAML mapping")
-    data.setdefault("name", default_name)
-    return profile_from_mapping(data, source)
 
 
 def _shipped_root() -> Path:
@@ -220,7 +224,7 @@ def _read_path(path: Path) -> HardwareProfile:
         text = read_text(path)
     except OSError as err:
         raise ProfileError(f"{path}: {read_problem(err)}") from None
-    return _parse(text, str(path), path.stem)
+    return parse_profile(text, str(path), path.stem)
 
 
 def load_profile(name_or_path: str, extra_dirs: Sequence[Path] = ()) -> HardwareProfile:
@@ -235,7 +239,7 @@ def load_profile(name_or_path: str, extra_dirs: Sequence[Path] = ()) -> Hardware
     stem = name_or_path if name_or_path in shipped else _shipped_aliases().get(name_or_path)
     if stem is not None:
         entry = shipped[stem]
-        return _parse(entry.read_text("utf-8"), f"profiles/{entry.name}", stem)
+        return parse_profile(entry.read_text("utf-8"), f"profiles/{entry.name}", stem)
     known = sorted({*user, *shipped, *_shipped_aliases()})
     close = difflib.get_close_matches(name_or_path, known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -270,12 +274,12 @@ def list_profiles(extra_dirs: Sequence[Path] = ()) -> list[HardwareProfile]:
     profiles = {name: _read_path(path) for name, path in user.items()}
     for name, entry in _shipped().items():
         if name not in profiles:
-            profiles[name] = _parse(entry.read_text("utf-8"), f"profiles/{entry.name}", name)
+            profiles[name] = parse_profile(entry.read_text("utf-8"), f"profiles/{entry.name}", name)
     return [profiles[name] for name in sorted(profiles)]
 
 
 def profile_json_schema() -> dict[str, Any]:
-    """JSON Schema of a hardware profile file, for editors."""
+    """JSON Schema of a hardware profile file, for editors (`talos-schematic schema profile`)."""
     from schematic.inputs.documents import profile_json_schema as schema
 
     return schema()
