@@ -165,7 +165,8 @@ def test_a_cluster_file_url_with_credentials_is_refused_and_nothing_is_written(
     out = tmp_path / "out"
     code, stdout, err = invoke(["generate", str(cluster), "--out", str(out)], env)
     assert code == 1
-    assert err == f"talos-schematic: {cluster}: talos.imageFactoryURL: {USERINFO_REFUSED}\n"
+    line = text.splitlines().index(f"  {plain}") + 1
+    assert err == f"talos-schematic: {cluster}:{line}: talos.imageFactoryURL: {USERINFO_REFUSED}\n"
     assert_hidden(password, stdout, err)
     assert not out.exists()
     code, stdout, err = invoke(["generate", str(cluster)], env)
