@@ -448,7 +448,9 @@ def boot_media_schematics(plan: ClusterPlan) -> list[tuple[str, str, str]]:
 
 def _in_pool(source: str, pool: str, message: str) -> str:
     prefix = f'{source}: pool "{pool}": '
-    return message if message.startswith(prefix) else prefix + message
+    # A profile's error lists one problem a line: each names the pool.
+    lines = message.splitlines() or [""]
+    return "\n".join(line if line.startswith(prefix) else prefix + line for line in lines)
 
 
 def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> PoolPlan:
