@@ -53,6 +53,7 @@ __all__ = [
     "ClusterPlan",
     "KernelModulesState",
     "PoolPlan",
+    "baseline_extensions",
     "hami_notes",
     "non_nvidia_gpu_notes",
     "plan_cluster",
@@ -510,9 +511,7 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
             )
 
     _refuse_unpassed_gpus(profile, where)
-    baseline = [_GUEST_AGENTS.get(profile.platform, "")]
-    if profile.platform == "metal" and profile.cpu_vendor:
-        baseline.append(_MICROCODE.get(profile.cpu_vendor, ""))
+    baseline = list(baseline_extensions(profile.platform, profile.cpu_vendor))
     if any(gpu.id.startswith(_AMD_GPU_VENDOR) for gpu in profile.gpus):
         baseline.append(_AMDGPU)
     chosen = decision.extensions if decision else ()
@@ -562,6 +561,15 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
         boot_canonical=boot_canonical,
         boot_schematic_id=boot_id,
     )
+
+
+def baseline_extensions(platform: str, cpu_vendor: str | None = None) -> tuple[str, ...]:
+    """What every pool of a platform carries before its GPUs and extras: the guest agent of its
+    hypervisor, and on bare metal the CPU vendor's microcode."""
+    names = [_GUEST_AGENTS.get(platform, "")]
+    if platform == "metal" and cpu_vendor:
+        names.append(_MICROCODE.get(cpu_vendor, ""))
+    return tuple(name for name in names if name)
 
 
 def _refuse_unpassed_gpus(profile: HardwareProfile, where: str) -> None:

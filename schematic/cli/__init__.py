@@ -40,7 +40,14 @@ _COMMAND_MODULES = {
     "detect": "detect_command",
     "triage": "triage_command",
     "schema": "schema_command",
+    "urls": "urls_command",
+    "profiles": "list_commands",
+    "overlays": "list_commands",
+    "init": "init_command",
 }
+# The environment variable a shell's completion script sets (docs/commands.md shows the
+# scripts): click's name for it, from the program name.
+COMPLETE_VARIABLE = "_TALOS_SCHEMATIC_COMPLETE"
 
 
 def _register_commands(names: Sequence[str] = ()) -> None:
@@ -68,7 +75,14 @@ def main() -> None:
     if "--help" in sys.argv[1:] and command is None:
         wanted = []
     _register_commands(wanted)
+    if COMPLETE_VARIABLE in os.environ:
+        # Typer registers its completion scripts only with add_completion, which would put
+        # --install-completion in every help; the documented variable asks for them instead.
+        from typer._completion_classes import completion_init
+
+        completion_init()
     try:
-        app()
+        # Named, so `python -m schematic` completes and prints usage as the installed tool.
+        app(prog_name="talos-schematic")
     except TalosSchematicError as err:
         raise SystemExit(fail(err).exit_code) from None

@@ -48,6 +48,19 @@ def _requests(devices: list[str]) -> list[GpuRequest]:
     return requests
 
 
+def _schematic(
+    extensions: tuple[str, ...], kernel_args: tuple[str, ...], *, metal: bool
+) -> tuple[str, str]:
+    """The canonical schematic of a node with these NVIDIA extensions, and its ID: the
+    platform's baseline added and the names sorted, as generate writes a pool's."""
+    from schematic.cluster import baseline_extensions
+    from schematic.model import Schematic
+
+    names = sorted({*baseline_extensions("metal" if metal else "kubevirt"), *extensions})
+    schematic = Schematic.from_extensions(names, kernel_args)
+    return schematic.canonical(), schematic.id
+
+
 def _no_gpu_json(notes: tuple[str, ...]) -> dict[str, Any]:
     return {
         "gpus": [],
@@ -137,12 +150,23 @@ def gpu(
             "--peermem", help="Load nvidia_peermem (RDMA NICs to GPU memory; open modules)."
         ),
     ] = False,
+    with_schematic: Annotated[
+        bool,
+        typer.Option(
+            "--schematic",
+            help="Print the node's schematic (the NVIDIA extensions, plus the KubeVirt guest "
+            "agent unless --metal) headed by its ID, ready for `talos-schematic register`; "
+            'with --format json, the decision gains "schematic" and "schematicID".',
+        ),
+    ] = False,
     output_format: TextFormatOption = TextFormat.text,
     as_json: JsonAliasOption = False,
 ) -> None:
     """Choose the NVIDIA kernel-module flavour, tier and extensions for a node's GPUs.
 
-    Example: talos-schematic gpu 10de:2bb5 --talos v1.13.9 --format json
+    Examples: talos-schematic gpu 10de:2bb5 --talos v1.13.9 --format json
+
+    talos-schematic gpu L40S --talos v1.13.9 --schematic > l40s.schematic.yaml
     """
     json_output = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     from schematic.nvidia import decide, resolve_gpus, usual_architecture
@@ -152,6 +176,12 @@ def gpu(
         resolved = resolve_gpus(requests)
         if not resolved.gpus:
             document = _no_gpu_json(resolved.notes)
+            if with_schematic:
+                body, schematic_id = _schematic((), (), metal=metal)
+                if not json_output:
+                    typer.echo(f"# schematic {schematic_id}\n{body}", nl=False)
+                    return
+                document |= {"schematicID": schematic_id, "schematic": body}
             if json_output:
                 typer.echo(json.dumps(document, indent=2))
             else:
@@ -182,7 +212,14 @@ def gpu(
                 *decision.reasons,
             ),
         )
+    document = decision.to_json()
+    if with_schematic:
+        body, schematic_id = _schematic(decision.extensions, decision.kernel_args, metal=metal)
+        if not json_output:
+            typer.echo(f"# schematic {schematic_id}\n{body}", nl=False)
+            return
+        document |= {"schematicID": schematic_id, "schematic": body}
     if json_output:
-        typer.echo(json.dumps(decision.to_json(), indent=2))
+        typer.echo(json.dumps(document, indent=2))
     else:
         typer.echo(_human(decision, {found.id: count for found, count in resolved.gpus}))

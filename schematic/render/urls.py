@@ -35,10 +35,12 @@ __all__ = [
     "ipxe_line",
     "iso_url",
     "media_summary",
+    "medium_kinds",
     "medium_reference",
     "pool_installer_repository",
     "pool_media",
     "pool_urls",
+    "schematic_urls",
 ]
 
 MediumKind = Literal["disk", "iso", "uki", "pxe", "installer"]
@@ -127,26 +129,38 @@ def pool_installer_repository(pool: PoolPlan) -> str:
     return default_installer_repository(talos.version, image_platform)
 
 
-def pool_media(pool: PoolPlan) -> list[Medium]:
-    """Every medium the pool's platform and options allow, boot media first, installer last.
+def medium_kinds(platform: str, *, secureboot: bool, board: bool) -> list[MediumKind]:
+    """The media a platform boots from, boot media first, the installer last.
 
-    A SecureBoot pool gets only SecureBoot media (and its UKI); a board gets its disk image.
+    SecureBoot adds the UKI (and makes every medium a SecureBoot one); a board boots its disk
+    image only.
     """
-    media = platform_media(pool.profile.platform)
-    secure = pool.media.secureboot_enabled
+    media = platform_media(platform)
     kinds: list[MediumKind] = []
-    if pool.media.overlay is not None:
+    if board:
         kinds.append("disk")
     else:
         if "disk-image" in media.boot_methods:
             kinds.append("disk")
         if "iso" in media.boot_methods:
             kinds.append("iso")
-        if secure:
+        if secureboot:
             kinds.append("uki")
         if "pxe" in media.boot_methods:
             kinds.append("pxe")
     kinds.append("installer")
+    return kinds
+
+
+def pool_media(pool: PoolPlan) -> list[Medium]:
+    """Every medium the pool's platform and options allow, boot media first, installer last.
+
+    A SecureBoot pool gets only SecureBoot media (and its UKI); a board gets its disk image.
+    """
+    secure = pool.media.secureboot_enabled
+    kinds = medium_kinds(
+        pool.profile.platform, secureboot=secure, board=pool.media.overlay is not None
+    )
     boot_id = pool.boot_schematic_id or pool.schematic_id
     return [
         Medium(
@@ -213,6 +227,16 @@ def media_summary(pool: PoolPlan) -> dict[str, Any]:
     return entry
 
 
+def _listed(media: list[Medium]) -> dict[str, str]:
+    """Each medium under its urls.yaml key, and the iPXE line beside a PXE script."""
+    urls: dict[str, str] = {}
+    for medium in media:
+        urls[_KEYS[(medium.kind, medium.secureboot)]] = medium.url
+        if medium.kind == "pxe":
+            urls["ipxe"] = ipxe_line(medium.url)
+    return urls
+
+
 def pool_urls(pool: PoolPlan) -> dict[str, Any]:
     """The `urls` document of a pool: every medium, and the iPXE line for PXE."""
     urls: dict[str, Any] = {"pool": pool.name, "schematicID": pool.schematic_id}
@@ -220,8 +244,45 @@ def pool_urls(pool: PoolPlan) -> dict[str, Any]:
         # The boot media's own schematic (generate --register registers it, verify reads it).
         urls["bootSchematicID"] = pool.boot_schematic_id
         urls["bootSchematic"] = pool.boot_canonical
-    for medium in pool_media(pool):
-        urls[_KEYS[(medium.kind, medium.secureboot)]] = medium.url
-        if medium.kind == "pxe":
-            urls["ipxe"] = ipxe_line(medium.url)
-    return urls
+    return urls | _listed(pool_media(pool))
+
+
+def schematic_urls(
+    schematic_id: str,
+    version: str,
+    platform: str,
+    architecture: str,
+    *,
+    secureboot: bool = False,
+    board: bool = False,
+    image_factory_url: str = DEFAULT_IMAGE_FACTORY_URL,
+    installer_repository: str | None = None,
+) -> dict[str, str]:
+    """Every medium of any schematic ID, keyed as in a pool's `urls` document (what
+    `talos-schematic urls` prints). ``installer_repository`` defaults to the release's for the
+    platform's image, as for a pool that names none."""
+    repository = installer_repository or default_installer_repository(
+        version, platform_media(platform).image_platform
+    )
+    kinds = medium_kinds(platform, secureboot=secureboot, board=board)
+    return _listed(
+        [
+            Medium(
+                kind=kind,
+                secureboot=secureboot,
+                url=medium_reference(
+                    kind,
+                    schematic_id=schematic_id,
+                    version=version,
+                    platform=platform,
+                    architecture=architecture,
+                    secureboot=secureboot,
+                    board=board,
+                    image_factory_url=image_factory_url,
+                    installer_repository=repository,
+                ),
+                schematic_id=schematic_id,
+            )
+            for kind in kinds
+        ]
+    )

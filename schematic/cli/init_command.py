@@ -1,0 +1,196 @@
+"""`talos-schematic init`: a commented cluster file to start from, that `generate` accepts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from schematic.cli.base import MaxInputSizeOption, app, fail
+from schematic.errors import OutputError, TalosSchematicError
+
+# The keys of a detected profile a pool's inline `hardware:` carries (its name and description
+# become the pool's name and comment).
+_HARDWARE_KEYS = ("platform", "architecture", "cpuVendor", "gpus", "nvswitch", "extensions")
+
+
+def _indented(text: str, prefix: str = "  ") -> str:
+    return "".join(f"{prefix}{line}\n" if line else "\n" for line in text.splitlines())
+
+
+def _comment(text: str, prefix: str = "") -> str:
+    return "".join(f"{prefix}# {line}\n" for line in text.splitlines())
+
+
+def _pool_entries(pools: list[str], dump: Path | None) -> list[tuple[str, dict[str, Any]]]:
+    """(comment, pool) for each --pool NAME=PROFILE and each machine of the dump."""
+    from schematic.inputs.profiles import load_profile
+
+    entries: list[tuple[str, dict[str, Any]]] = []
+    for given in pools:
+        name, sep, profile = given.partition("=")
+        if not sep or not name or not profile:
+            raise typer.BadParameter(f"{given!r} is not NAME=PROFILE", param_hint="--pool")
+        found = load_profile(profile)
+        entries.append((found.description or found.name, {"name": name, "profile": profile}))
+    if dump is not None:
+        from schematic.detect import detect
+        from schematic.errors import DetectError
+        from schematic.safe_yaml import read_bytes
+
+        try:
+            text = read_bytes(str(dump)).decode("utf-8", errors="replace")
+        except OSError as err:
+            raise DetectError(f"{dump}: cannot read: {err.strerror or err}") from None
+        for index, detected in enumerate(detect(text, str(dump)), 1):
+            hardware = {
+                key: detected[key]
+                for key in _HARDWARE_KEYS
+                if key in detected and detected[key] not in ([], False)
+            }
+            name = "gpu" if hardware.get("gpus") else "workers"
+            entries.append(
+                (detected.get("description", ""), {"name": f"{name}-{index}", "hardware": hardware})
+            )
+    if not entries:
+        entries.append(
+            (
+                "No GPU: Cozystack's default extension set, no NVIDIA extension, no kernel "
+                "modules. A GPU pool names a profile with GPUs (talos-schematic profiles), e.g.\n"
+                "  - name: gpu\n    profile: rtx-pro-6000-blackwell-server",
+                {"name": "workers", "profile": "kubevirt-cpu"},
+            )
+        )
+    names = [pool["name"] for _, pool in entries]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise typer.BadParameter(f"pool names repeat: {', '.join(duplicates)}", param_hint="--pool")
+    return entries
+
+
+def cluster_text(
+    cluster: str, talos: str, chart: str, entries: list[tuple[str, dict[str, Any]]]
+) -> str:
+    """The commented cluster file."""
+    from schematic.render import yamltext
+
+    parts = [
+        _comment(
+            "A talos-schematic cluster file: one schematic per pool, so the NVIDIA extensions\n"
+            "land only on nodes that hold an NVIDIA GPU.\n"
+            f"  talos-schematic generate THIS_FILE --out deploy/{cluster}\n"
+            "Every key: talos-schematic schema cluster (a JSON Schema for editors)."
+        ),
+        yamltext.dump({"cluster": cluster}),
+        _comment(
+            "The Cozystack kubernetes-nodes chart the values are for: v1.6 (released v1.6.x,\n"
+            "talos.schematicID only), pr3571, osimage (PR #4171: osImage and kernelModules)."
+        ),
+        yamltext.dump({"cozystack": {"version": chart}}),
+        yamltext.dump({"talos": {"version": talos}}),
+        _comment(
+            "imageFactoryURL: https://factory.talos.dev (default; a self-hosted factory here)",
+            "  ",
+        ),
+        _comment(
+            "NVIDIA choice for every pool (a pool's own nvidia: wins). auto: open modules\n"
+            "where every GPU supports them, the tier whose driver knows every GPU."
+        ),
+        yamltext.dump({"nvidia": {"flavour": "auto", "tier": "auto"}}),
+        "pools:\n",
+    ]
+    for comment, pool in entries:
+        if comment:
+            parts.append(_comment(comment, "  "))
+        parts.append(_indented(yamltext.dump([pool | {"minReplicas": 0, "maxReplicas": 2}])))
+    return "".join(parts)
+
+
+@app.command(short_help="Write a commented cluster file to start from.")
+def init(
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="[FILE|-]",
+            help="Where to write it; it must not exist. `-` (default) prints it.",
+        ),
+    ] = "-",
+    cluster: Annotated[
+        str, typer.Option("--cluster", metavar="NAME", help="The Cozystack tenant cluster name.")
+    ] = "mycluster",
+    talos: Annotated[
+        str | None,
+        typer.Option(
+            "--talos",
+            metavar="vX.Y.Z",
+            help="Talos version (default: the newest release the packaged tables know).",
+            show_default=False,
+        ),
+    ] = None,
+    chart: Annotated[
+        str | None,
+        typer.Option(
+            "--chart",
+            metavar="TARGET",
+            help="The kubernetes-nodes chart the values are for: v1.6, main, pr3571, osimage "
+            "(default: the one generate assumes).",
+            show_default=False,
+        ),
+    ] = None,
+    pools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pool",
+            metavar="NAME=PROFILE",
+            help="A pool and its hardware profile, a shipped name or a path (repeatable; "
+            "talos-schematic profiles lists them).",
+        ),
+    ] = None,
+    dump: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-dump",
+            metavar="FILE",
+            help="A hardware dump (lspci -nn, lspci -nnmm, talosctl get pcidevices): one pool "
+            "per distinct machine, its hardware written inline, as detect reads it.",
+        ),
+    ] = None,
+    max_input_size: MaxInputSizeOption = None,
+) -> None:
+    """Write a commented cluster file, from options or from a hardware dump, that generate
+    accepts as it is; it is planned before it is written, so a wrong profile name stops here.
+
+    Example: talos-schematic init cluster.yaml --pool gpu=kubevirt-l40s --pool cpu=kubevirt-cpu
+    """
+    from schematic.catalog import talos_versions
+    from schematic.chart_targets import assumed_target, chart_target
+    from schematic.cluster import plan_cluster
+    from schematic.inputs.cluster_file import parse_cluster
+
+    target = Path(file)
+    if file != "-" and (target.exists() or target.is_symlink()):
+        raise fail(OutputError(f"{file}: exists; init writes only a new file"))
+    try:
+        chosen_chart = assumed_target().name if chart is None else chart_target(chart).name
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--chart") from None
+    try:
+        version = talos or talos_versions()[-1]
+        text = cluster_text(cluster, version, chosen_chart, _pool_entries(pools or [], dump))
+        # What generate would refuse is refused here, before anything is written.
+        source = "-" if file == "-" else file
+        base_dir = Path.cwd() if file == "-" else target.parent
+        plan_cluster(parse_cluster(text, source), source=source, base_dir=base_dir)
+    except TalosSchematicError as err:
+        raise fail(err) from None
+    if file == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(target, "x", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as err:
+        raise fail(OutputError(f"{file}: cannot write: {err.strerror or err}")) from None
+    print(f"{file}: written; next: talos-schematic generate {file}", file=sys.stderr)
