@@ -3,10 +3,14 @@ end their sentence, the same metavar for the same kind of value everywhere."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer.main
 from typer.testing import CliRunner
 
@@ -14,7 +18,8 @@ from schematic import __version__
 from schematic.cli import app, register_all_commands
 
 register_all_commands()
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
+ROOT_DIR = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT_DIR / "examples" / "cluster.yaml"
 ROOT: Any = typer.main.get_command(app)
 
 
@@ -116,3 +121,55 @@ def test_json_alias_prints_what_format_json_prints() -> None:
     clash = run("upgrade", str(EXAMPLE), "--to", "v1.13.9", "--json", "-f", "markdown")
     assert clash.exit_code == 2
     assert "--json is --format json" in clash.stderr
+
+
+def test_every_command_help_shows_an_example_of_itself() -> None:
+    for name in ROOT.commands:
+        result = run(name, "--help")
+        assert result.exit_code == 0, name
+        text = " ".join(result.stdout.replace("│", " ").split())
+        assert "Example" in text, name
+        shown = text.split("Example", 1)[1]
+        assert f"talos-schematic {name}" in shown, name
+
+
+def test_usage_lines_say_which_arguments_repeat() -> None:
+    usage = {name: run(name, "--help").stdout for name in ("register", "verify", "id", "lint")}
+    # Typer writes a required argument in braces: {FILE...} is one or more files.
+    assert "Usage: talos-schematic register [OPTIONS] {FILE...}" in usage["register"]
+    assert "Usage: talos-schematic verify [OPTIONS] [PATH]..." in usage["verify"]
+    assert "Usage: talos-schematic id [OPTIONS] [FILE]..." in usage["id"]
+
+
+def test_check_help_offers_only_its_own_options() -> None:
+    text = " ".join(run("check", "--help").stdout.replace("│", " ").split())
+    assert "--register" not in text
+    assert "Image Factory for --live-catalogue" in text
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_shell_completion_scripts_as_documented(shell: str) -> None:
+    """docs/commands.md: eval "$(_TALOS_SCHEMATIC_COMPLETE=source_bash talos-schematic)"."""
+    env = dict(os.environ, _TALOS_SCHEMATIC_COMPLETE=f"source_{shell}")
+    script = subprocess.run(
+        [sys.executable, "-m", "schematic"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert "_TALOS_SCHEMATIC_COMPLETE" in script
+    assert f"source_{shell}" in (ROOT_DIR / "docs" / "commands.md").read_text()
+
+
+def test_shell_completion_completes_commands_and_choices() -> None:
+    def complete(words: str) -> list[str]:
+        env = dict(
+            os.environ,
+            _TALOS_SCHEMATIC_COMPLETE="complete_bash",
+            COMP_WORDS=words,
+            COMP_CWORD=str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "schematic"], env=env, capture_output=True, text=True
+        )
+        return done.stdout.split()
+
+    assert "generate" in complete("talos-schematic gen")
+    assert complete("talos-schematic lint --fail-on ") == ["error", "warning", "note"]

@@ -63,13 +63,14 @@ def _read_schematic(path: Path) -> Schematic:
 
 
 @app.command(
-    help=f"Register schematic files with the Image Factory. {CREDENTIALS_HELP}",
+    help=f"Register schematic files with the Image Factory. {CREDENTIALS_HELP}\n\n"
+    "Example: talos-schematic register deploy/mycluster/*/schematic.yaml",
     short_help="Register schematic files with the Image Factory and print their IDs.",
 )
 def register(
     files: Annotated[
         list[Path],
-        typer.Argument(metavar="FILE", help="Schematic files (YAML or JSON); - for stdin."),
+        typer.Argument(metavar="FILE...", help="Schematic files (YAML or JSON); - for stdin."),
     ],
     factory: FactoryOption = None,
     jobs: JobsOption = 8,
@@ -312,13 +313,14 @@ def _verify_checks(
     "schematic.yaml as the body, and a boot.schematic's bootSchematic in urls.yaml), a "
     "cluster file (its plan, one check per distinct schematic), a schematic file, or a "
     "directory searched for *.schematic.yaml. "
-    "Exit 3 when one is missing or different. " + CREDENTIALS_HELP,
+    "Exit 3 when one is missing or different. " + CREDENTIALS_HELP + "\n\n"
+    "Example: talos-schematic verify deploy/mycluster cluster.yaml",
 )
 def verify(
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
-            metavar="PATH",
+            metavar="[PATH]...",
             help="Generated output directories, cluster files, schematic files, or "
             "directories searched for *.schematic.yaml.",
         ),
@@ -385,7 +387,9 @@ def verify(
 @app.command(
     short_help="List the official extensions of a Talos version (packaged, or --live).",
     help="List the official extensions of a Talos version: the packaged catalogue, or with "
-    "--live the factory's list with each extension's image ref and digest. " + CREDENTIALS_HELP,
+    "--live the factory's list with each extension's image ref and digest. "
+    + CREDENTIALS_HELP
+    + "\n\nExample: talos-schematic extensions --talos v1.13.9 --live --format json",
 )
 def extensions(
     talos: Annotated[str, typer.Option("--talos", metavar="vX.Y.Z", help="Talos version.")],
@@ -396,10 +400,7 @@ def extensions(
     as_json: JsonAliasOption = False,
     factory: FactoryOption = None,
 ) -> None:
-    """Official extensions for one Talos version.
-
-    Example: talos-schematic extensions --talos v1.13.9 --format json
-    """
+    """Official extensions for one Talos version."""
     as_json = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     try:
         if live:
@@ -426,7 +427,8 @@ def extensions(
 
 
 @app.command(
-    help=f"List the Talos versions the Image Factory offers. {CREDENTIALS_HELP}",
+    help=f"List the Talos versions the Image Factory offers. {CREDENTIALS_HELP}\n\n"
+    "Example: talos-schematic versions --factory https://factory.example.com -f json",
     short_help="List the Talos versions the Image Factory offers.",
 )
 def versions(
@@ -434,10 +436,7 @@ def versions(
     as_json: JsonAliasOption = False,
     factory: FactoryOption = None,
 ) -> None:
-    """`GET /versions`.
-
-    Example: talos-schematic versions --factory https://factory.example.com -f json
-    """
+    """`GET /versions`."""
     as_json = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     try:
         with _client(factory) as client:

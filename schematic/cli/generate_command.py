@@ -148,6 +148,18 @@ FactoryOption = Annotated[
         show_default=False,
     ),
 ]
+CheckFactoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--factory",
+        metavar="URL",
+        help=(
+            "Image Factory for --live-catalogue (default: $TALOS_SCHEMATIC_FACTORY, else the "
+            "cluster file's talos.imageFactoryURL)."
+        ),
+        show_default=False,
+    ),
+]
 LiveCatalogueOption = Annotated[
     bool,
     typer.Option(
@@ -368,7 +380,10 @@ def generate(
     """Per pool: schematic and ID, Cozystack KubernetesNodes values, a Talos machine-config
     patch and the boot-image / installer URLs, all carrying the same schematic.
 
-    Credentials: $TALOS_SCHEMATIC_FACTORY_TOKEN or $TALOS_SCHEMATIC_FACTORY_AUTH (user:password)."""
+    Credentials: $TALOS_SCHEMATIC_FACTORY_TOKEN or $TALOS_SCHEMATIC_FACTORY_AUTH (user:password).
+
+    Example: talos-schematic generate cluster.yaml --out deploy/mycluster
+    """
     if as_json:
         if output_format not in (None, OutputFormat.json):
             raise typer.BadParameter(
@@ -607,7 +622,7 @@ def check(
     allow_ignored_keys: AllowIgnoredOption = False,
     profiles: ProfilesOption = None,
     live_catalogue: LiveCatalogueOption = False,
-    factory: FactoryOption = None,
+    factory: CheckFactoryOption = None,
     show_diff: Annotated[
         bool,
         typer.Option(
@@ -625,7 +640,10 @@ def check(
 
     Chart target, layout and kinds of file come from DIR's index.yaml; --chart, --layout win.
     Offline, extensions.lock.yaml is not compared: it needs the factory's catalogue.
-    With --live-catalogue, the names are checked and the lock file is compared too."""
+    With --live-catalogue, the names are checked and the lock file is compared too.
+
+    Example: talos-schematic check cluster.yaml --out deploy/mycluster --diff
+    """
     report_format = json_alias(report_format, as_json, CheckReport.text)
     recorded = _recorded_options(out)
     if chart is None and isinstance(recorded.get("cozystack"), str):

@@ -237,7 +237,10 @@ def explain(
         bool, typer.Option("--list", help="List every code with its severity and title.")
     ] = False,
 ) -> None:
-    """What a lint finding means: what you see, why, how to confirm it, how to fix it."""
+    """What a lint finding means: what you see, why, how to confirm it, how to fix it.
+
+    Example: talos-schematic explain TS101
+    """
     from schematic.lint.findings import RULES
 
     if list_codes or code is None:

@@ -35,7 +35,10 @@ def schema(
         str, typer.Argument(metavar="KIND", help=f"Which schema: {', '.join(SCHEMAS)}.")
     ],
 ) -> None:
-    """Print the JSON Schema of an input file kind (for editor completion and validation)."""
+    """Print the JSON Schema of an input file kind (for editor completion and validation).
+
+    Example: talos-schematic schema cluster > cluster.schema.json
+    """
     if name not in SCHEMAS:
         raise typer.BadParameter(f"unknown schema {name!r}; known: {', '.join(SCHEMAS)}")
     typer.echo(json.dumps(SCHEMAS[name](), indent=2))

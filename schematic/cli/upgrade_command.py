@@ -156,7 +156,10 @@ def upgrade(
     before → after a Talos upgrade (or between --base and CLUSTER), and what the running
     nodes need (talosctl upgrade, or recreating Cozystack machines). Exit 3 when a pool would
     break (e.g. its GPU is dropped by the new driver), with the ways out; 0 otherwise. Offline
-    unless --live-catalogue."""
+    unless --live-catalogue.
+
+    Example: talos-schematic upgrade cluster.yaml --to v1.14.0 --format markdown
+    """
     if to is None and since is None and base is None:
         raise typer.BadParameter(
             "give the release to upgrade to (or --from, or --base)", param_hint="--to"
