@@ -58,15 +58,20 @@ def triage(
     ] = None,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
-    """Name the failure from what a broken cluster shows: the node, the proof, the look-alike
-    it is not, and the fix; exit 3 when an error is diagnosed, 0 when none.
+    """Name the failure from what a broken cluster shows; exit 3 when an error is diagnosed.
 
-    Files are recognised by what they hold, never by their names; files no reader knows are
-    listed, not errors. Example:
+    Each diagnosis names the nodes, the proof (file:line), the look-alike it is not, and the fix.
 
-        talos-schematic triage evidence/            # a directory of collected files
+    Files are recognised by what they hold, never by their names.
+    Files no reader knows are listed, not errors.
+    Diagnoses go to stdout, the summary to stderr.
 
-        talos-schematic triage --commands --cluster gpu --namespace tenant-a --node worker-1
+    Example: talos-schematic triage evidence/
+
+    Example: talos-schematic triage --commands --cluster gpu --namespace tenant-a
+    --node 10.244.3.17 > collect.sh
+
+    Example, for a ticket: talos-schematic triage evidence/ --format markdown
     """
     if commands:
         from schematic.triage.commands import collection_commands
