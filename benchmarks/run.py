@@ -20,6 +20,7 @@ BENCHMARKS = (
     "hostile",
     "hostile_input",
     "triage",
+    "lint",
 )
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "NotTextError",
     "Resolver",
     "YamlLimitError",
+    "check_syntax",
     "compose_all",
     "compose_first",
     "compose_single",
@@ -436,10 +437,36 @@ def compose_all(
                 parent.node.value.append((parent.key, node))
                 parent.key = None
     except yaml.scanner.ScannerError as err:
-        # libyaml's scanner reads ahead and has a nesting limit of its own (1,000 levels).
-        if "maximum nesting depth" not in str(err.problem):
-            raise
-        raise YamlLimitError(problem=_TOO_DEEP, problem_mark=err.problem_mark) from None
+        raise _scanner_refusal(err) from None
+
+
+def _scanner_refusal(err: yaml.scanner.ScannerError) -> yaml.YAMLError:
+    # libyaml's scanner reads ahead and has a nesting limit of its own (1,000 levels).
+    if "maximum nesting depth" not in str(err.problem):
+        return err
+    return YamlLimitError(problem=_TOO_DEEP, problem_mark=err.problem_mark)
+
+
+def check_syntax(text: str | bytes) -> None:
+    """Raise the ``yaml.YAMLError`` libyaml's parser finds in ``text``, building nothing.
+
+    For text nothing will be read from: the parser runs in C without handing each event to
+    Python, so no node, value or alias is ever made and the cost is linear in the text. The
+    composer's own checks (aliasing, nesting past :data:`MAX_NESTING`, unknown anchors, long
+    numbers) are not applied; libyaml's nesting limit is, as a :class:`YamlLimitError`.
+    """
+    parser = _FastLoader(text)
+    try:
+        raw_parse = getattr(parser, "raw_parse", None)
+        if raw_parse is not None:
+            raw_parse()
+        else:  # PyYAML built without libyaml: its Python parser, event by event
+            while parser.check_event():
+                parser.get_event()
+    except yaml.scanner.ScannerError as err:
+        raise _scanner_refusal(err) from None
+    finally:
+        parser.dispose()
 
 
 def compose_first(

@@ -48,9 +48,9 @@ def test_missing_path_is_an_input_error(tmp_path: Path) -> None:
 
 def test_a_binary_file_is_a_problem_of_that_file_and_the_rest_is_read(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_bytes(b"\xff\xfe\x00a")
-    (tmp_path / "c.yaml").write_text("c: 1\n")
+    (tmp_path / "c.yaml").write_text("talos:\n  version: v1.13.6\n")
     documents, problems = load_paths([str(tmp_path)])
-    assert [d.get(("c",)) for d in documents] == [1]
+    assert [d.get(("talos", "version")) for d in documents] == ["v1.13.6"]
     assert [(p.file, p.message, p.unread) for p in problems] == [
         (str(tmp_path / "b.yaml"), "not UTF-8 text (invalid start byte at byte 0)", True)
     ]
@@ -70,12 +70,19 @@ def test_a_file_over_the_input_limit_is_not_read(tmp_path: Path) -> None:
 
 def test_directories_are_walked_for_yaml_only(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "a.yml").write_text("a: 1\n")
+    (tmp_path / "sub" / "a.yml").write_text("gpus: []\n")
     (tmp_path / "README.md").write_text("# not yaml: [\n")
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "x.yaml").write_text("bad: [\n")
     documents, problems = load_paths([str(tmp_path)])
-    assert [d.data for d in documents] == [{"a": 1}] and problems == []
+    assert [d.data for d in documents] == [{"gpus": []}] and problems == []
+
+
+def test_only_files_that_may_hold_an_object_lint_reads_are_composed(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("kind: ConfigMap\ndata: {a: b}\n")
+    (tmp_path / "b.yaml").write_text("kind: KubernetesNodes\nspec: {}\n")
+    documents, problems = load_paths([str(tmp_path)])
+    assert [d.file for d in documents] == [str(tmp_path / "b.yaml")] and problems == []
 
 
 def test_rendered_chart_output_is_grouped_into_one_pool() -> None:

@@ -25,6 +25,7 @@ from schematic.safe_yaml import (
     InputTooLargeError,
     NotTextError,
     YamlLimitError,
+    check_syntax,
     compose_all,
     read_problem,
     read_text,
@@ -36,6 +37,7 @@ __all__ = [
     "Path_",
     "collect_files",
     "load_paths",
+    "may_hold_lint_object",
     "parse_yaml",
     "walk",
 ]
@@ -186,22 +188,106 @@ def _unreadable(path: Path) -> str:
     return ""
 
 
-# Words every object lint reads carries somewhere: kinds, value keys, schematic fields.
-_RELEVANT = re.compile(
-    r"KubernetesNodes|cozystack|schematic|customization|officialExtensions|kernelModules"
-    r"|KernelModuleConfig|machine:|nodeGroups|gpuOperator|osImage|talos|nvidia|TalosConfig"
-    r"|KubevirtMachineTemplate|permittedHostDevices",
-    re.IGNORECASE,
+# The cheap look at a file's text that decides whether it is composed at all: only a file that
+# can hold an object lint reads is (the rest is checked for syntax only, in C). Every shape
+# schematic.lint.inventory and schematic.lint.talhelper recognise passes it, by a word it cannot
+# lack, so the look may let through files that hold none but never turns one away
+# (tests/test_lint_look.py holds each shape to it):
+# - a document's top-level kind, for the kinds read whatever else they hold;
+_KINDS = (
+    "KubernetesNodes",
+    "HelmRelease",
+    "KubevirtMachineTemplate",
+    "TalosConfigTemplate",
+    "MachineDeployment",
+    "KamajiControlPlane",
 )
+# - and for kinds read only with a word of their text: a Kubernetes app or Package has a
+#   cozystack apiVersion, the reconcile Job applies a TalosConfigTemplate, a control-plane
+#   Service carries Kamaji's or Cluster API's labels (schematic.lint.manifests);
+_KINDS_WITH = (
+    ("Kubernetes|Package", ("cozystack",)),
+    ("Job", ("TalosConfigTemplate",)),
+    ("Service", ("kamaji.clastix.io/", "cluster.x-k8s.io/role")),
+)
+# - a top-level key of the objects without a kind: a Talos machine config (machine), platform
+#   values (gpu), a schematic (owner, overlay, customization), kubernetes and kubernetes-nodes
+#   values, this tool's urls.yaml (schematicID), a talhelper config (clusterName);
+_TOP_KEYS = (
+    "machine",
+    "gpu",
+    "owner",
+    "overlay",
+    "customization",
+    "nodeGroups",
+    "addons",
+    "gpus",
+    "talos",
+    "osImage",
+    "schematicID",
+    "kernelModules",
+    "clusterName",
+)
+# - and an RFC 6902 patch list writing the machine config (path: /machine/...).
+_PATCH_PATH = "/machine"
 
 
-def _problem(shown: str, text: str, err: yaml.YAMLError) -> LoadProblem:
+def _written(key: str, value: str = "") -> str:
+    return rf"[\"']?(?:{key})[\"']?[ \t]*:{value}"
+
+
+def _kind_is(kinds: str) -> str:
+    return _written("kind", rf"\s*[\"']?(?:{kinds})\b")
+
+
+_READ = rf"{_written('|'.join(_TOP_KEYS))}|{_kind_is('|'.join(_KINDS))}"
+_WORDS = (*_KINDS, *_TOP_KEYS)
+
+
+class _Shape:
+    """Keys or kinds as written at the top level: in block style a line starts with them; in
+    flow style or JSON they follow { or , (at any depth: more than the top level, never less).
+    The line form is searched first: its literal start makes it far cheaper than the flow form,
+    which runs only on text holding a { and one of ``words``."""
+
+    def __init__(self, written: str, words: tuple[str, ...]) -> None:
+        self.line_start = re.compile(rf"\n(?:{written})")
+        self.in_flow = re.compile(rf"[{{,]\s*(?:{written})")
+        self.words = words
+
+    def found(self, text: str, lined: str) -> bool:
+        return self.line_start.search(lined) is not None or (
+            "{" in text
+            and any(word in text for word in self.words)
+            and self.in_flow.search(text) is not None
+        )
+
+
+_READ_SHAPE = _Shape(_READ, _WORDS)
+_READ_WITH_SHAPES = tuple((_Shape(_kind_is(kinds), words), words) for kinds, words in _KINDS_WITH)
+
+
+def may_hold_lint_object(text: str) -> bool:
+    """Whether ``text`` can hold an object lint reads (see the shapes above); False only when
+    it certainly holds none."""
+    if _PATCH_PATH in text:
+        return True
+    lined = "\n" + text  # a key on the first line starts a line too
+    if _READ_SHAPE.found(text, lined):
+        return True
+    return any(
+        any(word in text for word in words) and shape.found(text, lined)
+        for shape, words in _READ_WITH_SHAPES
+    )
+
+
+def _problem(shown: str, text: str, err: yaml.YAMLError, relevant: bool) -> LoadProblem:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     line = mark.line + 1 if mark is not None else None
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
     # A file refused by a safety limit (an alias bomb, nesting too deep) is hostile, whatever
     # it names: always an error.
-    relevant = isinstance(err, YamlLimitError) or _RELEVANT.search(text) is not None
+    relevant = relevant or isinstance(err, YamlLimitError)
     return LoadProblem(shown, line, str(problem), template="{{" in text, relevant=relevant)
 
 
@@ -227,10 +313,15 @@ def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem]]
             continue
         except OSError as err:
             raise LintInputError(f"{shown}: {read_problem(err)}") from None
+        relevant = may_hold_lint_object(text)
         try:
-            documents.extend(parse_yaml(text, shown))
+            if relevant:
+                documents.extend(parse_yaml(text, shown))
+            else:
+                # Nothing in it is read: only whether it parses matters (a TS191 or TS003 note).
+                check_syntax(text)
         except yaml.YAMLError as err:
-            problems.append(_problem(shown, text, err))
+            problems.append(_problem(shown, text, err, relevant))
     return documents, problems
 
 

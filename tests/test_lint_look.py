@@ -1,0 +1,196 @@
+"""The cheap look that decides which files lint composes: every shape lint reads passes it.
+
+A file the look turns away is never composed, so an object it missed would be skipped
+silently; each shape recognised by schematic.lint.inventory and schematic.lint.talhelper is
+held to it here, written in block style, as JSON and in one-line flow style.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from schematic.lint import lint_paths
+from schematic.lint.loader import may_hold_lint_object
+
+ID = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
+
+SHAPES = {
+    "KubernetesNodes": """\
+apiVersion: apps.cozystack.io/v1alpha1
+kind: KubernetesNodes
+metadata: {name: t-gpu}
+spec: {cluster: t, instanceType: u1.large}
+""",
+    "nodes values gpus": "gpus:\n  - name: nvidia.com/AD102GL_L40S\n",
+    "nodes values talos": "talos:\n  version: v1.13.6\n",
+    "nodes values osImage": f"osImage:\n  factory:\n    schematicID: {ID}\n",
+    "nodes values schematicID": f"schematicID: {ID}\n",
+    "nodes values kernelModules": "kernelModules: null\n",
+    "HelmRelease": """\
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: gpu-operator}
+spec:
+  values:
+    gpu-operator: {toolkit: {enabled: true}}
+""",
+    "Kubernetes app": """\
+apiVersion: apps.cozystack.io/v1alpha1
+kind: Kubernetes
+metadata: {name: t}
+spec:
+  version: v1.33
+""",
+    "app values nodeGroups": "nodeGroups:\n  md0: {minReplicas: 1}\n",
+    "app values addons": "addons:\n  hami: {enabled: true}\n",
+    "KubevirtMachineTemplate": """\
+apiVersion: infrastructure.cluster.x-k8s.io/v1alpha1
+kind: KubevirtMachineTemplate
+metadata: {name: t-md0-1a2b3c}
+spec: {}
+""",
+    "TalosConfigTemplate": """\
+apiVersion: bootstrap.cluster.x-k8s.io/v1alpha3
+kind: TalosConfigTemplate
+metadata: {name: t-md0}
+spec: {template: {spec: {generateType: worker}}}
+""",
+    "MachineDeployment": """\
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: MachineDeployment
+metadata: {name: t-md0}
+spec: {}
+""",
+    "reconcile Job": """\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: t-talos-reconcile}
+spec:
+  template:
+    spec:
+      containers:
+        - name: apply
+          command:
+            - sh
+            - -c
+            - |
+              kubectl apply -f - <<EOF
+              kind: TalosConfigTemplate
+              EOF
+""",
+    "Service with Kamaji labels": """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: t
+  labels: {kamaji.clastix.io/name: t}
+spec:
+  ports: [{port: 6443}]
+""",
+    "Service with the Cluster API role": """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: t
+  labels: {cluster.x-k8s.io/role: control-plane}
+spec:
+  ports: [{port: 6443}]
+""",
+    "KamajiControlPlane": """\
+apiVersion: controlplane.cluster.x-k8s.io/v1alpha1
+kind: KamajiControlPlane
+metadata: {name: t}
+spec: {}
+""",
+    "Package of the platform": """\
+apiVersion: cozystack.io/v1alpha1
+kind: Package
+metadata: {name: cozystack-platform}
+spec:
+  components:
+    platform:
+      values:
+        gpu: {replaceDefaults: true}
+""",
+    "Package of the GPU Operator": """\
+apiVersion: cozystack.io/v1alpha1
+kind: Package
+metadata: {name: gpu-operator}
+spec:
+  components:
+    gpu-operator:
+      values: {toolkit: {enabled: true}}
+""",
+    "platform values": "gpu:\n  permittedHostDevices:\n    pciHostDevices: []\n",
+    "schematic customization": "customization:\n  systemExtensions: {}\n",
+    "schematic overlay": "overlay:\n  name: rpi_generic\n  image: siderolabs/sbc-raspberrypi\n",
+    "schematic owner": "owner: someone\n",
+    "machine config": "version: v1alpha1\nmachine:\n  kernel:\n    modules: [{name: nvidia}]\n",
+    "RFC 6902 patch": "- op: add\n  path: /machine/install/extensions\n  value: []\n",
+    "talhelper config": "clusterName: c\ntalosVersion: v1.13.6\nnodes:\n  - hostname: n\n",
+    "urls.yaml": f"pool: gpu\nschematicID: {ID}\n",
+}
+
+
+def _forms(text: str) -> dict[str, str]:
+    value = yaml.safe_load(text)
+    return {
+        "block": text,
+        "json": json.dumps(value, indent=2),
+        "compact json": json.dumps(value, separators=(",", ":")),
+        "flow": yaml.safe_dump(value, default_flow_style=True, width=10_000),
+        "after other documents": f"kind: ConfigMap\ndata: {{}}\n---\n# a comment\n{text}",
+    }
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_shape_lint_reads_passes_the_look(shape: str) -> None:
+    for form, text in _forms(SHAPES[shape]).items():
+        assert may_hold_lint_object(text), f"{shape} ({form})"
+
+
+NOT_READ = {
+    "Deployment": """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  ownerReferences: []
+spec:
+  template:
+    spec:
+      containers: [{name: web, image: nginx, resources: {limits: {nvidia.com/gpu: 1}}}]
+""",
+    "plain Service": "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n",
+    "CustomResourceDefinition": """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+spec:
+  names: {kind: Machine}
+  versions:
+    - schema:
+        openAPIV3Schema:
+          properties:
+            machine: {type: string, description: the owner of the talos machine}
+""",
+    "Kubernetes kind of another group": "apiVersion: example.io/v1\nkind: Kubernetes\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(NOT_READ))
+def test_files_with_nothing_lint_reads_are_turned_away(shape: str) -> None:
+    assert not may_hold_lint_object(NOT_READ[shape])
+
+
+def test_a_turned_away_file_is_still_checked_for_syntax(tmp_path: Path) -> None:
+    (tmp_path / "web.yaml").write_text(NOT_READ["Deployment"])
+    (tmp_path / "broken.yaml").write_text("kind: Deployment\nspec: [1, 2\n")
+    report = lint_paths([str(tmp_path)])
+    assert [(f.code, f.file, f.severity) for f in report.findings] == [
+        ("TS191", str(tmp_path / "broken.yaml"), "note")
+    ]
+    assert report.files == 2
