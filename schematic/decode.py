@@ -37,6 +37,9 @@ __all__ = [
 BOOTLOADERS = ("dual-boot", "sd-boot", "grub")
 
 _UNTAGGED = "?untagged"
+# libyaml's parser alone: the loader classes also build a constructor and a resolver per
+# document, which the composer, given its own resolution, never uses.
+_PARSER: type[Any] = getattr(getattr(yaml, "cyaml", None), "CParser", yaml.SafeLoader)
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -168,7 +171,7 @@ def _document(text: str, source: str) -> yaml.Node:
         if "\\/" in text:
             _refuse_slash_escapes(text)
         # go-yaml reads a number out of the int64 range as text, whatever its length.
-        node = compose_first(text, _untagged, longest_number=None)
+        node = compose_first(text, _untagged, loader=_PARSER, longest_number=None)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         reason = " ".join(filter(None, [err.context, err.problem]))
@@ -327,9 +330,9 @@ class _Decoder:
         return isinstance(node, yaml.ScalarNode) and self.resolved(node)[0] == "null"
 
     def string(self, node: yaml.Node, path: str) -> str:
-        if not isinstance(node, yaml.ScalarNode):
+        if type(node) is not yaml.ScalarNode:
             raise self.fail(node, path, f"expected a string, found a {_kind(node)}")
-        tag, _ = self.resolved(node)
+        tag = self.resolved(node)[0]
         if tag == "null":
             return ""
         if tag == "timestamp":
@@ -339,12 +342,18 @@ class _Decoder:
         return str(node.value)
 
     def string_list(self, node: yaml.Node, path: str) -> tuple[str, ...]:
-        items = self.sequence(node, path)
-        return tuple(
-            self.string(item, f"{path}[{i}]")
-            for i, item in enumerate(items)
-            if not self.is_null(item)
-        )
+        strings: list[str] = []
+        for index, item in enumerate(self.sequence(node, path)):
+            if type(item) is yaml.ScalarNode:
+                tag = self.resolved(item)[0]
+                if tag == "null":
+                    continue  # go-yaml drops a null item
+                if tag != "timestamp":
+                    strings.append(str(item.value))
+                    continue
+            # The item's path is built for its error only: per item it costs more than reading.
+            strings.append(self.string(item, f"{path}[{index}]"))
+        return tuple(strings)
 
     def boolean(self, node: yaml.Node, path: str) -> bool:
         if not isinstance(node, yaml.ScalarNode):
@@ -379,11 +388,12 @@ class _Decoder:
     # collections
 
     def sequence(self, node: yaml.Node, path: str) -> list[yaml.Node]:
+        if type(node) is yaml.SequenceNode:
+            items: list[yaml.Node] = node.value
+            return items
         if self.is_null(node):
             return []
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, path, f"expected a list, found a {_kind(node)}")
-        return list(node.value)
+        raise self.fail(node, path, f"expected a list, found a {_kind(node)}")
 
     def pairs(self, node: yaml.MappingNode, path: str) -> list[tuple[yaml.Node, yaml.Node]]:
         """The mapping's pairs with duplicates refused and ``<<`` merges applied."""
@@ -420,16 +430,19 @@ class _Decoder:
     def struct(
         self, node: yaml.Node, path: str, fields: Mapping[str, Callable[[yaml.Node, str], Any]]
     ) -> dict[str, Any]:
-        if self.is_null(node):
-            return {}
-        if not isinstance(node, yaml.MappingNode):
+        if type(node) is not yaml.MappingNode:
+            if self.is_null(node):
+                return {}
             what = path or "the schematic"
             raise self.fail(node, path, f"expected a mapping for {what}, found a {_kind(node)}")
         out: dict[str, Any] = {}
         for key, value in self.pairs(node, path):
-            if self.is_null(key):
+            tag = self.resolved(key)[0] if type(key) is yaml.ScalarNode else ""
+            if tag == "null":
                 continue  # go-yaml skips a null key in a struct without complaint
-            name = self.string(key, path)
+            # A key read as a string, the usual key, needs no second look; string() refuses
+            # the others with their reason.
+            name = str(key.value) if tag == "str" else self.string(key, path)
             child = f"{path}.{name}" if path else name
             handler = fields.get(name)
             if handler is None:
