@@ -54,6 +54,7 @@ class OutputFormat(StrEnum):
     platform = "platform"
     smoke_test = "smoke-test"
     helmrelease = "helmrelease"
+    talhelper = "talhelper"
 
 
 class CheckReport(StrEnum):
@@ -86,7 +87,8 @@ FormatOption = Annotated[
             "platform: the management cluster's passthrough entries for GPUs its defaults "
             "lack; smoke-test: an nvidia-smi -L pod per GPU pool; helmrelease: a Flux "
             "HelmRelease of the kubernetes-nodes chart per pool, instead of the "
-            "KubernetesNodes object."
+            "KubernetesNodes object; talhelper: the talconfig.yaml keys (schematic, "
+            "kernelModules, patches) of each pool's nodes."
         ),
     ),
 ]

@@ -34,6 +34,7 @@ from schematic.render.gpupath import (
 )
 from schematic.render.machineconfig import machine_config_patch
 from schematic.render.summary import summary_json
+from schematic.render.talhelper import TALHELPER_FILE, talhelper_fragment
 from schematic.render.urls import media_summary, pool_urls
 
 __all__ = [
@@ -63,6 +64,7 @@ Kind = Literal[
     "smoke-test",
     "helmrelease",
     "json",
+    "talhelper",
 ]
 KINDS: tuple[Kind, ...] = (
     "cozystack",
@@ -75,10 +77,14 @@ KINDS: tuple[Kind, ...] = (
     "smoke-test",
     "helmrelease",
     "json",
+    "talhelper",
 )
 # What --out writes without --format. A HelmRelease deploys the same chart release the
-# KubernetesNodes object makes Cozystack deploy, so the two are never written together.
-DEFAULT_KINDS: tuple[Kind, ...] = tuple(k for k in KINDS if k not in ("helmrelease", "json"))
+# KubernetesNodes object makes Cozystack deploy, so the two are never written together; the
+# talhelper fragment is for clusters talhelper configures, asked for by name.
+DEFAULT_KINDS: tuple[Kind, ...] = tuple(
+    k for k in KINDS if k not in ("helmrelease", "json", "talhelper")
+)
 # The file each per-pool kind is written to, under <out>/<pool>/.
 POOL_FILES: dict[Kind, str] = {
     "cozystack": "kubernetes-nodes.yaml",
@@ -87,6 +93,7 @@ POOL_FILES: dict[Kind, str] = {
     "schematic": "schematic.yaml",
     "urls": "urls.yaml",
     "helmrelease": "helmrelease.yaml",
+    "talhelper": TALHELPER_FILE,
 }
 # What kustomization.yaml lists: the pools' objects. Not the addons (a partial Kubernetes app
 # to merge, never to apply over the user's) nor the smoke tests (pods run once, by hand).
@@ -180,6 +187,8 @@ class _Renderer:
             out["machine-config"] = self.patch(pool, alike)
         if "schematic" in wanted:
             out["schematic"] = pool.canonical
+        if "talhelper" in wanted:
+            out["talhelper"] = talhelper_fragment(pool)
         if "urls" in wanted:
             urls = pool_urls(pool)
             name = yamltext.dump({"pool": urls.pop("pool")})

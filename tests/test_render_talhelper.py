@@ -1,0 +1,165 @@
+"""`generate -f talhelper`: each pool's talconfig.yaml keys, read back by `lint` as a talconfig.
+
+The keys and where they go (a node entry under ``nodes:``, or the ``worker:`` group: both are
+talhelper's ``NodeConfigs``; ``patches`` a list of inline patches) are talhelper's own:
+budimanjojo/talhelper pkg/config/config.go and example/talconfig.yaml at 39b69792.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from schematic.cli import app, register_all_commands
+from schematic.lint import lint_paths
+from schematic.lint.findings import Finding
+from schematic.model import Schematic
+from schematic.nvidia import NVIDIA_MODULES
+
+register_all_commands()
+runner = CliRunner()
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "cluster.yaml"
+GPU_POOLS = ("rtx6000", "l40s", "v100")
+
+
+def fragments(cluster_file: Path) -> dict[str, str]:
+    """Each pool's fragment from `generate -f talhelper`, by the pool its comment names."""
+    result = runner.invoke(app, ["generate", str(cluster_file), "--format", "talhelper"])
+    assert result.exit_code == 0, result.output
+    found: dict[str, str] = {}
+    for text in result.stdout.split("---\n"):
+        first = text.splitlines()[0]
+        assert first.startswith("# talhelper keys for pool "), first
+        found[first.split()[5]] = text
+    return found
+
+
+def talconfig(talos: str, hostname: str, fragment: str, *, as_worker_group: bool) -> str:
+    """A talconfig with the fragment pasted as a node's keys or as the worker group."""
+    head = (
+        "clusterName: mycluster\n"
+        f"talosVersion: {talos}\n"
+        "kubernetesVersion: v1.35.0\n"
+        "endpoint: https://192.168.200.10:6443\n"
+        "nodes:\n"
+        f"  - hostname: {hostname}\n"
+        "    ipAddress: 192.168.200.21\n"
+        "    controlPlane: false\n"
+    )
+    if as_worker_group:
+        return head + "worker:\n" + textwrap.indent(fragment, "  ")
+    return head + textwrap.indent(fragment, "    ")
+
+
+def lint_talconfig(tmp_path: Path, text: str) -> list[Finding]:
+    path = tmp_path / "talconfig.yaml"
+    path.write_text(text)
+    return list(lint_paths([str(path)]).findings)
+
+
+def with_talos(tmp_path: Path, version: str) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(EXAMPLE.read_text().replace("version: v1.13.9", f"version: {version}"))
+    return path
+
+
+@pytest.mark.parametrize("talos", ["v1.12.4", "v1.13.9", "v1.14.0"])
+@pytest.mark.parametrize("as_worker_group", [False, True])
+def test_every_pools_fragment_lints_clean_as_a_talconfig(
+    tmp_path: Path, talos: str, as_worker_group: bool
+) -> None:
+    cluster_file = EXAMPLE if talos == "v1.13.9" else with_talos(tmp_path, talos)
+    pools = fragments(cluster_file)
+    assert set(pools) == {*GPU_POOLS, "cpu"}
+    for pool, fragment in pools.items():
+        text = talconfig(talos, f"{pool}-1", fragment, as_worker_group=as_worker_group)
+        findings = lint_talconfig(tmp_path, text)
+        errors = [f for f in findings if f.severity == "error"]
+        assert errors == [], (pool, text, errors)
+        if pool in GPU_POOLS:
+            # The node was read as a GPU node: its modules are loaded, so no TS123.
+            assert not [f for f in findings if f.code in ("TS110", "TS123", "TS124")]
+
+
+def _modules(keys: dict[str, Any]) -> list[str]:
+    """The modules a fragment loads: kernelModules, or KernelModuleConfig patches (1.14)."""
+    names = [entry["name"] for entry in keys.get("kernelModules", [])]
+    for patch in keys.get("patches", []):
+        document = yaml.safe_load(patch)
+        if document.get("kind") == "KernelModuleConfig":
+            names.append(document["name"])
+    return names
+
+
+@pytest.mark.parametrize("talos", ["v1.13.9", "v1.14.0"])
+def test_the_gpu_pools_carry_nvidia_and_the_modules_the_cpu_pool_neither(
+    tmp_path: Path, talos: str
+) -> None:
+    cluster_file = EXAMPLE if talos == "v1.13.9" else with_talos(tmp_path, talos)
+    pools = {name: yaml.safe_load(text) for name, text in fragments(cluster_file).items()}
+    for name, keys in pools.items():
+        extensions = keys["schematic"]["customization"]["systemExtensions"]["officialExtensions"]
+        nvidia = [e for e in extensions if "nvidia" in e]
+        if name in GPU_POOLS:
+            assert nvidia, name
+            assert _modules(keys) == list(NVIDIA_MODULES), name
+        else:
+            assert nvidia == [] and _modules(keys) == [] and "patches" not in keys
+
+
+def test_kernel_modules_are_documents_from_talos_1_14(tmp_path: Path) -> None:
+    keys = yaml.safe_load(fragments(with_talos(tmp_path, "v1.14.0"))["rtx6000"])
+    assert "kernelModules" not in keys
+    older = yaml.safe_load(fragments(EXAMPLE)["rtx6000"])
+    assert "patches" not in older and older["kernelModules"][0]["name"] == "nvidia"
+
+
+def test_the_sysctl_goes_into_a_patch_up_to_talos_1_12(tmp_path: Path) -> None:
+    keys = yaml.safe_load(fragments(with_talos(tmp_path, "v1.12.4"))["rtx6000"])
+    patches = [yaml.safe_load(patch) for patch in keys["patches"]]
+    assert patches == [{"machine": {"sysctls": {"net.core.bpf_jit_harden": "1"}}}]
+
+
+def test_the_schematic_is_the_pools_own(tmp_path: Path) -> None:
+    for name, text in fragments(EXAMPLE).items():
+        keys = yaml.safe_load(text)
+        schematic = Schematic.from_yaml(yaml.safe_dump(keys["schematic"]))
+        assert f"# schematic {schematic.id}" in text.splitlines(), name
+
+
+def test_with_out_each_pool_gets_talhelper_yaml_in_the_index(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["generate", str(EXAMPLE), "--out", str(out), "-f", "talhelper"])
+    assert result.exit_code == 0, result.output
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert written == sorted(
+        [*(f"{pool}/talhelper.yaml" for pool in (*GPU_POOLS, "cpu")), "index.yaml"]
+    )
+    index = yaml.safe_load((out / "index.yaml").read_text())
+    assert index["format"] == "talhelper"
+    assert "talhelper.yaml" in str(index)
+    stream = fragments(EXAMPLE)
+    assert (out / "rtx6000" / "talhelper.yaml").read_text() == stream["rtx6000"]
+    check = runner.invoke(app, ["check", str(EXAMPLE), "--out", str(out)])
+    assert check.exit_code == 0, check.output
+
+
+@pytest.mark.parametrize("talos", ["v1.13.9", "v1.14.0"])
+def test_without_its_modules_the_gpu_fragment_reads_back_as_unloaded(
+    tmp_path: Path, talos: str
+) -> None:
+    # The control for the clean read-back: lint sees the fragment's NVIDIA schematic, so the
+    # same node without the modules the fragment loads is TS123.
+    cluster_file = EXAMPLE if talos == "v1.13.9" else with_talos(tmp_path, talos)
+    keys = yaml.safe_load(fragments(cluster_file)["rtx6000"])
+    keys.pop("kernelModules", None)
+    keys.pop("patches", None)
+    text = talconfig(talos, "rtx6000-1", yaml.safe_dump(keys), as_worker_group=False)
+    assert "TS123" in {f.code for f in lint_talconfig(tmp_path, text)}
