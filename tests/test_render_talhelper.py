@@ -163,3 +163,40 @@ def test_without_its_modules_the_gpu_fragment_reads_back_as_unloaded(
     keys.pop("patches", None)
     text = talconfig(talos, "rtx6000-1", yaml.safe_dump(keys), as_worker_group=False)
     assert "TS123" in {f.code for f in lint_talconfig(tmp_path, text)}
+
+
+BOOT_MEDIA = ROOT / "examples" / "boot-media.yaml"
+
+
+def test_boot_media_pools_say_what_talhelpers_defaults_do_not() -> None:
+    pools = {name: yaml.safe_load(text) for name, text in fragments(BOOT_MEDIA).items()}
+    # talhelper derives installer-secureboot from machineSpec.secureboot: no URL to pin.
+    assert pools["secure"]["machineSpec"] == {"secureboot": True}
+    assert "talosImageURL" not in pools["secure"]
+    assert pools["rpi"]["machineSpec"] == {"arch": "arm64"}
+    assert pools["rpi"]["schematic"]["overlay"]["name"] == "rpi_generic"
+    # The PXE pool's boot media carry their own schematic: talhelper's imageSchematic.
+    boot = Schematic.from_yaml(yaml.safe_dump(pools["pxe"]["imageSchematic"]))
+    assert (
+        "talos.config=https://config.internal/worker.yaml" in boot.customization.extra_kernel_args
+    )
+    assert "machineSpec" not in pools["pxe"] and "imageSchematic" not in pools["secure"]
+
+
+def test_a_custom_installer_repository_is_pinned_with_talos_image_url(tmp_path: Path) -> None:
+    cluster_file = tmp_path / "cluster.yaml"
+    cluster_file.write_text(
+        EXAMPLE.read_text().replace(
+            "installerRepository: factory.talos.dev/installer",
+            "installerRepository: registry.example.com:5000/talos/installer",
+        )
+    )
+    for name, text in fragments(cluster_file).items():
+        keys = yaml.safe_load(text)
+        schematic = Schematic.from_yaml(yaml.safe_dump(keys["schematic"]))
+        # talhelper appends ":" and its talosVersion to the URL.
+        assert keys["talosImageURL"] == f"registry.example.com:5000/talos/installer/{schematic.id}"
+        findings = lint_talconfig(
+            tmp_path, talconfig("v1.13.9", f"{name}-1", text, as_worker_group=False)
+        )
+        assert [f for f in findings if f.severity == "error"] == [], name
