@@ -142,13 +142,17 @@ def test_with_out_each_pool_gets_talhelper_yaml_in_the_index(tmp_path: Path) -> 
     assert written == sorted(
         [*(f"{pool}/talhelper.yaml" for pool in (*GPU_POOLS, "cpu")), "index.yaml"]
     )
-    index = yaml.safe_load((out / "index.yaml").read_text())
-    assert index["format"] == "talhelper"
-    assert "talhelper.yaml" in str(index)
+    # The index records the fragments, like every kind's files.
+    assert "talhelper.yaml" in (out / "index.yaml").read_text()
     stream = fragments(EXAMPLE)
     assert (out / "rtx6000" / "talhelper.yaml").read_text() == stream["rtx6000"]
     check = runner.invoke(app, ["check", str(EXAMPLE), "--out", str(out)])
     assert check.exit_code == 0, check.output
+    # An edited fragment is drift: check compares the talhelper files it recorded.
+    edited = out / "cpu" / "talhelper.yaml"
+    edited.write_text(edited.read_text() + "nodeLabels: {}\n")
+    check = runner.invoke(app, ["check", str(EXAMPLE), "--out", str(out)])
+    assert check.exit_code == 3 and "cpu/talhelper.yaml" in check.output, check.output
 
 
 @pytest.mark.parametrize("talos", ["v1.13.9", "v1.14.0"])
