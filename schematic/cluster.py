@@ -196,7 +196,7 @@ class _Resolver:
         self.profiles: dict[str, HardwareProfile] = {}
         self.decisions: dict[tuple[Any, ...], NvidiaDecision | None] = {}
         self.schematics: dict[tuple[Any, ...], tuple[str, str]] = {}
-        self.checked: set[tuple[str, ...]] = set()
+        self.checked: set[tuple[tuple[str, ...], str]] = set()
         self.resources: dict[tuple[GpuRequest, ...], tuple[str, ...]] = {}
 
     def profile(self, pool: PoolSpec) -> HardwareProfile:
@@ -253,9 +253,9 @@ class _Resolver:
     ) -> tuple[str, str]:
         """The canonical YAML and ID of the schematic of these extensions and kernel args, with
         the media options' fields (overlay, META, bootloader, SecureBoot, sector size)."""
-        if extensions not in self.checked:
+        if (extensions, talos) not in self.checked:
             check_extensions(extensions, talos, where=where)
-            self.checked.add(extensions)
+            self.checked.add((extensions, talos))
         options = media or ImageOptions()
         key = (extensions, kernel_args, options, frozen_value(options.overlay_fields()), extra_meta)
         if key not in self.schematics:
@@ -302,13 +302,14 @@ def plan_cluster(
             pool.media,
             frozen_value(pool.media.overlay_fields()),
             pool.boot,
+            pool.talos_version,
         )
         known = shapes.get(shape)
         if known is not None:
             pools.append(replace(known, name=pool.name, passthrough=pool.passthrough))
             continue
         try:
-            shapes[shape] = _plan_pool(pool, cluster, resolver)
+            shapes[shape] = _plan_pool(pool, _pool_release(pool, cluster, source), resolver)
             pools.append(shapes[shape])
         except ClusterFileError:
             raise
@@ -445,6 +446,18 @@ def boot_media_schematics(plan: ClusterPlan) -> list[tuple[str, str, str]]:
         (f"{pools_label(plan.source, pools)} boot media", schematic_id, bodies[schematic_id])
         for schematic_id, pools in names.items()
     ]
+
+
+def _pool_release(pool: PoolSpec, cluster: ClusterFile, source: str) -> ClusterFile:
+    """The cluster as the pool sees it: at the pool's own ``talos.version``, when it has one
+    (a pool upgraded ahead of, or held behind, the others)."""
+    if pool.talos_version is None or pool.talos_version == cluster.talos.version:
+        return cluster
+    try:
+        resolve_version(pool.talos_version)
+    except TalosSchematicError as err:
+        raise ClusterFileError(f'{source}: pool "{pool.name}": talos.version: {err}') from None
+    return replace(cluster, talos=replace(cluster.talos, version=pool.talos_version))
 
 
 def _in_pool(source: str, pool: str, message: str) -> str:

@@ -203,10 +203,11 @@ def _at(cluster: ClusterFile, version: str) -> ClusterFile:
     return replace(cluster, talos=replace(cluster.talos, version=version))
 
 
-def _retarget(plan: PoolPlan, version: str) -> PoolPlan:
+def _retarget(plan: PoolPlan, planned_as: str, version: str) -> PoolPlan:
     """A pool planned with another release's tables, carrying the release actually asked for
-    (the installer and the machine-config form follow the real version)."""
-    if plan.talos.version == version:
+    (the installer and the machine-config form follow the real version). A pool on its own
+    ``talos.version`` keeps it."""
+    if plan.talos.version == version or plan.talos.version != planned_as:
         return plan
     return replace(plan, talos=replace(plan.talos, version=version))
 
@@ -234,7 +235,9 @@ def plan_at(
     if planned_as != release:
         talos = replace(plan.talos, version=release)
         plan = replace(
-            plan, talos=talos, pools=tuple(_retarget(pool, release) for pool in plan.pools)
+            plan,
+            talos=talos,
+            pools=tuple(_retarget(pool, planned_as, release) for pool in plan.pools),
         )
     return plan, note
 
@@ -263,7 +266,7 @@ def plan_target(
     try:
         whole = plan_cluster(target, **options)
         pools: tuple[PoolPlan | PoolRefusal, ...] = tuple(
-            _retarget(pool, release) for pool in whole.pools
+            _retarget(pool, planned_as, release) for pool in whole.pools
         )
     except ClusterFileError:
         # Some pool cannot follow: plan them one by one to tell which, and why. Pools alike
@@ -297,6 +300,7 @@ def _shape(pool: PoolSpec) -> tuple[Any, ...]:
         pool.kernel_args,
         pool.kernel_modules,
         pool.nvidia,
+        pool.talos_version,
     )
 
 
@@ -313,7 +317,7 @@ def _plan_one(
     stay_on: str | None,
 ) -> PoolPlan | PoolRefusal:
     try:
-        return _retarget(_plan_pool(cluster, pool, options), release)
+        return _retarget(_plan_pool(cluster, pool, options), cluster.talos.version, release)
     except ClusterFileError as err:
         reason = _reason(options["source"], pool.name, err)
         refusal = err.gpu_refusal

@@ -87,6 +87,7 @@ def test_summary_shape() -> None:
     for pool in summary["pools"]:
         assert list(pool) == [
             "name",
+            "talos",
             "schematicID",
             "schematic",
             "extensions",

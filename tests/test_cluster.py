@@ -84,7 +84,7 @@ def test_pass_through_typo_names_pool_and_closest_key() -> None:
         ("osImage: {}", "--layout osimage"),
         ("cluster: other", "top-level `cluster`"),
         ("talos: {schematicID: abc}", "talos.schematicID: set by talos-schematic"),
-        ("talos: {version: v1.12.0}", "top-level `talos`"),
+        ("talos: {installerRepository: r.example/i}", "top-level `talos`"),
     ],
 )
 def test_keys_the_tool_owns_are_refused(key: str, hint: str) -> None:

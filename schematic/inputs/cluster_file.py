@@ -160,17 +160,27 @@ def _pool_talos(value: object, at: At) -> None:
         where = at / key
         if key == "schematicID":
             where.problem(f"set by talos-schematic, not by hand; {OWNED_HINTS['schematicID']}")
-        elif key in ("version", "imageFactoryURL", "installerRepository"):
+        elif key in ("imageFactoryURL", "installerRepository"):
             where.problem(
-                "set it once in the file's top-level `talos`, so that the schematic, boot "
-                "image and installer agree"
+                "set it once in the file's top-level `talos`, so that every pool's schematic, "
+                "boot image and installer come from one place"
             )
-        elif key not in POOL_TALOS_KEYS:
+        elif key not in (*POOL_TALOS_KEYS, "version"):
             where.problem(
-                "unknown key; a pool may set talos.registryMirrors and talos.imageFactoryCA"
+                "unknown key; a pool may set talos.version (its own release, to upgrade pool "
+                "by pool), talos.registryMirrors and talos.imageFactoryCA"
             )
     fields.get("registryMirrors", check_registry_mirrors, None)
     fields.get("imageFactoryCA", check_image_factory_ca, None)
+
+
+def _pool_release(value: object, at: At) -> str | None:
+    """A pool's own ``talos.version``: its schematic, boot image, installer and values follow
+    it (and the file's ``talos.version`` the other pools), so pools upgrade one at a time."""
+    if not isinstance(value, dict) or "version" not in value:
+        return None
+    release: str | None = Fields(at, value, None).get("version", check_release, None)
+    return release
 
 
 def _pool_extras(fields: Fields, at: At) -> dict[str, Any]:
@@ -223,6 +233,7 @@ def _pool(value: object, at: At) -> PoolSpec | None:
         media=read_media(fields),
         boot=fields.read("boot", read_boot, BootSchematic()),
         passthrough=_pool_extras(fields, at),
+        talos_version=_pool_release(fields.data.get("talos"), at / "talos"),
     )
     return pool if fields.ok else None
 

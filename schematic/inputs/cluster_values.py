@@ -127,6 +127,9 @@ class PoolSpec:
     boot: BootSchematic = field(default_factory=BootSchematic)
     # The Cozystack values the user set, in file order.
     passthrough: dict[str, Any] = field(default_factory=dict, hash=False)
+    # The pool's own Talos release (its ``talos.version``), for upgrading pool by pool; None:
+    # the file's ``talos.version``.
+    talos_version: str | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
         "pools": [
             {
                 "name": pool.name,
+                # The pool's own release: the file's, or its own talos.version.
+                "talos": pool.talos.version,
                 "schematicID": pool.schematic_id,
                 "schematic": pool.canonical,
                 "extensions": list(pool.extensions),
