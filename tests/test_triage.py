@@ -311,7 +311,7 @@ def test_proc_modules_lines_with_and_without_users_and_taints() -> None:
 def test_ts201_the_pending_extension_service_is_named() -> None:
     report = triage_paths([str(BUNDLES / "ts201-lldpd-waits")])
     (diagnosis,) = report.diagnoses
-    assert diagnosis.summary == "Ext-lldpd pending for 70 minutes."
+    assert diagnosis.summary == "ext-lldpd pending for 70 minutes."
     assert any("ext-lldpd" in e.text for e in diagnosis.evidence)
 
 
@@ -342,7 +342,7 @@ def test_a_service_talosctl_services_shows_waiting_is_pending(tmp_path: Path) ->
         (tmp_path / name).write_bytes((source / name).read_bytes())
     (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
     assert (diagnosis.code, diagnosis.nodes) == ("TS101", ("172.16.20.31",))
-    assert "Ext-nvidia-persistenced pending" in diagnosis.summary
+    assert "ext-nvidia-persistenced pending" in diagnosis.summary
 
 
 def test_pods_as_yaml_say_what_pods_as_json_say(tmp_path: Path) -> None:

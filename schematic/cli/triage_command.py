@@ -95,7 +95,10 @@ def triage(
     sys.stdout.write(render(report, output_format))
     errors = sum(1 for d in report.diagnoses if d.severity == "error")
     read = len(report.readings) - len(report.unrecognised)
-    summary = f"{len(report.diagnoses)} diagnoses ({errors} errors) from {read} files"
+    summary = (
+        f"{_count(len(report.diagnoses), 'diagnosis', 'diagnoses')} "
+        f"({_count(errors, 'error', 'errors')}) from {_count(read, 'file', 'files')}"
+    )
     if report.unrecognised:
         names = ", ".join(r.file for r in report.unrecognised[:5])
         more = "…" if len(report.unrecognised) > 5 else ""
@@ -103,3 +106,7 @@ def triage(
     print(f"talos-schematic triage: {summary}", file=sys.stderr)
     if report.has_errors:
         raise typer.Exit(FOUND_ERRORS)
+
+
+def _count(number: int, one: str, several: str) -> str:
+    return f"{number} {one if number == 1 else several}"

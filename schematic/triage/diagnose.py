@@ -297,7 +297,11 @@ def _boot_loops(facts: Facts) -> list[Diagnosis]:
 
 
 def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:] + "." if text else ""
+    if not text:
+        return ""
+    # A service or node name (ext-nvidia-persistenced) keeps its spelling; a word is capitalised.
+    first = text.split(" ", 1)[0]
+    return (text[:1].upper() + text[1:] if first.isalpha() else text) + "."
 
 
 def _last(waiting: dict[str, list[Signal]], names: Iterable[str]) -> list[Evidence]:
