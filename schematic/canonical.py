@@ -14,8 +14,8 @@ timestamps inside ``overlay.options``):
   timestamp) or the analyser forbids it; YAML-1.1-only words (``yes``, ``off``, base 60,
   ``<<``) are single-quoted (double-quoted by factories before v1.5.0, see ``legacy_quoting``);
   strings with a newline become literal blocks when they hold more than white space, with an
-  indentation indicator only when the text starts with a space (go-yaml v3, before v1.5.0,
-  also when it starts with a line break);
+  indentation indicator only when the text starts with a space (factories before v1.5.0,
+  on go-yaml v3 or v4 up to rc.4, also when it starts with a line break);
 * mapping keys of ``overlay.options`` are sorted with go-yaml's natural order.
 
 The emitter works on a small tree of ``dict``, :class:`GoMap`, ``list``, ``str``, ``bool``,

@@ -106,9 +106,10 @@ class Schematic(_Frozen):
     def canonical(self, *, legacy_quoting: bool = False) -> str:
         """The canonical YAML the factory stores and hashes.
 
-        ``legacy_quoting`` reproduces factories before v1.5.0 (go-yaml v3), which double-quoted
-        the YAML-1.1-only words (``yes``, ``off``, ``1:20``, ``<<``) instead of single-quoting
-        them, and gave a literal block that starts with a line break an indentation indicator.
+        ``legacy_quoting`` reproduces factories before v1.5.0 (go-yaml v3, or v4 rc.3/rc.4 from
+        v0.9.0), which double-quoted the YAML-1.1-only words (``yes``, ``off``, ``1:20``,
+        ``<<``) instead of single-quoting them, and gave a literal block that starts with a line
+        break an indentation indicator.
         """
         return canonical_schematic(self._fields(), legacy_quoting=legacy_quoting)
 

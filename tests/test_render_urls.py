@@ -299,3 +299,31 @@ def test_talos_1_14_secureboot_upgrades_from_the_platform_secureboot_installer()
     assert installer_image(plan) == (
         f"factory.talos.dev/metal-installer-secureboot/{plan.schematic_id}:v1.14.0"
     )
+
+
+def test_owner_stamped_schematics_get_the_enterprise_download_urls() -> None:
+    from schematic.cluster import with_factory_schematics
+    from schematic.render.urls import boot_image_url, enterprise_urls, pool_urls
+
+    text = "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - {name: cpu, profile: kubevirt-cpu}\n"
+    offline = plan_cluster(parse_cluster(text, "c.yaml"))
+    (pool,) = offline.pools
+    assert enterprise_urls(pool) is None and "enterprise" not in pool_urls(pool)
+    stamped = "owner: team@example.com\n" + pool.canonical
+    (owned,) = with_factory_schematics(offline, {pool.schematic_id: ("f" * 64, stamped)}).pools
+    disk = boot_image_url(owned)
+    assert pool_urls(owned)["enterprise"] == {
+        "downloadToken": "https://factory.talos.dev/download-token",
+        "sha256": disk + ".sha256",
+        "sha512": disk + ".sha512",
+        "sigstore": disk + ".sigstore.json",
+    }
+
+
+def test_alibabacloud_boots_a_qcow2_disk_image_from_talos_1_14() -> None:
+    from schematic.render.urls import boot_image_url
+
+    plan = pool("hardware: {platform: alibabacloud}", talos="v1.14.0")
+    assert boot_image_url(plan).endswith("/v1.14.0/alibabacloud-amd64.qcow2")
+    media = platform_media("alibabacloud")
+    assert media.boot_methods == frozenset({"disk-image"}) and not media.secureboot

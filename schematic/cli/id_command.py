@@ -61,9 +61,9 @@ def id_command(
         bool,
         typer.Option(
             "--legacy-quoting",
-            help="Marshal as Image Factory before v1.5.0 did (go-yaml v3): YAML-1.1 words "
-            "double-quoted, an indentation indicator on literal blocks that start with a "
-            "line break.",
+            help="Marshal as Image Factory before v1.5.0 did (go-yaml v3, or v4 up to rc.4): "
+            "YAML-1.1 words double-quoted, an indentation indicator on literal blocks that "
+            "start with a line break.",
         ),
     ] = False,
     max_input_size: MaxInputSizeOption = None,

@@ -49,6 +49,7 @@ Platform = Literal[
     "akamai",
     "cloudstack",
     "opennebula",
+    "alibabacloud",
 ]
 Architecture = Literal["amd64", "arm64"]
 CpuVendor = Literal["intel", "amd", "arm"]

@@ -27,10 +27,12 @@ from schematic.media import installer_repository_for, platform_media
 from schematic.talos import TalosVersion, default_installer_repository
 
 __all__ = [
+    "ENTERPRISE_SUFFIXES",
     "PXE_FACTORY_URL",
     "Medium",
     "MediumKind",
     "boot_image_url",
+    "enterprise_urls",
     "installer_image",
     "ipxe_line",
     "iso_url",
@@ -237,14 +239,37 @@ def _listed(media: list[Medium]) -> dict[str, str]:
     return urls
 
 
+# Enterprise factories (image-factory docs/api.md): the suffixes that turn an image path into its
+# checksum or its detached Sigstore bundle.
+ENTERPRISE_SUFFIXES = (("sha256", ".sha256"), ("sha512", ".sha512"), ("sigstore", ".sigstore.json"))
+
+
+def enterprise_urls(pool: PoolPlan) -> dict[str, str] | None:
+    """For a schematic an Enterprise factory stamped with its owner: where to get the download
+    token its image URLs need (``POST <factory>/download-token``, then ``?token=<access_token>``
+    on GET and HEAD under /image/ only, not on PXE or the installer registry), and the disk
+    image's checksum and signature URLs. None for an unstamped schematic."""
+    if not pool.canonical.startswith("owner:"):
+        return None
+    disk = boot_image_url(pool)
+    urls = {"downloadToken": f"{pool.talos.image_factory_url.rstrip('/')}/download-token"}
+    urls |= {name: disk + suffix for name, suffix in ENTERPRISE_SUFFIXES}
+    return urls
+
+
 def pool_urls(pool: PoolPlan) -> dict[str, Any]:
-    """The `urls` document of a pool: every medium, and the iPXE line for PXE."""
+    """The `urls` document of a pool: every medium, and the iPXE line for PXE; for an
+    owner-stamped schematic, the Enterprise download token endpoint, checksums and signature."""
     urls: dict[str, Any] = {"pool": pool.name, "schematicID": pool.schematic_id}
     if pool.boot_schematic_id:
         # The boot media's own schematic (generate --register registers it, verify reads it).
         urls["bootSchematicID"] = pool.boot_schematic_id
         urls["bootSchematic"] = pool.boot_canonical
-    return urls | _listed(pool_media(pool))
+    urls |= _listed(pool_media(pool))
+    enterprise = enterprise_urls(pool)
+    if enterprise is not None:
+        urls["enterprise"] = enterprise
+    return urls
 
 
 def schematic_urls(
