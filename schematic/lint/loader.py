@@ -129,11 +129,16 @@ def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int], offset: int) -
     return None
 
 
+def _untyped(kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+    return ""
+
+
 def parse_yaml(text: str, file: str, line_offset: int = 0) -> list[Document]:
     """Every document of ``text``; raises yaml.YAMLError on a syntax error."""
     documents: list[Document] = []
     # Aliases counted, never expanded, and nesting bounded: a bomb is a YAMLError like any other.
-    for index, node in enumerate(compose_all(text)):
+    # Node tags are left untyped: _scalar types values by go-yaml's rules, not by the tag.
+    for index, node in enumerate(compose_all(text, _untyped)):
         if node is None:
             continue
         lines: dict[Path_, int] = {}
