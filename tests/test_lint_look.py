@@ -133,6 +133,7 @@ spec:
     "RFC 6902 patch": "- op: add\n  path: /machine/install/extensions\n  value: []\n",
     "talhelper config": "clusterName: c\ntalosVersion: v1.13.6\nnodes:\n  - hostname: n\n",
     "urls.yaml": f"pool: gpu\nschematicID: {ID}\n",
+    "talhelper keys": "schematic:\n  customization: {}\nmachineSpec: {arch: arm64}\n",
 }
 
 

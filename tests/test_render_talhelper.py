@@ -204,3 +204,17 @@ def test_a_custom_installer_repository_is_pinned_with_talos_image_url(tmp_path: 
             tmp_path, talconfig("v1.13.9", f"{name}-1", text, as_worker_group=False)
         )
         assert [f for f in findings if f.severity == "error"] == [], name
+
+
+def test_lint_reads_a_written_fragment_as_a_talhelper_node(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["generate", str(EXAMPLE), "--out", str(out), "-f", "talhelper"])
+    assert result.exit_code == 0, result.output
+    # Not Cozystack values (its kernelModules would be TS122 against the chart's default).
+    findings = list(lint_paths([str(out)], talos="v1.13.9").findings)
+    assert findings == []
+    keys = yaml.safe_load((out / "rtx6000" / "talhelper.yaml").read_text())
+    del keys["kernelModules"]
+    (out / "rtx6000" / "talhelper.yaml").write_text(yaml.safe_dump(keys))
+    findings = list(lint_paths([str(out)], talos="v1.13.9").findings)
+    assert {(f.code, f.file) for f in findings} == {("TS123", str(out / "rtx6000/talhelper.yaml"))}

@@ -97,7 +97,12 @@ def lint_paths(
     from schematic.lint.passthrough import check_passthrough
     from schematic.lint.pools import LintContext, check_clusters, check_pools
     from schematic.lint.schematics import SchematicResolver
-    from schematic.lint.talhelper import add_talhelper_pools, is_talconfig
+    from schematic.lint.talhelper import (
+        add_talhelper_fragment_pool,
+        add_talhelper_pools,
+        is_talconfig,
+        is_talhelper_fragment,
+    )
 
     release = operator_release() if cozystack is None else operator_release_named(cozystack)
     documents, problems = load_paths(paths)
@@ -120,10 +125,18 @@ def lint_paths(
             out.add("TS191", f"not valid YAML: {problem.message}", problem.file, problem.line)
         else:
             out.add("TS002", f"not valid YAML: {problem.message}", problem.file, problem.line)
-    inventory = build_inventory(documents)
+    # A talhelper fragment's kernelModules are not Cozystack values: only talhelper reads it.
+    fragments = [document for document in documents if is_talhelper_fragment(document.data)]
+    if fragments:
+        taken = {id(document) for document in fragments}
+        inventory = build_inventory([doc for doc in documents if id(doc) not in taken])
+    else:
+        inventory = build_inventory(documents)
     for document in documents:
         if is_talconfig(document.data):
             add_talhelper_pools(document, inventory)
+    for document in fragments:
+        add_talhelper_fragment_pool(document, inventory)
     patches = []
     for name, text in config_patches:
         try:

@@ -217,7 +217,8 @@ _KINDS_WITH = (
 )
 # - a top-level key of the objects without a kind: a Talos machine config (machine), platform
 #   values (gpu), a schematic (owner, overlay, customization), kubernetes and kubernetes-nodes
-#   values, this tool's urls.yaml (schematicID), a talhelper config (clusterName);
+#   values, this tool's urls.yaml (schematicID), a talhelper config (clusterName) or a node's
+#   talhelper keys alone (schematic);
 _TOP_KEYS = (
     "machine",
     "gpu",
@@ -232,6 +233,7 @@ _TOP_KEYS = (
     "schematicID",
     "kernelModules",
     "clusterName",
+    "schematic",
 )
 # - and an RFC 6902 patch list writing the machine config (path: /machine/...).
 _PATCH_PATH = "/machine"

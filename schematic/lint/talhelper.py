@@ -9,6 +9,9 @@ a pool whose GPUs are unknown (a talconfig does not say), whose installer carrie
 ``schematic``, and whose machine config is what its ``kernelModules`` and patches load.
 A patch is inline YAML or ``@file`` relative to the talconfig, in strategic-merge or RFC 6902
 form.
+
+A file holding only a node's keys with a ``schematic`` (what ``generate -f talhelper`` writes,
+to paste into a node entry or under ``worker:``) is read as one such node.
 """
 
 from __future__ import annotations
@@ -24,9 +27,41 @@ from schematic.lint.loader import Document, Path_, parse_yaml
 from schematic.model import Schematic
 from schematic.safe_yaml import read_text
 
-__all__ = ["add_talhelper_pools", "is_talconfig"]
+__all__ = [
+    "add_talhelper_fragment_pool",
+    "add_talhelper_pools",
+    "is_talconfig",
+    "is_talhelper_fragment",
+]
 
 _ROLES = ("controlPlane", "worker")
+# talhelper's node keys (pkg/config/config.go NodeConfigs): no Cozystack values key among them.
+_NODE_KEYS = frozenset(
+    {
+        "nodeLabels",
+        "nodeAnnotations",
+        "nodeTaints",
+        "machineDisks",
+        "machineFiles",
+        "disableSearchDomain",
+        "kernelModules",
+        "nameservers",
+        "networkInterfaces",
+        "extraManifests",
+        "certSANs",
+        "patches",
+        "talosImageURL",
+        "noSchematicValidate",
+        "schematic",
+        "imageSchematic",
+        "machineSpec",
+        "ingressFirewall",
+        "extensionServices",
+        "volumes",
+        "userVolumes",
+        "filenameTmpl",
+    }
+)
 
 
 def is_talconfig(data: Any) -> bool:
@@ -39,21 +74,32 @@ def is_talconfig(data: Any) -> bool:
     )
 
 
-def _setting(doc: Document, node: Path_, role: Path_, key: str) -> Path_ | None:
+def is_talhelper_fragment(data: Any) -> bool:
+    """A node's talhelper keys alone, with a ``schematic`` mapping."""
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("schematic"), dict)
+        and set(data) <= _NODE_KEYS
+    )
+
+
+def _setting(doc: Document, node: Path_, role: Path_ | None, key: str) -> Path_ | None:
     """Where the node's effective ``key`` is written: its own, else its role's."""
-    for base in (node, role):
+    for base in (node,) if role is None else (node, role):
         value = doc.get((*base, key))
         if value not in (None, "", [], {}):
             return (*base, key)
     return None
 
 
-def _patches(doc: Document, node: Path_, role: Path_) -> list[Document]:
-    """Every patch of the node, in talhelper's order, as documents with their own lines."""
+def _patches(doc: Document, node: Path_, role: Path_ | None) -> list[Document]:
+    """Every patch of the node, in talhelper's order, as documents with their own lines
+    (a fragment, with no role, is its own and only level)."""
     bases: list[Path_] = [()]
-    if doc.get((*node, "overridePatches")) is not True:
-        bases.append(role)
-    bases.append(node)
+    if role is not None:
+        if doc.get((*node, "overridePatches")) is not True:
+            bases.append(role)
+        bases.append(node)
     found: list[Document] = []
     for base in bases:
         patches = doc.get((*base, "patches"))
@@ -99,6 +145,25 @@ def _schematic(doc: Document, where: Path_, inventory: Inventory) -> Schematic |
     return schematic
 
 
+def _node_pool(doc: Document, here: Path_, role: Path_ | None, name: str) -> Pool:
+    configs = [*_patches(doc, here, role)]
+    configs.append(_kernel_modules(doc, _setting(doc, here, role, "kernelModules")))
+    pool = config_patch_pool(configs, name) or Pool(name, Place(doc, here), gpus_known=False)
+    pool.place = Place(doc, here)
+    return pool
+
+
+def _add_schematic(
+    doc: Document, here: Path_, role: Path_ | None, pool: Pool, inventory: Inventory
+) -> None:
+    where = _setting(doc, here, role, "schematic")
+    if where is not None and (schematic := _schematic(doc, where, inventory)) is not None:
+        pool.schematics.insert(
+            0, SchematicUse(schematic.id, Place(doc, where), "talhelper schematic")
+        )
+    inventory.pools.append(pool)
+
+
 def add_talhelper_pools(doc: Document, inventory: Inventory) -> None:
     """One pool per node of the talconfig ``doc``, named by its hostname."""
     talos = doc.get(("talosVersion",))
@@ -108,17 +173,14 @@ def add_talhelper_pools(doc: Document, inventory: Inventory) -> None:
         here: Path_ = ("nodes", index)
         role: Path_ = (_ROLES[0] if node.get("controlPlane") is True else _ROLES[1],)
         name = node.get("hostname") if isinstance(node.get("hostname"), str) else f"nodes[{index}]"
-        configs = [*_patches(doc, here, role)]
-        configs.append(_kernel_modules(doc, _setting(doc, here, role, "kernelModules")))
-        pool = config_patch_pool(configs, f"node {name}") or Pool(
-            f"node {name}", Place(doc, here), gpus_known=False
-        )
-        pool.place = Place(doc, here)
+        pool = _node_pool(doc, here, role, f"node {name}")
         if isinstance(talos, str) and pool.talos is None:
             pool.talos, pool.talos_place = talos, Place(doc, ("talosVersion",))
-        where = _setting(doc, here, role, "schematic")
-        if where is not None and (schematic := _schematic(doc, where, inventory)) is not None:
-            pool.schematics.insert(
-                0, SchematicUse(schematic.id, Place(doc, where), "talhelper schematic")
-            )
-        inventory.pools.append(pool)
+        _add_schematic(doc, here, role, pool, inventory)
+
+
+def add_talhelper_fragment_pool(doc: Document, inventory: Inventory) -> None:
+    """The node keys ``doc`` holds as one pool (its Talos release is the talconfig's: unknown
+    here, so ``--talos`` gives it)."""
+    pool = _node_pool(doc, (), None, f"talhelper keys {doc.file}")
+    _add_schematic(doc, (), None, pool, inventory)
