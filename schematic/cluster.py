@@ -315,9 +315,7 @@ def plan_cluster(
             raise
         except TalosSchematicError as err:
             refusal = err.refusal if isinstance(err, NvidiaError) else None
-            raise ClusterFileError(
-                _in_pool(source, pool.name, str(err)), gpu_refusal=refusal
-            ) from None
+            raise ClusterFileError(_in_pool(source, pool, str(err)), gpu_refusal=refusal) from None
     plan = ClusterPlan(
         cluster=cluster.cluster,
         namespace=cluster.namespace,
@@ -456,12 +454,18 @@ def _pool_release(pool: PoolSpec, cluster: ClusterFile, source: str) -> ClusterF
     try:
         resolve_version(pool.talos_version)
     except TalosSchematicError as err:
-        raise ClusterFileError(f'{source}: pool "{pool.name}": talos.version: {err}') from None
+        raise ClusterFileError(f"{_pool_where(source, pool)}: talos.version: {err}") from None
     return replace(cluster, talos=replace(cluster.talos, version=pool.talos_version))
 
 
-def _in_pool(source: str, pool: str, message: str) -> str:
-    prefix = f'{source}: pool "{pool}": '
+def _pool_where(source: str, pool: PoolSpec) -> str:
+    """``cluster.yaml:12: pool "gpu"``: the file, the line where the pool starts, its name."""
+    line = "" if pool.line is None else f":{pool.line}"
+    return f'{source}{line}: pool "{pool.name}"'
+
+
+def _in_pool(source: str, pool: PoolSpec, message: str) -> str:
+    prefix = f"{_pool_where(source, pool)}: "
     # A profile's error lists one problem a line: each names the pool.
     lines = message.splitlines() or [""]
     return "\n".join(line if line.startswith(prefix) else prefix + line for line in lines)
@@ -469,7 +473,7 @@ def _in_pool(source: str, pool: str, message: str) -> str:
 
 def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> PoolPlan:
     source = resolver.source
-    where = f'{source}: pool "{pool.name}"'
+    where = _pool_where(source, pool)
     talos = cluster.talos.version
     profile = resolver.profile(pool)
 

@@ -274,7 +274,8 @@ def test_errors_exit_1_with_file_and_pool(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run("generate", str(cluster), "--out", str(out))
     assert result.exit_code == 1
-    assert result.stderr.startswith(f'talos-schematic: {cluster}: pool "gpu": flavour proprietary')
+    expected = f'talos-schematic: {cluster}:4: pool "gpu": flavour proprietary'
+    assert result.stderr.startswith(expected)
     assert not out.exists()
 
 
@@ -393,6 +394,6 @@ def test_cluster_file_gds_is_refused_before_anything_is_written(tmp_path: Path) 
     out = tmp_path / "out"
     result = run("generate", str(cluster), "--out", str(out))
     assert result.exit_code == 1
-    assert result.stderr.startswith(f'talos-schematic: {cluster}: pool "b200": GPUDirect Storage')
+    assert result.stderr.startswith(f'talos-schematic: {cluster}:4: pool "b200": GPUDirect Storage')
     assert "Traceback" not in result.stderr
     assert not out.exists()

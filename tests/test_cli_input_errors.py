@@ -71,7 +71,7 @@ def generate_with_profile(tmp_path: Path, text: str) -> list[str]:
     cluster = CLUSTER.replace("profile: kubevirt-l40s", "profile: ./mine.yaml")
     (tmp_path / "c.yaml").write_text(cluster)
     result = run("generate", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "out"))
-    prefix = f'{tmp_path / "c.yaml"}: pool "gpu": '
+    prefix = f'{tmp_path / "c.yaml"}:5: pool "gpu": '
     found = messages(result)
     assert all(line.startswith(prefix) for line in found), found
     return [line.removeprefix(prefix).replace(str(profile), "mine.yaml") for line in found]

@@ -230,7 +230,7 @@ def test_decision_error_names_file_and_pool() -> None:
         "- name: gpu\n  profile: kubevirt-rtx-pro-6000-blackwell-server\n"
         "  nvidia: {flavour: proprietary}\n"
     )
-    assert message.startswith('cluster.yaml: pool "gpu": flavour proprietary cannot drive')
+    assert message.startswith('cluster.yaml:5: pool "gpu": flavour proprietary cannot drive')
     assert "10de:2bb5" in message and "needs open" in message
 
 
@@ -248,7 +248,7 @@ def test_nvidia_extension_on_a_pool_without_gpu_is_refused() -> None:
         "- name: cpu\n  profile: kubevirt-cpu\n"
         "  extensions: [siderolabs/nvidia-container-toolkit-lts]\n"
     )
-    assert message.startswith('cluster.yaml: pool "cpu": extensions: ')
+    assert message.startswith('cluster.yaml:5: pool "cpu": extensions: ')
     assert "need an NVIDIA GPU" in message and "70 minutes" in message
 
 
@@ -262,7 +262,7 @@ def test_nvidia_extension_that_contradicts_the_decision_is_refused() -> None:
 
 def test_unknown_extension_fails_with_close_names() -> None:
     message = error_of("- {name: p, profile: kubevirt-cpu, extensions: [siderolabs/iscsi-tool]}\n")
-    assert message.startswith('cluster.yaml: pool "p": extensions: ')
+    assert message.startswith('cluster.yaml:5: pool "p": extensions: ')
     assert "did you mean siderolabs/iscsi-tools" in message
 
 
@@ -338,7 +338,8 @@ def test_profiles_directory_shadows_shipped_profiles(tmp_path: Path) -> None:
 
 def test_unknown_profile_names_pool() -> None:
     message = error_of("- {name: p, profile: kubevirt-nope}\n")
-    assert message.startswith("cluster.yaml: pool \"p\": no hardware profile named 'kubevirt-nope'")
+    expected = "cluster.yaml:5: pool \"p\": no hardware profile named 'kubevirt-nope'"
+    assert message.startswith(expected)
 
 
 def test_inline_hardware_error_names_pool() -> None:
@@ -403,7 +404,7 @@ def test_peermem_from_the_cluster_and_gds_refused_per_pool() -> None:
     )
     assert [m.name for m in pool.kernel_modules] == [*NVIDIA_LOAD_ORDER, "nvidia_peermem"]
     message = error_of("- {name: b200, profile: metal-hgx-b200-8x, nvidia: {gds: true}}\n")
-    assert message.startswith('cluster.yaml: pool "b200": GPUDirect Storage')
+    assert message.startswith('cluster.yaml:5: pool "b200": GPUDirect Storage')
     assert "has no nvidia-fs module (it arrives in v1.14.0" in message
     # A pool turns a cluster-wide opt-in off.
     off = only_pool(
@@ -461,7 +462,7 @@ def test_peermem_with_the_proprietary_modules_is_refused_naming_the_pool(
     pools: str, top: str
 ) -> None:
     message = error_of(pools, top=top)
-    assert message.startswith('cluster.yaml: pool "h100": nvidia_peermem')
+    assert message.startswith('cluster.yaml:6: pool "h100": nvidia_peermem')
     assert "use flavour open" in message
 
 
@@ -472,7 +473,7 @@ def test_gds_on_a_cluster_refuses_its_gpu_pools_and_leaves_cpu_pools_alone() -> 
         "- {name: cpu, profile: kubevirt-cpu}\n- {name: l40s, profile: kubevirt-l40s}\n",
         top="nvidia: {gds: true}\n",
     )
-    assert message.startswith('cluster.yaml: pool "l40s": GPUDirect Storage')
+    assert message.startswith('cluster.yaml:7: pool "l40s": GPUDirect Storage')
 
 
 H100_METAL = "hardware: {platform: metal, gpus: [{id: '10de:2330', count: 8}], nvswitch: true"
@@ -507,7 +508,7 @@ def test_profile_gpudirect_keys_are_checked_naming_the_key() -> None:
     message = error_of(f"- {{name: c, {H100_METAL}, nvidia: {{tier: lts}}}}}}\n")
     assert "nvidia.tier" in message
     refused = error_of(f"- {{name: c, {H100_METAL}, nvidia: {{gds: true}}}}}}\n")
-    assert refused.startswith('cluster.yaml: pool "c": GPUDirect Storage')
+    assert refused.startswith('cluster.yaml:5: pool "c": GPUDirect Storage')
 
 
 @pytest.mark.parametrize("key", ["gdrdrv", "gds", "peermem"])

@@ -200,46 +200,46 @@ def test_a_boot_schematic_equal_to_the_installers_is_none() -> None:
         (
             "profile: kubevirt-cpu, secureboot: {enabled: true}",
             "version: v1.13.9",
-            'c.yaml: pool "p": secureboot.enabled: platform kubevirt boots the openstack image',
+            'c.yaml:4: pool "p": secureboot.enabled: platform kubevirt boots the openstack image',
         ),
         (
             "profile: metal-rpi5, overlay: {name: rpi_gen}",
             "version: v1.13.9",
-            "c.yaml: pool \"p\": overlay.name: 'rpi_gen' is not an official overlay of Talos "
+            "c.yaml:4: pool \"p\": overlay.name: 'rpi_gen' is not an official overlay of Talos "
             "v1.13.9: not an official overlay of any known release; did you mean rpi_generic",
         ),
         (
             "profile: metal-rock5b",
             "version: v1.8.4",
-            "c.yaml: pool \"p\": overlay.name: 'rock5b' is not an official overlay of Talos "
+            "c.yaml:4: pool \"p\": overlay.name: 'rock5b' is not an official overlay of Talos "
             "v1.8.4: offered by Talos v1.9.2 … v1.14.0",
         ),
         (
             "profile: metal-intel, secureboot: {enabled: true, enrollKeys: force}",
             "version: v1.13.9, imageFactoryURL: 'https://f.internal', imageFactoryVersion: v1.3.2",
-            'c.yaml: pool "p": secureboot.enrollKeys: image-factory v1.3.2 refuses this key '
+            'c.yaml:4: pool "p": secureboot.enrollKeys: image-factory v1.3.2 refuses this key '
             "(it arrived in image-factory v1.4.0)",
         ),
         (
             "profile: metal-amd, overlay: {name: rpi_generic}",
             "version: v1.13.9",
-            'c.yaml: pool "p": overlay: board overlays are for arm64 single-board computers',
+            'c.yaml:4: pool "p": overlay: board overlays are for arm64 single-board computers',
         ),
         (
             "profile: metal-intel, secureboot: {enabled: true}",
             "version: v1.13.9, installerRepository: reg.internal/talos",
-            'c.yaml: pool "p": secureboot.enabled: installerRepository',
+            'c.yaml:4: pool "p": secureboot.enabled: installerRepository',
         ),
         (
             "profile: kubevirt-cpu, boot: {schematic: {kernelArgs: [x]}}",
             "version: v1.13.9",
-            'c.yaml: pool "p": boot.schematic: a KubeVirt pool boots and upgrades from one',
+            'c.yaml:4: pool "p": boot.schematic: a KubeVirt pool boots and upgrades from one',
         ),
         (
             "profile: metal-jetson-orin-nano, "
             "extensions: [siderolabs/nvidia-container-toolkit-lts]",
             "version: v1.13.9",
-            'c.yaml: pool "p": extensions: siderolabs/nvidia-container-toolkit-lts are the '
+            'c.yaml:4: pool "p": extensions: siderolabs/nvidia-container-toolkit-lts are the '
             "desktop and data-centre NVIDIA drivers",
         ),
     ],

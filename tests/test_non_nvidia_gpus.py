@@ -36,7 +36,8 @@ def test_amd_gpu_in_a_kubevirt_pool_is_refused_not_dropped(tmp_path: Path) -> No
     result = generate(tmp_path, "kubevirt", "1002:74a1", "--out", str(tmp_path / "out"))
     assert result.exit_code == 1
     message = result.stderr.strip()
-    assert message.startswith(f'talos-schematic: {tmp_path / "cluster.yaml"}: pool "accel": gpus:')
+    expected = f'talos-schematic: {tmp_path / "cluster.yaml"}:5: pool "accel": gpus:'
+    assert message.startswith(expected)
     assert "1002:74a1 is not NVIDIA" in message
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()

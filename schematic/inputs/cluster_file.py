@@ -209,7 +209,7 @@ def _closest(word: str, choices: list[str]) -> list[str]:
     return difflib.get_close_matches(word, choices, n=1)
 
 
-def _pool(value: object, at: At) -> PoolSpec | None:
+def _pool(value: object, at: At, line: int | None) -> PoolSpec | None:
     fields = Fields(at, value, None, "a mapping of pool keys")
     if not isinstance(value, dict):
         return None
@@ -234,6 +234,7 @@ def _pool(value: object, at: At) -> PoolSpec | None:
         boot=fields.read("boot", read_boot, BootSchematic()),
         passthrough=_pool_extras(fields, at),
         talos_version=_pool_release(fields.data.get("talos"), at / "talos"),
+        line=line,
     )
     return pool if fields.ok else None
 
@@ -251,7 +252,11 @@ def _pools(value: object, at: At) -> tuple[PoolSpec, ...] | None:
         at.problem("list at least one pool")
         return None
     start = at.problems
-    pools = [_pool(item, at / index) for index, item in enumerate(value)]
+    lines = at.reading.item_lines(at.path)
+    pools = [
+        _pool(item, at / index, lines[index] if index < len(lines) else None)
+        for index, item in enumerate(value)
+    ]
     seen: set[str] = set()
     for index, pool in enumerate(pools):
         if pool is not None and pool.name in seen:

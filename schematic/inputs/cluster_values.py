@@ -130,6 +130,8 @@ class PoolSpec:
     # The pool's own Talos release (its ``talos.version``), for upgrading pool by pool; None:
     # the file's ``talos.version``.
     talos_version: str | None = None
+    # Where the pool starts in its file, for later errors; not part of what the pool says.
+    line: int | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass(frozen=True)

@@ -164,8 +164,13 @@ def parse_yaml(
 
 def _line(node: yaml.Node | None, path: KeyPath) -> int | None:
     """The line of the key or item ``path`` names, or of the nearest enclosing one."""
+    return _walk(node, path)[0]
+
+
+def _walk(node: yaml.Node | None, path: KeyPath) -> tuple[int | None, yaml.Node | None]:
+    """The line ``path`` names (as :func:`_line`) and the node there, if the path is whole."""
     if node is None:
-        return None
+        return None, None
     line = node.start_mark.line + 1
     for step in path:
         child: yaml.Node | None = None
@@ -178,9 +183,9 @@ def _line(node: yaml.Node | None, path: KeyPath) -> int | None:
             child = node.value[step] if 0 <= step < len(node.value) else None
             line = line if child is None else child.start_mark.line + 1
         if child is None:
-            break
+            return line, None
         node = child
-    return line
+    return line, node
 
 
 def _pairs(node: yaml.MappingNode) -> Iterator[tuple[yaml.Node, yaml.Node]]:
@@ -236,6 +241,13 @@ class Reading:
 
     def problem(self, path: KeyPath, message: str) -> None:
         self.problems.append((path, message))
+
+    def item_lines(self, path: KeyPath) -> list[int | None]:
+        """The line of each item of the list at ``path`` (empty without the YAML)."""
+        found = _walk(self.node, path)[1]
+        if not isinstance(found, yaml.SequenceNode):
+            return []
+        return [item.start_mark.line + 1 for item in found.value]
 
     def finish(self) -> None:
         """Raise the reading's error if any problem was found: one line per problem."""
