@@ -53,6 +53,7 @@ from schematic.inputs.reading import (
     flag,
     optional,
     parse_yaml,
+    read_list,
     text,
     texts,
 )
@@ -136,21 +137,18 @@ def _module_name(value: object) -> str:
     return str(value)
 
 
+def _module(value: object, at: At) -> KernelModuleSpec | None:
+    fields = Fields(at, value, _MODULE_KEYS)
+    name = fields.need("name", _module_name, "name: nvidia")
+    parameters = fields.get("parameters", texts, _NONE)
+    return KernelModuleSpec(name=name, parameters=parameters) if fields.ok else None
+
+
 def _modules(value: object, at: At) -> tuple[KernelModuleSpec, ...] | None:
     if value is None:
         at.problem("write [] to load no modules, or leave kernelModules out")
         return None
-    if not isinstance(value, list):
-        at.problem("must be a list of {name, parameters}, e.g. [{name: nvidia}]")
-        return None
-    start = at.problems
-    modules = []
-    for index, item in enumerate(value):
-        fields = Fields(at / index, item, _MODULE_KEYS)
-        name = fields.need("name", _module_name, "name: nvidia")
-        parameters = fields.get("parameters", texts, _NONE)
-        modules.append(KernelModuleSpec(name=name, parameters=parameters))
-    return tuple(modules) if at.problems == start else None
+    return read_list(value, at, _module, "a list of {name, parameters}, e.g. [{name: nvidia}]")
 
 
 def _pool_talos(value: object, at: At) -> None:

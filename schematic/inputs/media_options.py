@@ -9,7 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from schematic import media as md
-from schematic.inputs.reading import At, Fields, described, flag, optional, text, texts, whole
+from schematic.inputs.reading import (
+    At,
+    Fields,
+    described,
+    flag,
+    optional,
+    read_list,
+    text,
+    texts,
+    whole,
+)
 
 __all__ = ["read_boot", "read_media"]
 
@@ -60,21 +70,17 @@ def _meta_key(value: object) -> int:
     return md.check_meta_key(whole(value))
 
 
+def _meta_value(value: object, at: At) -> md.MetaValue | None:
+    fields = Fields(at, value, _META_KEYS)
+    key = fields.need("key", _meta_key, "key: 10")
+    entry = fields.get("value", text, "")
+    return md.MetaValue(key=key, value=entry) if fields.ok else None
+
+
 def _meta(value: object, at: At) -> tuple[md.MetaValue, ...] | None:
     if value is None:
         return None
-    if not isinstance(value, list):
-        at.problem("must be a list of {key: 0..255, value: text}")
-        return None
-    start = at.problems
-    items = []
-    for index, item in enumerate(value):
-        fields = Fields(at / index, item, _META_KEYS)
-        key = fields.need("key", _meta_key, "key: 10")
-        entry = fields.get("value", text, "")
-        if fields.ok:
-            items.append(md.MetaValue(key=key, value=entry))
-    return tuple(items) if at.problems == start else None
+    return read_list(value, at, _meta_value, "a list of {key: 0..255, value: text}")
 
 
 def _sector_size(value: object, at: At) -> int | None:

@@ -40,6 +40,7 @@ from schematic.inputs.reading import (
     flag,
     optional,
     parse_yaml,
+    read_list,
     text,
     texts,
     whole,
@@ -108,12 +109,7 @@ def _gpu(value: object, at: At) -> GpuSpec | None:
 
 
 def _gpus(value: object, at: At) -> tuple[GpuSpec, ...] | None:
-    if not isinstance(value, list):
-        at.problem("must be a list of GPUs, e.g. [{id: '10de:2bb5', count: 2}]")
-        return None
-    start = at.problems
-    gpus = [_gpu(item, at / index) for index, item in enumerate(value)]
-    return tuple(gpu for gpu in gpus if gpu is not None) if at.problems == start else None
+    return read_list(value, at, _gpu, "a list of GPUs, e.g. [{id: '10de:2bb5', count: 2}]")
 
 
 def _gpudirect(value: object, at: At) -> GpuDirect | None:

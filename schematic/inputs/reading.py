@@ -40,6 +40,7 @@ __all__ = [
     "flag",
     "optional",
     "parse_yaml",
+    "read_list",
     "text",
     "texts",
     "whole",
@@ -427,3 +428,16 @@ class Fields:
             (self.at / key).problem(f"missing; add it, e.g. {example}")
             return cast(T, None)
         return cast(T, (self.at / key).check(self.data[key], check))
+
+
+def read_list(
+    value: object, at: At, read: Callable[[Any, At], T | None], what: str
+) -> tuple[T, ...] | None:
+    """A list whose items ``read`` reads, or None with the problems recorded; ``what`` says
+    what the list should be ("a list of GPUs, e.g. ...")."""
+    if not isinstance(value, list):
+        at.problem(f"must be {what}, not {described(value)}")
+        return None
+    start = at.problems
+    items = [read(item, at / index) for index, item in enumerate(value)]
+    return tuple(item for item in items if item is not None) if at.problems == start else None
