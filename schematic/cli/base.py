@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -19,6 +20,7 @@ __all__ = [
     "CREDENTIALS_HELP",
     "JsonAliasOption",
     "MaxInputSizeOption",
+    "ProfilesOption",
     "TextFormat",
     "TextFormatOption",
     "app",
@@ -165,3 +167,13 @@ def json_alias(chosen: _Format, as_json: bool, default: _Format) -> _Format:
     if chosen not in (default, json_format):
         raise typer.BadParameter(f"--json is --format json, not {chosen}", param_hint="--json")
     return json_format
+
+
+ProfilesOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--profiles",
+        metavar="DIR",
+        help="Directory of hardware profiles, searched before the shipped ones (repeatable).",
+    ),
+]

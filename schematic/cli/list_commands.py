@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from schematic.cli.base import JsonAliasOption, TextFormat, TextFormatOption, app, fail, json_alias
+from schematic.cli.base import (
+    JsonAliasOption,
+    ProfilesOption,
+    TextFormat,
+    TextFormatOption,
+    app,
+    fail,
+    json_alias,
+)
 from schematic.errors import TalosSchematicError
 
 
@@ -20,14 +27,7 @@ def _gpus(document: dict[str, Any]) -> str:
 
 @app.command(short_help="List the hardware profiles a pool's `profile` may name.")
 def profiles(
-    profile_dirs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--profiles",
-            metavar="DIR",
-            help="Directory of hardware profiles, searched before the shipped ones (repeatable).",
-        ),
-    ] = None,
+    profile_dirs: ProfilesOption = None,
     output_format: TextFormatOption = TextFormat.text,
     as_json: JsonAliasOption = False,
 ) -> None:

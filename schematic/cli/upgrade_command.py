@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
+from schematic.cli.base import (
+    JsonAliasOption,
+    MaxInputSizeOption,
+    ProfilesOption,
+    app,
+    fail,
+    json_alias,
+)
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -120,14 +127,7 @@ def upgrade(
         ),
     ] = ReportFormat.text,
     as_json: JsonAliasOption = False,
-    profiles: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--profiles",
-            metavar="DIR",
-            help="Directory of hardware profiles, searched before the shipped ones (repeatable).",
-        ),
-    ] = None,
+    profiles: ProfilesOption = None,
     live_catalogue: Annotated[
         bool,
         typer.Option(
