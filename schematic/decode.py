@@ -294,6 +294,10 @@ def _quote_escapes_one_by_one(text: str) -> str:
 _KIND_NAMES = {"ScalarNode": "scalar", "SequenceNode": "list", "MappingNode": "mapping"}
 
 
+# A struct field's reader: the decoder, the value's node, the field's path.
+_Field = Callable[[Any, yaml.Node, str], Any]
+
+
 class _Decoder:
     def __init__(self, source: str, text: str) -> None:
         self.source = source
@@ -427,9 +431,8 @@ class _Decoder:
                     merged.append((key, value))
         return merged
 
-    def struct(
-        self, node: yaml.Node, path: str, fields: Mapping[str, Callable[[yaml.Node, str], Any]]
-    ) -> dict[str, Any]:
+    def struct(self, node: yaml.Node, path: str, fields: Mapping[str, _Field]) -> dict[str, Any]:
+        """A Go struct: each known key read by its field's function, the others refused."""
         if type(node) is not yaml.MappingNode:
             if self.is_null(node):
                 return {}
@@ -448,7 +451,7 @@ class _Decoder:
             if handler is None:
                 known = ", ".join(fields)
                 raise self.fail(key, child, f"unknown field {name!r} (known here: {known})")
-            out[name] = handler(value, child)
+            out[name] = handler(self, value, child)
         return out
 
     # free-form values (overlay.options)
@@ -525,38 +528,20 @@ class _SchematicDecoder(_Decoder):
     """The schematic's own fields, decoded into plain values under their YAML names."""
 
     def schematic(self, node: yaml.Node) -> dict[str, Any]:
-        return self.struct(
-            node,
-            "",
-            {"owner": self.string, "overlay": self.overlay, "customization": self.customization},
-        )
+        return self.struct(node, "", _SCHEMATIC_FIELDS)
 
     def overlay(self, node: yaml.Node, path: str) -> dict[str, Any]:
-        return self.struct(
-            node, path, {"image": self.string, "name": self.string, "options": self.options}
-        )
+        return self.struct(node, path, _OVERLAY_FIELDS)
 
     def customization(self, node: yaml.Node, path: str) -> dict[str, Any]:
-        return self.struct(
-            node,
-            path,
-            {
-                "embeddedMachineConfiguration": self.string,
-                "extraKernelArgs": self.string_list,
-                "meta": self.meta_list,
-                "systemExtensions": self.system_extensions,
-                "bootloader": self.bootloader,
-                "secureboot": self.secureboot,
-                "diskImage": self.disk_image,
-            },
-        )
+        return self.struct(node, path, _CUSTOMIZATION_FIELDS)
 
     def meta_list(self, node: yaml.Node, path: str) -> list[dict[str, Any]]:
         values = []
         for i, item in enumerate(self.sequence(node, path)):
             if self.is_null(item):
                 continue
-            fields = self.struct(item, f"{path}[{i}]", {"key": self.meta_key, "value": self.string})
+            fields = self.struct(item, f"{path}[{i}]", _META_FIELDS)
             values.append({"key": fields.get("key", 0), "value": fields.get("value", "")})
         return values
 
@@ -567,15 +552,13 @@ class _SchematicDecoder(_Decoder):
         return self.unsigned(node, path, 2**64 - 1)
 
     def system_extensions(self, node: yaml.Node, path: str) -> dict[str, Any]:
-        return self.struct(node, path, {"officialExtensions": self.string_list})
+        return self.struct(node, path, _SYSTEM_EXTENSIONS_FIELDS)
 
     def secureboot(self, node: yaml.Node, path: str) -> dict[str, Any]:
-        return self.struct(
-            node, path, {"enrollKeys": self.string, "includeWellKnownCertificates": self.boolean}
-        )
+        return self.struct(node, path, _SECUREBOOT_FIELDS)
 
     def disk_image(self, node: yaml.Node, path: str) -> dict[str, Any]:
-        return self.struct(node, path, {"sectorSize": self.sector_size})
+        return self.struct(node, path, _DISK_IMAGE_FIELDS)
 
     def bootloader(self, node: yaml.Node, path: str) -> str:
         if not isinstance(node, yaml.ScalarNode):
@@ -589,3 +572,32 @@ class _SchematicDecoder(_Decoder):
             choices = ", ".join(("none", *BOOTLOADERS))
             raise self.fail(node, path, f"unknown bootloader {node.value!r} (one of: {choices})")
         return name
+
+
+# Each struct's fields and the function that reads each (built once, not per document).
+_SCHEMATIC_FIELDS: dict[str, _Field] = {
+    "owner": _Decoder.string,
+    "overlay": _SchematicDecoder.overlay,
+    "customization": _SchematicDecoder.customization,
+}
+_OVERLAY_FIELDS: dict[str, _Field] = {
+    "image": _Decoder.string,
+    "name": _Decoder.string,
+    "options": _Decoder.options,
+}
+_CUSTOMIZATION_FIELDS: dict[str, _Field] = {
+    "embeddedMachineConfiguration": _Decoder.string,
+    "extraKernelArgs": _Decoder.string_list,
+    "meta": _SchematicDecoder.meta_list,
+    "systemExtensions": _SchematicDecoder.system_extensions,
+    "bootloader": _SchematicDecoder.bootloader,
+    "secureboot": _SchematicDecoder.secureboot,
+    "diskImage": _SchematicDecoder.disk_image,
+}
+_META_FIELDS: dict[str, _Field] = {"key": _SchematicDecoder.meta_key, "value": _Decoder.string}
+_SYSTEM_EXTENSIONS_FIELDS: dict[str, _Field] = {"officialExtensions": _Decoder.string_list}
+_SECUREBOOT_FIELDS: dict[str, _Field] = {
+    "enrollKeys": _Decoder.string,
+    "includeWellKnownCertificates": _Decoder.boolean,
+}
+_DISK_IMAGE_FIELDS: dict[str, _Field] = {"sectorSize": _SchematicDecoder.sector_size}
