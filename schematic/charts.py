@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LAYOUTS",
     "LAYOUT_KEYS",
+    "VALUES_FILES",
     "ChartFit",
     "ChartTarget",
     "Layout",
@@ -365,7 +366,7 @@ def fit_plan(
 
 
 # The files that carry a pool's values, in the order they are looked for.
-_VALUES_FILES = ("values.yaml", "kubernetes-nodes.yaml")
+VALUES_FILES = ("values.yaml", "kubernetes-nodes.yaml")
 
 
 def _pool_values(files: Mapping[str, bytes], pool: str) -> dict[str, Any] | None:
@@ -373,7 +374,7 @@ def _pool_values(files: Mapping[str, bytes], pool: str) -> dict[str, Any] | None
 
     from schematic.safe_yaml import load
 
-    for name, inner in zip(_VALUES_FILES, (False, True), strict=True):
+    for name, inner in zip(VALUES_FILES, (False, True), strict=True):
         text = files.get(f"{pool}/{name}")
         if text is None:
             continue
@@ -387,43 +388,28 @@ def _pool_values(files: Mapping[str, bytes], pool: str) -> dict[str, Any] | None
     return None
 
 
-def _index_ids(files: Mapping[str, bytes]) -> dict[str, str]:
-    import yaml
-
-    from schematic.safe_yaml import load
-
-    try:
-        index = load(files.get("index.yaml", b"") or b"{}")
-    except yaml.YAMLError:
-        return {}
-    entries = index.get("pools") if isinstance(index, dict) else None
-    return {
-        entry["name"]: str(entry.get("offlineSchematicID") or entry.get("schematicID"))
-        for entry in (entries if isinstance(entries, list) else ())
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str)
-    }
-
-
 def unreachable_changes(
     source: str,
+    old_ids: Mapping[str, str],
     before: Mapping[str, bytes],
+    new_ids: Mapping[str, str],
     after: Mapping[str, bytes],
     target: ChartTarget | None = None,
 ) -> list[str]:
     """A note per pool whose kernelModules change while its schematic does not.
 
     ``before`` and ``after`` are output trees (relative path → bytes): what the directory held
-    and what is written now. A new schematic (a new disk image URL) rolls the pool anyway;
-    without one, how the change reaches the workers depends on how ``target``'s chart names
-    the TalosConfigTemplate (:meth:`ChartTarget.config_change_reach`).
+    and what is written now; ``old_ids`` and ``new_ids`` their pools' offline schematic IDs
+    (:meth:`schematic.outdir.OutputIndex.schematic_ids`). A new schematic (a new disk image
+    URL) rolls the pool anyway; without one, how the change reaches the workers depends on how
+    ``target``'s chart names the TalosConfigTemplate (:meth:`ChartTarget.config_change_reach`).
     """
     chart = target or assumed_target()
-    old_ids, new_ids = _index_ids(before), _index_ids(after)
     notes = []
     for pool, schematic in new_ids.items():
         if old_ids.get(pool) != schematic:
             continue
-        if all(before.get(f"{pool}/{n}") == after.get(f"{pool}/{n}") for n in _VALUES_FILES):
+        if all(before.get(f"{pool}/{n}") == after.get(f"{pool}/{n}") for n in VALUES_FILES):
             continue  # unchanged text: nothing to parse (the usual re-run)
         old, new = _pool_values(before, pool), _pool_values(after, pool)
         if old is None or new is None:

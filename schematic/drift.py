@@ -14,7 +14,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from schematic.errors import OutputError
-from schematic.output import Drift, read_tool_file
+from schematic.output import Drift, read_file
+from schematic.safe_yaml import InputTooLargeError
 
 __all__ = ["drift_diff", "drift_json"]
 
@@ -22,6 +23,10 @@ _NO_NEWLINE = "\\ No newline at end of file\n"
 # After a tab, patch(1) ignores the rest of a ---/+++ line (it held timestamps).
 _ON_DISK = "\t(in the directory)"
 _GENERATED = "\t(as generate writes it)"
+# Past these, a file is named as differing instead of diffed: difflib's time grows with the
+# product of the two sides' lengths, and a generated file is a few kilobytes.
+DIFF_MAX_BYTES = 1024 * 1024
+DIFF_MAX_LINES = 20_000
 
 
 def _lines(content: bytes) -> list[str]:
@@ -38,22 +43,33 @@ def _diff(old: list[str], new: list[str], old_name: str, new_name: str) -> Itera
             yield line + "\n" + _NO_NEWLINE
 
 
-def _read(directory: Path, name: str) -> bytes:
+def _read(directory: Path, name: str) -> bytes | None:
+    """The file as the directory holds it; None when it is too large to diff (read no
+    further than the bound, so a replaced 200 MB file costs a megabyte)."""
     try:
-        return read_tool_file(directory, name) or b""
+        return read_file(directory, name, DIFF_MAX_BYTES) or b""
+    except InputTooLargeError:
+        return None
     except OSError as err:
         raise OutputError(f"{directory / name}: cannot read: {err.strerror}") from None
 
 
 def drift_diff(directory: Path, expected: Mapping[str, bytes], drift: Drift) -> str:
-    """A unified diff of every changed, missing and extra file, in path order."""
+    """A unified diff of every changed, missing and extra file, in path order. A side over
+    :data:`DIFF_MAX_BYTES` or :data:`DIFF_MAX_LINES` is not diffed: a line says the files
+    differ, as diff(1) says of binary files (patch(1) skips it)."""
     paths = sorted({*drift.changed, *drift.missing, *drift.extra})
     missing, extra = set(drift.missing), set(drift.extra)
     chunks: list[str] = []
     for path in paths:
         shown = f"{directory}/{path}"
-        old = [] if path in missing else _lines(_read(directory, path))
-        new = [] if path in extra else _lines(expected[path])
+        held = b"" if path in missing else _read(directory, path)
+        wanted = b"" if path in extra else expected[path]
+        old = None if held is None else _lines(held)
+        new = _lines(wanted) if len(wanted) <= DIFF_MAX_BYTES else None
+        if old is None or new is None or max(len(old), len(new)) > DIFF_MAX_LINES:
+            chunks.append(f"Files {shown} and its generated text differ (too large to diff)\n")
+            continue
         old_name = "/dev/null" if path in missing else shown + _ON_DISK
         new_name = "/dev/null" if path in extra else shown + _GENERATED
         chunks.extend(_diff(old, new, old_name, new_name))

@@ -1,61 +1,90 @@
-"""Writing a rendered tree into a directory, and comparing one with a directory.
+"""The file-system mechanics of the output directory: safe reads, one-step writes, a journal.
 
-The tool owns only what it wrote: the files its own index lists (the index carries a marker
-key proving it is the tool's). Everything else in the directory — a user's
-``kustomization.yaml``, a README, hidden files, a Helm chart repository's charts — is left
-alone: never replaced, never deleted, never reported as drift. A file the tool would write
-where a file it did not write already stands is refused, naming the file.
+What the tool owns is :mod:`schematic.outdir`'s to say (its index records every file it wrote
+with the file's SHA-256 digest); this module holds the steps that act on it:
 
-:func:`write_outputs` works in place, so the directory itself (perhaps the shell's current
-directory) is never swapped away: each file is written to a temporary file beside it and renamed
-over the old one, the index last; files the old index listed and the new one does not are
-removed. Any failure puts back every file as it was and removes what the run created. A journal
-(``.talos-schematic-journal``, written before the first temporary file) lists each path the
-run creates or replaces, so that the next run removes exactly what a killed run left — and
-nothing it did not create. Runs on one directory take a lock (``flock`` on the parent directory),
-so two concurrent ``generate`` runs cannot both report success for different outputs, and
-``check`` never reads a half-replaced tree.
+- every path is reached from the directory's own descriptor, one folder at a time, with
+  ``O_NOFOLLOW``: a symbolic link (or a file) where a folder should be stops the step, so
+  nothing is ever read, written or removed outside the directory;
+- a file is replaced or removed only when it is a regular file whose digest is one the index
+  (or the journal of a killed run) records for it — an edited file, a link, a FIFO, a file the
+  index does not list are never touched (``force`` lets an edited file the index lists be
+  replaced, never removed);
+- every read is bounded by the input-size limit (``--max-input-size``);
+- :func:`apply` works in place, so the directory itself (perhaps the shell's current
+  directory) is never swapped away: each file is written to a temporary file beside it and
+  renamed over the old one; any failure puts back every file as it was. A journal
+  (``.talos-schematic-journal``) written first lists each path the run creates, replaces or
+  removes with its digest, so the next run cleans up after a killed one. The journal is a file
+  anyone with write access can edit, so it is read as untrusted input: only plain paths inside
+  the directory, and only files that still have the digest it gives;
+- runs on one directory take a lock (``flock`` on the parent directory), so two concurrent
+  ``generate`` runs cannot both report success for different outputs, and ``check`` never
+  reads a half-replaced tree.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
-import re
 import secrets
-import shutil
 import stat
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from schematic.errors import OutputError
+from schematic.safe_yaml import InputTooLargeError, max_input_size
 
 __all__ = [
     "JOURNAL",
+    "LOCK_TIMEOUT",
+    "Applied",
+    "Claims",
     "Drift",
-    "Ownership",
-    "compare_outputs",
-    "read_tool_file",
+    "apply",
+    "compare",
+    "digest",
+    "locked",
+    "plain_path",
+    "prepare_root",
+    "read_file",
+    "recover",
+    "resolve_root",
     "write_file_atomically",
-    "write_outputs",
 ]
 
-# The index's reader: the paths it lists as the tool's, or None when it is not the tool's index.
-Ownership = Callable[[bytes], frozenset[str] | None]
-
 JOURNAL = ".talos-schematic-journal"
-_JOURNAL_HEADER = "talos-schematic journal 1"
+_JOURNAL_HEADER = "talos-schematic journal 2"
 _JOURNAL_END = "end"
-# An index or an owned file larger than this is not one the tool wrote (a 10,000-pool index is
-# about 2 MB); reading stops there instead of filling memory.
-_MAX_OWNED_FILE = 256 * 1024 * 1024
 # How long a run waits for another one on the same directory before giving up.
 LOCK_TIMEOUT = 120.0
-# Staging directories earlier versions made beside the output (tempfile.mkdtemp names).
-_LEGACY_STAGING = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.(?:new|old)")
+
+# Path → the digests a file there may have to be the tool's (the index's, a killed run's).
+Claims = Mapping[str, frozenset[str]]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_FOLDER_FLAGS = os.O_RDONLY | _DIRECTORY | _NOFOLLOW
+_EMPTY = hashlib.sha256(b"").hexdigest()
+
+
+def digest(content: bytes) -> str:
+    """The digest the index records for a file: SHA-256, lower-case hex."""
+    return hashlib.sha256(content).hexdigest()
+
+
+def plain_path(name: object) -> bool:
+    """Whether ``name`` is a relative POSIX path inside the directory (no ``..``, ``.``, empty
+    part, leading ``/``, NUL or line break): the only paths the tool writes or believes."""
+    if not isinstance(name, str) or not name or name.startswith("/"):
+        return False
+    if any(char in name for char in "\0\n\r"):
+        return False
+    return not {"", ".", ".."} & set(name.split("/"))
 
 
 @dataclass(frozen=True)
@@ -79,37 +108,19 @@ class Drift:
         )
 
 
-def _check_paths(files: Mapping[str, bytes]) -> None:
-    # Plain string checks: a cluster of 10,000 pools has 50,000 paths to vet.
-    for name in files:
-        parts = name.split("/")
-        if (
-            not name
-            or name.startswith("/")
-            or ".." in parts
-            or "." in parts
-            or "" in parts
-            or "\0" in name
-            or "\n" in name
-            or "\r" in name
-        ):
-            raise OutputError(f"refusing to write {name!r}: not a path inside the directory")
-
-
 def _lstat(path: str) -> os.stat_result | None:
     try:
         return os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 
-def _root(directory: Path) -> tuple[Path, bool]:
-    """The directory to work in (symbolic links to a directory followed), and whether it exists.
+def resolve_root(directory: Path) -> tuple[Path, bool]:
+    """The directory to work in (a symbolic link to a directory followed: the user named it),
+    and whether it exists.
 
-    Refused: the file-system root, a dangling symbolic link (it would create the directory
-    wherever the link points), anything that is not a directory.
+    Refused: an empty name (an unset variable), the file-system root, a dangling symbolic link
+    (it would create the directory wherever the link points), anything not a directory.
     """
     link = _lstat(str(directory))
     if link is not None and stat.S_ISLNK(link.st_mode) and not directory.exists():
@@ -119,8 +130,8 @@ def _root(directory: Path) -> tuple[Path, bool]:
         )
     try:
         resolved = directory.resolve()
-    except (OSError, RuntimeError) as err:  # a loop of symbolic links
-        raise OutputError(f"{directory}: cannot resolve: {err}") from None
+    except (OSError, RuntimeError) as err:  # a loop of symbolic links, a name too long
+        raise OutputError(f"{directory}: cannot resolve: {getattr(err, 'strerror', err)}") from None
     if resolved.parent == resolved:
         raise OutputError(
             f"{directory}: refusing to write into {resolved}; give a directory of its own"
@@ -131,8 +142,21 @@ def _root(directory: Path) -> tuple[Path, bool]:
     return resolved, exists
 
 
+def prepare_root(directory: Path) -> Path:
+    """The resolved directory, with its parents created (safe when another run creates them
+    at the same time: a parent that appears meanwhile is no error)."""
+    root, _ = resolve_root(directory)
+    try:
+        os.makedirs(root.parent, exist_ok=True)
+    except OSError as err:
+        raise OutputError(
+            f"{directory}: cannot create its parent directory: {err.strerror or err}"
+        ) from None
+    return root
+
+
 @contextlib.contextmanager
-def _locked(root: Path, *, shared: bool) -> Iterator[None]:
+def locked(root: Path, *, shared: bool) -> Iterator[None]:
     """Hold an advisory lock for ``root``'s outputs: on its parent directory, so that nothing is
     left on disk for it and a directory not created yet is covered too."""
     try:
@@ -141,7 +165,7 @@ def _locked(root: Path, *, shared: bool) -> Iterator[None]:
         yield
         return
     try:
-        descriptor = os.open(root.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        descriptor = os.open(root.parent, os.O_RDONLY | _DIRECTORY)
     except OSError as err:
         raise OutputError(f"{root.parent}: cannot open: {err.strerror}") from None
     try:
@@ -166,217 +190,198 @@ def _locked(root: Path, *, shared: bool) -> Iterator[None]:
         os.close(descriptor)
 
 
-def _read_owned_file(path: str) -> bytes:
-    """A regular file's bytes; never follows a symbolic link, never blocks on a FIFO, never
-    reads past the size limit (``/dev/zero`` swapped in is an error, not a hang)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    descriptor = os.open(path, flags)
+class _Folders:
+    """Descriptors of the directory's folders, each opened from its parent without following a
+    symbolic link: what is reached through them is inside the directory, whatever was planted."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.open: dict[str, int] = {"": os.open(root, os.O_RDONLY | _DIRECTORY)}
+
+    def get(self, folder: str, *, create: bool = False) -> int | None:
+        """The folder's descriptor; None when it does not exist (and ``create`` is false).
+
+        OSError (ELOOP, ENOTDIR) when a symbolic link or a file stands on the way."""
+        if folder in self.open:
+            return self.open[folder]
+        parent, _, base = folder.rpartition("/")
+        above = self.get(parent, create=create)
+        if above is None:
+            return None
+        try:
+            descriptor = os.open(base, _FOLDER_FLAGS, dir_fd=above)
+        except FileNotFoundError:
+            if not create:
+                return None
+            with contextlib.suppress(FileExistsError):  # made meanwhile by another process
+                os.mkdir(base, dir_fd=above)
+            descriptor = os.open(base, _FOLDER_FLAGS, dir_fd=above)
+        self.open[folder] = descriptor
+        return descriptor
+
+    def close(self) -> None:
+        for descriptor in self.open.values():
+            os.close(descriptor)
+        self.open.clear()
+
+    def __enter__(self) -> _Folders:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def _read_at(folder: int, base: str, limit: int) -> bytes | None:
+    """A regular file's bytes, read from ``folder``; None when absent. Never follows a symbolic
+    link, never blocks on a FIFO, never reads past ``limit``."""
+    try:
+        descriptor = os.open(base, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+    except FileNotFoundError:
+        return None
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        if info.st_size > _MAX_OWNED_FILE:
-            raise OSError(errno.EFBIG, "larger than any file the tool writes")
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or directory)")
+        if info.st_size > limit:
+            raise InputTooLargeError(limit)
         chunks = []
-        remaining = info.st_size + 1  # one byte more tells a file that grew meanwhile
+        remaining = limit + 1  # one byte more tells a file that grew meanwhile
         while remaining > 0:
-            chunk = os.read(descriptor, remaining)
+            chunk = os.read(descriptor, min(remaining, 1 << 20))
             if not chunk:
                 break
             chunks.append(chunk)
             remaining -= len(chunk)
+        if remaining <= 0:
+            raise InputTooLargeError(limit)
         return b"".join(chunks)
     finally:
         os.close(descriptor)
 
 
-def _real_folders(root: Path, name: str) -> bool:
-    """Whether each directory on the way from ``root`` to ``name`` is a real directory (a
-    symbolic link there would lead outside)."""
-    parts = name.split("/")[:-1]
-    for end in range(1, len(parts) + 1):
-        entry = _lstat(os.path.join(root, *parts[:end]))
-        if entry is None or not stat.S_ISDIR(entry.st_mode):
-            return False
-    return True
+def _link_error(err: OSError) -> OSError:
+    # O_NOFOLLOW answers ELOOP for a link; O_DIRECTORY answers ENOTDIR for a file.
+    if err.errno in (errno.ELOOP, errno.ENOTDIR):
+        return OSError(err.errno, "a symbolic link or file on the way to it; not followed")
+    return err
 
 
-def read_tool_file(directory: Path, name: str) -> bytes | None:
-    """The bytes of ``directory/name`` as the tool wrote it, or None when it is not there.
+def read_file(directory: Path, name: str, limit: int | None = None) -> bytes | None:
+    """The bytes of ``directory/name``, or None when it is not there.
 
     Never follows a symbolic link (in the name or on the way to it), never blocks on a FIFO,
-    never reads a device: those raise OSError, which the caller reports.
+    never reads a device, never reads more than the input-size limit: those raise OSError
+    (InputTooLargeError for size), which the caller reports.
     """
-    if not _real_folders(directory, name):
-        entry = _lstat(os.path.join(directory, *name.split("/")[:-1]))
-        if entry is None:
-            return None
-        raise OSError(errno.ENOTDIR, "on the way to it is a symbolic link or file, not followed")
-    path = os.path.join(directory, name)
-    entry = _lstat(path)
-    if entry is None:
-        return None
-    if not stat.S_ISREG(entry.st_mode):
-        raise OSError(
-            errno.EINVAL, "not a regular file (a symbolic link, FIFO or device); not read"
-        )
-    return _read_owned_file(path)
-
-
-def _owned_by_index(root: Path, index: str, ownership: Ownership) -> frozenset[str] | None:
-    """What the directory's index lists as the tool's; None when there is no index.
-
-    An index that is not the tool's (no marker: a Helm repository's ``index.yaml``) is refused:
-    the directory belongs to someone else.
-    """
-    path = root / index
-    found = _lstat(str(path))
-    if found is None:
-        return None
-    foreign = OutputError(
-        f"{path}: not written by talos-schematic (it lacks the tool's marker), so {root} is "
-        "not a directory the tool may write; give a new or empty directory, or one an earlier "
-        "`generate --out` wrote"
-    )
-    if not stat.S_ISREG(found.st_mode) or found.st_size > _MAX_OWNED_FILE:
-        raise foreign
+    if not plain_path(name):
+        raise OSError(errno.EINVAL, "not a path inside the directory")
+    cap = max_input_size() if limit is None else limit
+    folder, _, base = name.rpartition("/")
     try:
-        text = _read_owned_file(str(path))
+        with _Folders(directory) as folders:
+            descriptor = folders.get(folder)
+            return None if descriptor is None else _read_at(descriptor, base, cap)
+    except InputTooLargeError:
+        raise
     except OSError as err:
-        raise OutputError(f"{path}: cannot read: {err.strerror}") from None
-    owned = ownership(text)
-    if owned is None:
-        raise foreign
-    return owned
+        raise _link_error(err) from None
 
 
-def _recover(root: Path) -> frozenset[str]:
-    """Remove what a killed run left (its temporary files, then its journal); the paths it was
-    creating or replacing, which are the tool's although no index lists them yet."""
-    path = root / JOURNAL
-    found = _lstat(str(path))
-    if found is None or not stat.S_ISREG(found.st_mode):
-        return frozenset()
+def _owned_digest(folders: _Folders, name: str, claims: Claims) -> tuple[bytes | None, bool]:
+    """The file's bytes (None: absent) and whether it still has a digest ``claims`` gives it."""
+    folder, _, base = name.rpartition("/")
+    descriptor = folders.get(folder)
+    if descriptor is None:
+        return None, False
+    content = _read_at(descriptor, base, max_input_size())
+    return content, content is not None and digest(content) in claims.get(name, frozenset())
+
+
+def recover(root: Path) -> dict[str, frozenset[str]]:
+    """Clean up after a killed run from its journal; the digests it proves the tool's.
+
+    The journal is untrusted: entries that are not plain paths are ignored, and nothing is
+    removed unless it is a regular temporary file reached through real folders that still has
+    the digest the journal gives (or is empty: killed before its first byte). Folders the run
+    created are removed only if empty.
+    """
     try:
-        lines = _read_owned_file(str(path)).decode("utf-8").split("\n")
-    except (OSError, UnicodeDecodeError):
-        return frozenset()
-    if not lines or lines[0] != _JOURNAL_HEADER:
-        return frozenset()  # not ours after all: left alone
-    complete = len(lines) >= 2 and lines[-2] == _JOURNAL_END and lines[-1] == ""
-    owned: set[str] = set()
-    folders: list[str] = []
-    if complete:
-        # A journal is complete before the first temporary file exists: a torn one means the
-        # run created nothing yet.
-        for line in lines[1:-2]:
-            kind, _, name = line.partition(" ")
-            if not _plain_relative(name):
-                continue
-            if kind == "temp":
-                target = root / name
-                entry = _lstat(str(target))
-                if entry is not None and stat.S_ISREG(entry.st_mode):
-                    with contextlib.suppress(OSError):
-                        os.unlink(target)
-            elif kind in ("write", "remove"):
-                owned.add(name)
-            elif kind == "dir":
-                folders.append(str(root / name))
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-    # Directories the killed run created, if it left them empty.
-    for folder in folders:
-        entry = _lstat(folder)
-        if entry is not None and stat.S_ISDIR(entry.st_mode):
-            with contextlib.suppress(OSError):
-                os.rmdir(folder)
-    return frozenset(owned)
-
-
-def _plain_relative(name: str) -> bool:
-    parts = name.split("/")
-    return bool(name) and not name.startswith("/") and not {"", ".", ".."} & set(parts)
-
-
-def _legacy_staging(root: Path, vocabulary: frozenset[str]) -> list[Path]:
-    """Staging directories an earlier version (which replaced the whole directory) left beside
-    ``root`` when it was killed: only those whose every file is one the tool writes."""
-    found: list[Path] = []
-    try:
-        siblings = list(os.scandir(root.parent))
+        text = read_file(root, JOURNAL)
     except OSError:
-        return found
-    for entry in siblings:
-        match = _LEGACY_STAGING.fullmatch(entry.name)
-        if not match or match["name"] != root.name:
-            continue
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-            continue
-        if _only_tool_files(Path(entry.path), vocabulary):
-            found.append(Path(entry.path))
-    return found
-
-
-def _only_tool_files(staging: Path, vocabulary: frozenset[str]) -> bool:
-    for folder, dirs, names in os.walk(staging):
-        depth = len(Path(folder).relative_to(staging).parts)
-        # Hidden entries at the top were carried over by that version (copies): not judged.
-        visible_dirs = [name for name in dirs if not (depth == 0 and name.startswith("."))]
-        dirs[:] = visible_dirs
-        for name in names:
-            if depth == 0 and name.startswith("."):
+        return {}
+    if text is None:
+        return {}
+    lines = text.decode("utf-8", "replace").split("\n")
+    claims: dict[str, set[str]] = {}
+    folders_made: list[str] = []
+    temps: list[tuple[str, str]] = []
+    if lines[:1] == [_JOURNAL_HEADER]:
+        for line in lines[1:]:
+            kind, _, rest = line.partition(" ")
+            if kind == "dir" and plain_path(rest):
+                folders_made.append(rest)
                 continue
-            if name not in vocabulary or depth > 1:
-                return False
-            if os.path.islink(os.path.join(folder, name)):
-                return False
-        if depth >= 1 and visible_dirs:
-            return False
-    return True
+            recorded, _, name = rest.partition(" ")
+            if not plain_path(name) or len(recorded) != 64:
+                continue
+            if kind in ("write", "remove"):
+                # An empty file there was cut off before its first byte: nothing to lose.
+                claims.setdefault(name, set()).update((recorded, _EMPTY))
+            elif kind == "temp" and name.rpartition("/")[2].startswith("."):
+                temps.append((name, recorded))
+    with _Folders(root) as folders:
+        for name, recorded in temps:
+            with contextlib.suppress(OSError):
+                content, _ = _owned_digest(folders, name, {})
+                if content is not None and (not content or digest(content) == recorded):
+                    folder, _, base = name.rpartition("/")
+                    os.unlink(base, dir_fd=folders.get(folder))
+        with contextlib.suppress(OSError):
+            os.unlink(JOURNAL, dir_fd=folders.get(""))
+        for folder in sorted(folders_made, reverse=True):
+            parent, _, base = folder.rpartition("/")
+            with contextlib.suppress(OSError):
+                above = folders.get(parent)
+                if above is not None:
+                    os.rmdir(base, dir_fd=above)  # a link or non-empty folder: refused
+    return {name: frozenset(found) for name, found in claims.items()}
 
 
-def compare_outputs(
-    directory: Path, files: Mapping[str, bytes], *, index: str, ownership: Ownership
-) -> Drift:
-    """Which of ``files`` differ from or are missing in ``directory``, and which files the
-    directory's index lists that ``files`` no longer has. Files the tool did not write are not
-    drift."""
-    root, exists = _root(directory)
-    if not exists:
-        return Drift(missing=tuple(sorted(files)))
-    with _locked(root, shared=True):
-        owned = _owned_by_index(root, index, ownership) or frozenset()
-        changed: list[str] = []
-        missing: list[str] = []
-        folders: dict[str, bool] = {}
+def compare(root: Path, files: Mapping[str, bytes], listed: frozenset[str]) -> Drift:
+    """Which of ``files`` differ from or are missing in ``root``, and which of the paths the
+    index ``listed`` the tool no longer writes but still stand there."""
+    changed: list[str] = []
+    missing: list[str] = []
+    extra: list[str] = []
+    with _Folders(root) as folders:
         for name, content in sorted(files.items()):
-            folder = name.rpartition("/")[0]
-            if folder not in folders:
-                folders[folder] = _real_folders(root, name)
-            path = os.path.join(root, name)
-            entry = _lstat(path) if folders[folder] else None
-            if not folders[folder] and _lstat(os.path.join(root, folder)) is not None:
+            folder, _, base = name.rpartition("/")
+            try:
+                descriptor = folders.get(folder)
+            except OSError:
                 changed.append(name)  # a link or file where the pool's directory belongs
-            elif entry is None:
+                continue
+            info = None
+            if descriptor is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    info = os.stat(base, dir_fd=descriptor, follow_symlinks=False)
+            if descriptor is None or info is None:
                 missing.append(name)
-            elif not stat.S_ISREG(entry.st_mode) or entry.st_size != len(content):
-                changed.append(name)
+            elif not stat.S_ISREG(info.st_mode) or info.st_size != len(content):
+                changed.append(name)  # told apart without reading it
             else:
                 try:
-                    if _read_owned_file(path) != content:
+                    if _read_at(descriptor, base, max_input_size()) != content:
                         changed.append(name)
                 except OSError as err:
-                    raise OutputError(f"{path}: cannot read: {err.strerror}") from None
-        extra = sorted(
-            name
-            for name in owned - set(files)
-            if _plain_relative(name) and _lstat(os.path.join(root, name)) is not None
-        )
+                    raise OutputError(f"{root / name}: cannot read: {err.strerror}") from None
+        for name in sorted(listed - set(files)):
+            folder, _, base = name.rpartition("/")
+            with contextlib.suppress(OSError):
+                descriptor = folders.get(folder)
+                if descriptor is not None:
+                    os.stat(base, dir_fd=descriptor, follow_symlinks=False)
+                    extra.append(name)
     return Drift(tuple(changed), tuple(missing), tuple(extra))
 
 
@@ -387,127 +392,108 @@ class _Change:
     name: str
     content: bytes | None
     previous: bytes | None  # None: the path did not exist
+    recorded: str = ""  # the digest the journal gives: the new content's, or the removed one's
 
 
-def write_outputs(
-    directory: Path, files: Mapping[str, bytes], *, index: str, ownership: Ownership
-) -> bool:
-    """Make ``directory`` hold ``files`` as the tool's files; False when it already did.
+@dataclass
+class Applied:
+    """What :func:`apply` did: whether anything changed, what it removed, and the files it kept
+    because they changed since the tool wrote them."""
 
-    ``index`` is the file (in ``files``) listing what the tool owns, read by ``ownership``.
-    Files the tool did not write are kept; one standing where the tool would write is refused.
-    """
-    _check_paths(files)
-    if index not in files:
-        raise ValueError(f"the files must include the index {index}")
-    listed = ownership(files[index])
-    if listed is None or not set(files) <= listed:
-        unlisted = sorted(set(files) - (listed or frozenset()))[:3]
-        raise ValueError(f"the index {index} does not list every file written: {unlisted}")
-    root, exists = _root(directory)
-    created: list[str] = []
-    try:
-        parent = root.parent
-        while not parent.exists():
-            created.append(str(parent))
-            parent = parent.parent
-        created.reverse()  # outermost first
-        for folder in created:
-            os.mkdir(folder)
-    except OSError as err:
-        _remove_dirs(created)
-        raise OutputError(
-            f"{directory}: cannot create its parent directory: {err.strerror}"
-        ) from None
-    try:
-        with _locked(root, shared=False):
-            exists = _lstat(str(root)) is not None
-            return _write_locked(root, files, index, ownership, exists=exists, listed=listed)
-    finally:
-        _remove_dirs(created)  # only those left empty by a failed run
+    changed: bool = False
+    removed: list[str] = field(default_factory=list)
+    kept: list[tuple[str, str]] = field(default_factory=list)  # path, why it was not removed
 
 
-def _write_locked(
+def apply(
     root: Path,
     files: Mapping[str, bytes],
-    index: str,
-    ownership: Ownership,
+    remove: list[str],
+    claims: Claims,
     *,
-    exists: bool,
-    listed: frozenset[str],
-) -> bool:
-    recovered = _recover(root) if exists else frozenset()
-    try:
-        by_index = _owned_by_index(root, index, ownership) if exists else None
-    except OutputError:
-        if index not in recovered:
-            raise
-        by_index = None  # an index a killed run was writing: its journal proves it ours
-    owned = (by_index or frozenset()) | recovered
-    vocabulary = frozenset(name.rpartition("/")[2] for name in listed)
-    for staging in _legacy_staging(root, vocabulary):
-        shutil.rmtree(staging, ignore_errors=True)
-    changes = _plan_changes(root, files, owned) if exists else []
+    last: str,
+    force: bool = False,
+) -> Applied:
+    """Make ``root`` hold ``files`` and lose ``remove``, the file ``last`` written last.
+
+    A file standing where one of ``files`` goes is replaced only when ``claims`` gives its
+    digest (with ``force``: when ``claims`` lists it at all); one of ``remove`` is removed only
+    when it still has a digest ``claims`` gives it, and kept (reported) otherwise. Any other
+    file in the way is refused, naming it. Raises OutputError, with everything put back.
+    """
+    for name in files:
+        if not plain_path(name):
+            raise OutputError(f"refusing to write {name!r}: not a path inside the directory")
+    exists = _lstat(str(root)) is not None
+    result = Applied()
     if not exists:
-        changes = [_Change(name, content, None) for name, content in files.items()]
+        changes = [_Change(name, content, None, digest(content)) for name, content in files.items()]
+    else:
+        changes = _plan(root, files, remove, claims, force=force, result=result)
     if not changes:
-        return False
+        return result
     # The index goes last: until it is in place, the old one still describes what is owned.
-    changes.sort(key=lambda change: change.name == index)
+    changes.sort(key=lambda change: change.name == last)
     _apply(root, changes, fresh=not exists)
-    return True
+    result.changed = True
+    result.removed = [change.name for change in changes if change.content is None]
+    return result
 
 
-def _plan_changes(root: Path, files: Mapping[str, bytes], owned: frozenset[str]) -> list[_Change]:
+def _plan(
+    root: Path,
+    files: Mapping[str, bytes],
+    remove: list[str],
+    claims: Claims,
+    *,
+    force: bool,
+    result: Applied,
+) -> list[_Change]:
     changes: list[_Change] = []
-    folders: dict[str, bool] = {"": True}
-    for name, content in files.items():
-        folder = name.rpartition("/")[0]
-        if folder not in folders:
-            entry = _lstat(os.path.join(root, folder))
-            if entry is not None and not stat.S_ISDIR(entry.st_mode):
+    with _Folders(root) as folders:
+        for name, content in files.items():
+            path = root / name
+            try:
+                previous, owned = _owned_digest(folders, name, claims)
+            except InputTooLargeError:
+                previous, owned = b"", False  # larger than the limit: not one the tool wrote
+            except OSError as err:
                 raise OutputError(
-                    f"{root / folder}: not a directory (a symbolic link or a file); the tool "
-                    "writes its pool files into a directory of that name, so move it away"
-                )
-            folders[folder] = entry is not None
-        path = os.path.join(root, name)
-        entry = _lstat(path) if folders[folder] else None
-        if entry is None:
-            changes.append(_Change(name, content, None))
-            continue
-        if name not in owned:
-            raise OutputError(
-                f"{path}: exists and was not written by talos-schematic (its index does not "
-                "list it); not replaced — move it away or give another directory"
-            )
-        if not stat.S_ISREG(entry.st_mode):
-            raise OutputError(
-                f"{path}: not a regular file (a symbolic link, FIFO, directory or device); not "
-                "replaced — move it away"
-            )
-        if entry.st_size == len(content):
-            previous = _read(path)
+                    f"{path}: {_link_error(err).strerror}; not replaced — move it away"
+                ) from None
+            if previous is None:
+                changes.append(_Change(name, content, None, digest(content)))
+                continue
             if previous == content:
                 continue
-        else:
-            previous = _read(path)
-        changes.append(_Change(name, content, previous))
-    for name in sorted(owned - set(files)):
-        if not _plain_relative(name):
-            continue
-        path = os.path.join(root, name)
-        entry = _lstat(path)
-        if entry is not None and stat.S_ISREG(entry.st_mode):
-            changes.append(_Change(name, None, _read(path)))
+            if not owned and not (force and name in claims):
+                if name in claims:
+                    raise OutputError(
+                        f"{path}: changed since talos-schematic wrote it (its digest is not the "
+                        "one index.yaml records); not replaced — see `check --diff`, move it "
+                        "away, or pass --force to replace it"
+                    )
+                raise OutputError(
+                    f"{path}: exists and was not written by talos-schematic (its index does "
+                    "not list it); not replaced — move it away or give another directory"
+                )
+            changes.append(_Change(name, content, previous, digest(content)))
+        for name in sorted(set(remove) - set(files)):
+            if not plain_path(name):
+                continue
+            try:
+                previous, owned = _owned_digest(folders, name, claims)
+                why = "it changed since talos-schematic wrote it"
+            except OSError as err:
+                previous, owned = b"", False  # a link, FIFO, or a link on the way: not ours
+                why = str(_link_error(err).strerror or err)
+            if previous is None:
+                continue
+            if owned:
+                changes.append(_Change(name, None, previous, digest(previous)))
+            else:
+                result.kept.append((name, why))
     return changes
-
-
-def _read(path: str) -> bytes:
-    try:
-        return _read_owned_file(path)
-    except OSError as err:
-        raise OutputError(f"{path}: cannot read: {err.strerror}") from None
 
 
 def _temporary(name: str, token: str) -> str:
@@ -521,109 +507,122 @@ def _apply(root: Path, changes: list[_Change], *, fresh: bool) -> None:
     made_dirs: list[str] = []
     temps: list[str] = []
     done: list[_Change] = []
-    journal = os.path.join(root, JOURNAL)
-    journal_written = False
     current = str(root)
-    try:
-        if fresh:
+    journal_written = False
+    if fresh:
+        try:
             os.mkdir(root)  # mode 0777 less the umask, as any new directory
-            made_dirs.append(str(root))
+        except FileExistsError:
+            raise OutputError(f"{root}: appeared while this run was writing it") from None
+        except OSError as err:
+            raise OutputError(f"{root}: cannot create: {err.strerror or err}") from None
+    folders = _Folders(root)
+    try:
         lines = [_JOURNAL_HEADER]
         new_folders = sorted(
             {change.name.rpartition("/")[0] for change in changes if change.content is not None}
             - {""}
         )
-        if not fresh:
-            new_folders = [f for f in new_folders if _lstat(os.path.join(root, f)) is None]
+        new_folders = [f for f in new_folders if folders.get(f) is None]
         lines += [f"dir {folder}" for folder in new_folders]
         for change in changes:
-            lines.append(f"{'write' if change.content is not None else 'remove'} {change.name}")
+            kind = "write" if change.content is not None else "remove"
+            lines.append(f"{kind} {change.recorded} {change.name}")
             if change.content is not None and not fresh:
-                lines.append(f"temp {_temporary(change.name, token)}")
+                lines.append(f"temp {change.recorded} {_temporary(change.name, token)}")
         lines.append(_JOURNAL_END)
-        _write_file(journal, ("\n".join(lines) + "\n").encode())
+        _write_at(folders.open[""], JOURNAL, ("\n".join(lines) + "\n").encode())
         journal_written = True
-        folders = {""}
+        for folder in new_folders:
+            current = str(root / folder)
+            folders.get(folder, create=True)
+            made_dirs.append(folder)
         for change in changes:
-            current = os.path.join(root, change.name)
             if change.content is None:
                 continue
-            folder = change.name.rpartition("/")[0]
-            if folder not in folders:
-                path = os.path.join(root, folder)
-                if _lstat(path) is None:
-                    os.mkdir(path)
-                    made_dirs.append(path)
-                folders.add(folder)
+            current = str(root / change.name)
+            folder, _, base = change.name.rpartition("/")
+            at = folders.get(folder, create=True)
+            assert at is not None
             if fresh:
-                _write_file(current, change.content)
+                _write_at(at, base, change.content)
                 done.append(change)
             else:
-                temp = os.path.join(root, _temporary(change.name, token))
-                _write_file(temp, change.content)
+                temp = _temporary(change.name, token)
+                _write_at(at, temp.rpartition("/")[2], change.content)
                 temps.append(temp)
+        if not fresh:
+            for change in changes:
+                current = str(root / change.name)
+                folder, _, base = change.name.rpartition("/")
+                at = folders.get(folder)
+                assert at is not None
+                if change.content is None:
+                    os.unlink(base, dir_fd=at)
+                else:
+                    temp = _temporary(change.name, token)
+                    os.replace(temp.rpartition("/")[2], base, src_dir_fd=at, dst_dir_fd=at)
+                    temps.remove(temp)
+                done.append(change)
         for change in changes:
-            current = os.path.join(root, change.name)
-            if fresh:
-                break
-            if change.content is None:
-                os.unlink(current)
-            else:
-                os.replace(os.path.join(root, _temporary(change.name, token)), current)
-                temps.remove(os.path.join(root, _temporary(change.name, token)))
-            done.append(change)
-        for change in changes:
-            if change.content is None:
-                folder = change.name.rpartition("/")[0]
-                if folder and folder not in folders:
-                    # An emptied pool directory of the tool's; one holding other files stays.
-                    with contextlib.suppress(OSError):
-                        os.rmdir(os.path.join(root, folder))
-        os.unlink(journal)
+            folder, _, base = change.name.rpartition("/")
+            if change.content is None and folder:
+                # An emptied pool directory of the tool's; one holding other files stays.
+                parent, _, name = folder.rpartition("/")
+                with contextlib.suppress(OSError):
+                    above = folders.get(parent)
+                    if above is not None:
+                        os.rmdir(name, dir_fd=above)
+        if journal_written:
+            os.unlink(JOURNAL, dir_fd=folders.get(""))
     except OSError as err:
-        restored = _undo(root, done, temps, made_dirs, token)
+        restored = _undo(folders, done, temps, made_dirs)
         if restored and journal_written:
             with contextlib.suppress(OSError):
-                os.unlink(journal)
+                os.unlink(JOURNAL, dir_fd=folders.get(""))
+        folders.close()
         if fresh and restored:
             with contextlib.suppress(OSError):
                 os.rmdir(root)
-        raise OutputError(f"{current}: cannot write: {err.strerror or err}") from None
+        raise OutputError(f"{current}: cannot write: {_link_error(err).strerror or err}") from None
+    folders.close()
 
 
-def _undo(
-    root: Path, done: list[_Change], temps: list[str], made_dirs: list[str], token: str
-) -> bool:
+def _undo(folders: _Folders, done: list[_Change], temps: list[str], made_dirs: list[str]) -> bool:
     """Put back what a failed run changed; False when something could not be put back."""
     restored = True
     for temp in temps:
-        with contextlib.suppress(FileNotFoundError):
-            try:
-                os.unlink(temp)
-            except OSError:
-                restored = False
-    for change in reversed(done):
-        path = os.path.join(root, change.name)
+        folder, _, base = temp.rpartition("/")
         try:
-            if change.previous is None:
-                os.unlink(path)
-            else:
-                write_file_atomically(Path(path), change.previous)
+            os.unlink(base, dir_fd=folders.get(folder))
+        except FileNotFoundError:
+            pass
         except OSError:
             restored = False
-    _remove_dirs(made_dirs)
+    for change in reversed(done):
+        folder, _, base = change.name.rpartition("/")
+        try:
+            at = folders.get(folder)
+            assert at is not None
+            if change.previous is None:
+                os.unlink(base, dir_fd=at)
+            else:
+                temp = f".{base}.{secrets.token_hex(4)}.tmp"
+                _write_at(at, temp, change.previous)
+                os.replace(temp, base, src_dir_fd=at, dst_dir_fd=at)
+        except OSError:
+            restored = False
+    for folder in reversed(made_dirs):
+        parent, _, base = folder.rpartition("/")
+        with contextlib.suppress(OSError):
+            os.rmdir(base, dir_fd=folders.get(parent))
     return restored
 
 
-def _remove_dirs(paths: list[str]) -> None:
-    for path in reversed(paths):
-        with contextlib.suppress(OSError):
-            os.rmdir(path)
-
-
-def _write_file(path: str, content: bytes, mode: int = 0o666) -> None:
+def _write_at(folder: int, base: str, content: bytes, mode: int = 0o666) -> None:
     # O_EXCL: never write through a file or symbolic link that appeared meanwhile.
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    descriptor = os.open(base, flags, mode, dir_fd=folder)
     try:
         view = memoryview(content)
         while view:
@@ -631,7 +630,7 @@ def _write_file(path: str, content: bytes, mode: int = 0o666) -> None:
     except BaseException:
         os.close(descriptor)
         with contextlib.suppress(OSError):
-            os.unlink(path)
+            os.unlink(base, dir_fd=folder)
         raise
     os.close(descriptor)
 
@@ -640,11 +639,15 @@ def write_file_atomically(path: Path, content: bytes, *, mode: int = 0o666) -> N
     """Replace ``path`` with ``content`` in one step: readers see the old file or the new one,
     never a part; on failure the old file stays and the temporary one is removed. ``mode`` is
     narrowed by the umask, as for any new file. The one way the tool writes a single file."""
-    temp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    _write_file(str(temp), content, mode)
+    folder = os.open(path.parent, os.O_RDONLY | _DIRECTORY)
     try:
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+        temp = f".{path.name}.{secrets.token_hex(4)}.tmp"
+        _write_at(folder, temp, content, mode)
+        try:
+            os.replace(temp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=folder)
+            raise
+    finally:
+        os.close(folder)

@@ -499,7 +499,7 @@ def test_the_regenerate_hint_repeats_every_option(tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert result.stderr.splitlines()[-1] == (
         f"regenerate with: talos-schematic generate {cluster} --out {out} --chart v1.6 "
-        "--layout talos --format values"
+        "--layout talos --format values --force"
     )
     # Following the hint gives a directory check finds up to date.
     hint = result.stderr.splitlines()[-1].split("talos-schematic generate ", 1)[1].split()
@@ -517,7 +517,7 @@ def test_index_records_what_check_needs(tmp_path: Path) -> None:
         == 0
     )
     index = yaml.safe_load((out / "index.yaml").read_text())
-    assert (index["cozystack"], index["layout"], index["format"]) == ("main", "talos", "values")
+    assert (index["cozystack"], index["layout"], index["kinds"]) == ("main", "talos", ["values"])
 
 
 def test_layout_keys_name_where_the_schematic_goes() -> None:
@@ -580,9 +580,7 @@ def test_kustomization_lists_only_the_manifests(tmp_path: Path) -> None:
             assert name == "kustomization.yaml" or not documents[0].get("kind", "").endswith(
                 ("KubernetesNodes", "HelmRelease")
             )
-    assert yaml.safe_load((out / "index.yaml").read_text())["kustomization"] == (
-        "kustomization.yaml"
-    )
+    assert "kustomization.yaml" in yaml.safe_load((out / "index.yaml").read_text())["files"]
     values_only = tmp_path / "values"
     assert run("generate", str(cluster), "--out", str(values_only), "-f", "values").exit_code == 0
     assert not (values_only / "kustomization.yaml").exists()
@@ -644,7 +642,7 @@ def test_the_regenerate_hint_is_quoted_for_a_shell(tmp_path: Path) -> None:
     assert words[:2] == ["talos-schematic", "generate"]
     assert words[2:] == [
         *(str(cluster), "--out", str(out), "--chart", "pr3571", "--layout", "schematicid"),
-        *("--max-input-size", "1MiB"),
+        *("--max-input-size", "1MiB", "--force"),
     ]
     assert run(*words[1:]).exit_code == 0
     assert run("check", str(cluster), "--out", str(out)).exit_code == 0

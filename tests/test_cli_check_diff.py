@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
 from schematic.drift import drift_diff
-from schematic.output import Drift
+from schematic.outdir import index_text, parse_index
+from schematic.output import Drift, digest
 
 register_all_commands()
 
@@ -48,13 +50,22 @@ def test_a_hand_edited_file_diffs_with_its_name(out: Path) -> None:
     assert "changed: rtx6000/values.yaml" in result.stderr
 
 
+def written_for_a_gone_pool(out: Path, content: str) -> None:
+    """As an earlier run wrote it when the cluster file still had a pool "gone"."""
+    index = parse_index((out / "index.yaml").read_bytes())
+    (out / "gone").mkdir()
+    (out / "gone" / "values.yaml").write_text(content)
+    index = replace(
+        index,
+        pools=(*index.pools, {"name": "gone", "schematicID": "0" * 64}),
+        files={**index.files, "gone/values.yaml": digest(content.encode())},
+    )
+    (out / "index.yaml").write_text(index_text(index))
+
+
 def test_missing_and_extra_files_diff_against_dev_null(out: Path) -> None:
     (out / "cpu" / "urls.yaml").unlink()
-    # As an earlier run wrote it when the cluster file still had a pool "gone".
-    index = out / "index.yaml"
-    index.write_text(index.read_text().replace("pools:\n", "pools:\n- name: gone\n", 1))
-    (out / "gone").mkdir()
-    (out / "gone" / "values.yaml").write_text("kept by hand")
+    written_for_a_gone_pool(out, "kept by hand")
     (out / "notes.txt").write_text("the user's, not the tool's: never drift")
     result = run("check", str(EXAMPLE), "--out", str(out), "--diff")
     assert result.exit_code == 3
@@ -113,10 +124,7 @@ def test_drift_diff_marks_a_generated_file_without_final_newline(tmp_path: Path)
 
 def test_json_lists_the_drifted_paths_on_stdout(out: Path) -> None:
     (out / "cpu" / "urls.yaml").unlink()
-    index = out / "index.yaml"
-    index.write_text(index.read_text().replace("pools:\n", "pools:\n- name: gone\n", 1))
-    (out / "gone").mkdir()
-    (out / "gone" / "values.yaml").write_text("written for a pool since removed\n")
+    written_for_a_gone_pool(out, "written for a pool since removed\n")
     (out / "notes.txt").write_text("the user's file, not drift\n")
     values = out / "rtx6000" / "values.yaml"
     values.write_text(values.read_text() + "extra: true\n")

@@ -29,8 +29,9 @@ STREAMS = {
     # The example names its chart (osimage); these two are the other charts' layouts.
     "values-schematicid.yaml": ["--values-only", "--chart", "pr3571", "--layout", "schematicid"],
     "values-talos.yaml": ["--format", "values", "--chart", "v1.6", "--layout", "talos"],
-    "machine-config.yaml": ["--format", "machine-config"],
-    "schematic.yaml": ["--format", "schematic"],
+    # One document per pool: a pool is picked.
+    "machine-config.yaml": ["--format", "machine-config", "--pool", "rtx6000"],
+    "schematic.yaml": ["--format", "schematic", "--pool", "l40s"],
     "urls.yaml": ["--format", "urls"],
     "summary.json": ["--format", "json"],
 }
@@ -375,9 +376,11 @@ def test_cluster_file_opt_ins_reach_the_machine_config(tmp_path: Path) -> None:
         "  - {name: b200, profile: metal-hgx-b200-8x}\n"
         "  - {name: h100, profile: metal-hgx-h100-8x, nvidia: {peermem: false}}\n"
     )
-    result = run("generate", str(cluster), "--format", "machine-config")
-    assert result.exit_code == 0, result.stderr
-    patches = [d for d in yaml.safe_load_all(result.stdout) if d]
+    patches = []
+    for pool in ("b200", "h100"):
+        result = run("generate", str(cluster), "--format", "machine-config", "--pool", pool)
+        assert result.exit_code == 0, result.stderr
+        patches += [d for d in yaml.safe_load_all(result.stdout) if d]
     modules = [[m["name"] for m in d["machine"]["kernel"]["modules"]] for d in patches]
     assert [m for m in modules if "nvidia_peermem" in m] == [
         ["nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "ib_umad"]

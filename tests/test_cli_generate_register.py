@@ -198,7 +198,7 @@ def test_register_reports_progress_per_distinct_schematic(
 
     monkeypatch.setattr(commands, "progress_line", progress)
     router.post("/schematics").mock(side_effect=echo_factory)
-    result = run(env, "generate", str(cluster), "--register", "--format", "schematic")
+    result = run(env, "generate", str(cluster), "--register", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert seen == [(1, DISTINCT), (2, DISTINCT), (3, DISTINCT)]
 
@@ -238,7 +238,7 @@ def test_register_failure_names_every_pool_sharing_the_schematic(
     router: respx.MockRouter, env: dict[str, str], cluster: Path
 ) -> None:
     router.post("/schematics").mock(return_value=httpx.Response(403, text="forbidden"))
-    result = run(env, "generate", str(cluster), "--register", "--format", "schematic")
+    result = run(env, "generate", str(cluster), "--register", "--format", "json")
     assert result.exit_code == 1
     assert result.stdout == ""
     assert f'{URL}: {cluster}: pools "cpu-a", "cpu-b": POST /schematics: HTTP 403' in (
@@ -309,9 +309,9 @@ def test_owner_stamped_answer_on_stdout(
     router: respx.MockRouter, env: dict[str, str], cluster: Path
 ) -> None:
     router.post("/schematics").mock(side_effect=stamping_factory)
-    result = run(env, "generate", str(cluster), "--register", "--format", "schematic")
+    result = run(env, "generate", str(cluster), "--register", "--format", "json")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.count(OWNER) == 5
+    assert result.stdout.count(OWNER.rstrip("\n")) == 5
     assert "is used instead of the offline" in result.stderr
 
 
@@ -361,7 +361,7 @@ def test_environment_overrides_the_cluster_file(env: dict[str, str], cluster: Pa
             str(cluster),
             "--register",
             "--format",
-            "schematic",
+            "json",
         )
     assert result.exit_code == 0, result.stderr
     assert route.call_count == DISTINCT

@@ -144,7 +144,7 @@ def test_an_overlay_in_another_image_names_the_image(
         CLUSTER + "  - name: rock\n    profile: metal-rock5b\n"
         "    overlay: {name: rock5b, image: example/sbc-rock}\n"
     )
-    result = run(env, "generate", str(cluster), "--live-catalogue", "-f", "schematic")
+    result = run(env, "generate", str(cluster), "--live-catalogue", "-f", "urls")
     assert result.exit_code == 1
     assert result.stderr == (
         f'talos-schematic: {cluster}: pool "rock": overlay.image: {URL}: Talos {TALOS} offers '
@@ -161,7 +161,7 @@ def test_without_a_board_the_overlay_list_is_not_asked(
     cluster.write_text(
         CLUSTER.split("  - name: pi")[0] + "  - {name: intel, profile: metal-intel}\n"
     )
-    result = run(env, "generate", str(cluster), "--live-catalogue", "-f", "schematic")
+    result = run(env, "generate", str(cluster), "--live-catalogue", "-f", "urls")
     assert result.exit_code == 0, result.stderr
     assert route.call_count == 0
 

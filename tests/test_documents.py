@@ -542,6 +542,7 @@ def test_generated_cluster_files_render_or_fail_with_a_user_error(
     # Whatever the file says, planning and every output kind and layout either work or raise
     # the error the CLI prints; never another exception (a traceback for the user).
     from schematic.cluster import plan_cluster
+    from schematic.outdir import parse_index
     from schematic.render.files import INDEX, KINDS, POOL_FILES, render_files, render_stream
 
     text = yaml.safe_dump(document)
@@ -551,10 +552,10 @@ def test_generated_cluster_files_render_or_fail_with_a_user_error(
         return
     for layout in ("osimage", "schematicid", "talos"):
         files = render_files(plan, KINDS, layout)
-        # The GPU path's files are not in every pool's directory: the index lists them.
-        gpu_files = yaml.safe_load(files[INDEX]).get("gpuFiles", [])
-        assert set(gpu_files) <= set(files)
-        # Besides: summary.json, index.yaml, kustomization.yaml.
-        assert len(files) == 3 + len(plan.pools) * len(POOL_FILES) + len(gpu_files)
+        # The index records every other file, with its digest.
+        assert set(parse_index(files[INDEX]).files) == set(files) - {INDEX}
+        names = set(POOL_FILES.values())
+        per_pool = [name for name in files if name.count("/") == 1 and name.split("/")[1] in names]
+        assert len(per_pool) == len(plan.pools) * len(POOL_FILES)
         for kind in KINDS:
             assert render_stream(plan, kind, layout)

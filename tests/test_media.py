@@ -382,9 +382,15 @@ def test_the_secureboot_patch_validates_against_the_talos_schema(tmp_path: Path)
     validator = jsonschema.Draft202012Validator(schema)
     cluster = tmp_path / "edge.yaml"
     cluster.write_text(EDGE)
-    result = run("generate", str(cluster), "-f", "machine-config")
+    out = tmp_path / "out"
+    result = run("generate", str(cluster), "-f", "machine-config", "--out", str(out))
     assert result.exit_code == 0
-    documents = [d for d in yaml.safe_load_all(result.stdout) if d]
+    documents = [
+        d
+        for path in sorted(out.glob("*/machine-config-patch.yaml"))
+        for d in yaml.safe_load_all(path.read_text())
+        if d
+    ]
     assert len(documents) == 3
     for document in documents:
         assert [error.message for error in validator.iter_errors(document)] == []

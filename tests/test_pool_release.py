@@ -47,8 +47,9 @@ def test_a_pool_on_its_own_release(tmp_path: Path) -> None:
     assert gpu["values"]["osImage"]["factory"]["version"] == "v1.12.6"
     assert cpu["values"]["osImage"]["factory"]["version"] == "v1.13.9"
     # Talos 1.12 still needs the BPF sysctl; 1.13 does not.
-    patches = run("generate", str(write(tmp_path)), "-f", "machine-config").stdout
-    gpu_patch = patches.split("---\n")[0]
+    gpu_patch = run(
+        "generate", str(write(tmp_path)), "-f", "machine-config", "--pool", "gpu"
+    ).stdout
     assert "net.core.bpf_jit_harden" in gpu_patch
     assert "image: factory.talos.dev/installer/" in gpu_patch and ":v1.12.6\n" in gpu_patch
 

@@ -130,7 +130,9 @@ def _cluster_text(path: Path) -> str | None:
     return text if isinstance(data, dict) and "pools" in data else None
 
 
-def _cluster_checks(path: Path, text: str, profiles: list[Path] | None) -> tuple[list[_Check], str]:
+def _cluster_checks(
+    path: Path, text: str, profiles: list[Path] | None, pools: list[str] | None
+) -> tuple[list[_Check], str]:
     """One check per distinct schematic of the cluster file's plan, and its factory URL."""
     from schematic.cluster import (
         boot_media_schematics,
@@ -144,6 +146,10 @@ def _cluster_checks(path: Path, text: str, profiles: list[Path] | None) -> tuple
     plan = plan_cluster(
         cluster, source=str(path), base_dir=path.parent, profile_dirs=tuple(profiles or ())
     )
+    if pools:
+        import dataclasses
+
+        plan = dataclasses.replace(plan, pools=tuple(p for p in plan.pools if p.name in pools))
     checks: list[_Check] = [
         (pools_label(plan.source, [pool.name for pool in pools]), schematic_id, pools[0].schematic)
         for schematic_id, pools in pools_by_schematic(plan).items()
@@ -157,68 +163,57 @@ def _cluster_checks(path: Path, text: str, profiles: list[Path] | None) -> tuple
     return checks, plan.talos.image_factory_url
 
 
-def _recorded_factory(urls_file: Path, schematic_id: str) -> str | None:
-    """The factory a pool's ``urls.yaml`` boots from: the cluster file's imageFactoryURL."""
-    import yaml
-
-    from schematic.safe_yaml import load, read_text
+def _pool_file(directory: Path, index_path: Path, name: str, file: str) -> bytes | None:
+    """A pool's file, read as the tool reads its own (never through a link, never a FIFO,
+    within the size limit); None when the index records no such file."""
+    from schematic.outdir import read_owned_file
 
     try:
-        urls = load(read_text(urls_file))
-    except (OSError, yaml.YAMLError):
-        return None
-    image = urls.get("image") if isinstance(urls, dict) else None
-    marker = f"/image/{schematic_id}/"
-    if not isinstance(image, str) or marker not in image:
-        return None
-    return image.partition(marker)[0]
+        return read_owned_file(directory, f"{name}/{file}")
+    except OSError as err:
+        raise OutputError(
+            f"{index_path}: pool {name!r}: {name}/{file}: {err.strerror or err}; not read"
+        ) from None
 
 
-def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], str | None]:
-    """One check per pool of a `generate --out` directory: its index ID, and its
-    ``schematic.yaml`` as the expected body when that kind was written; and the factory its
-    ``urls.yaml`` files point at, if they were written."""
-    import yaml
+def _generated_checks(directory: Path, pools: list[str] | None) -> tuple[list[_Check], str | None]:
+    """One check per pool of a `generate --out` directory (the ``pools`` named, if any): its
+    index ID, and its ``schematic.yaml`` as the expected body when that file was written; and
+    the factory the index records."""
+    from schematic.model import Schematic
+    from schematic.outdir import INDEX, read_index
 
-    from schematic.safe_yaml import load, read_text
-
-    index = directory / index_name
-    try:
-        data = load(read_text(index))
-    except (OSError, yaml.YAMLError) as err:
-        raise OutputError(f"{index}: cannot read the generated index: {err}") from None
-    pools = data.get("pools") if isinstance(data, dict) else None
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(pools, list) or not isinstance(files, list):
-        raise OutputError(f"{index}: not an index written by `talos-schematic generate --out`")
+    index = read_index(directory)
+    index_path = directory / INDEX
+    if index is None:
+        raise OutputError(f"{index_path}: not found")
     checks: list[_Check] = []
     boot_checks: list[_Check] = []  # listed after the installers' schematics
-    url = data.get("imageFactoryURL")
-    recorded: str | None = url if isinstance(url, str) else None
-    for entry in pools:
-        name = entry.get("name") if isinstance(entry, dict) else None
-        schematic_id = entry.get("schematicID") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or not isinstance(schematic_id, str):
-            raise OutputError(f"{index}: every pool needs a name and a schematicID")
-        if not _plain_pool_directory(directory, name, files):
-            raise OutputError(
-                f"{index}: pool {name!r}: its files are not regular files in a directory of "
-                "that name (a symbolic link, FIFO or a path outside); not read"
-            )
-        if recorded is None and "urls.yaml" in files:
-            recorded = _recorded_factory(directory / name / "urls.yaml", schematic_id)
+    recorded: str | None = index.image_factory_url
+    for entry in index.pools:
+        name, schematic_id = str(entry["name"]), str(entry["schematicID"])
+        if pools and name not in pools:
+            continue
         boot_id = entry.get("bootSchematicID")
+        urls = f"{name}/urls.yaml" in index.files
         if isinstance(boot_id, str):
-            boot_checks.append(_boot_check(directory, index_name, name, boot_id, files))
-        if "schematic.yaml" not in files:
+            subject = f'{index_path}: pool "{name}" boot media'
+            body = _pool_file(directory, index_path, name, "urls.yaml") if urls else None
+            boot_checks.append(_boot_check(index_path, name, boot_id, body, subject))
+        if f"{name}/schematic.yaml" not in index.files:
             # Written without the schematic kind: only presence can be checked.
-            checks.append((f'{index}: pool "{name}"', schematic_id, None))
+            checks.append((f'{index_path}: pool "{name}"', schematic_id, None))
             continue
         path = directory / name / "schematic.yaml"
-        schematic = _read_schematic(path)
+        text = _pool_file(directory, index_path, name, "schematic.yaml")
+        if text is None:
+            raise SchematicError(
+                "missing; the directory was edited, regenerate it", source=str(path)
+            )
+        schematic = Schematic.from_yaml(text, source=str(path))
         if schematic.id != schematic_id:
             raise SchematicError(
-                f"this body's ID is {schematic.id}, but {index_name} gives pool {name!r} the "
+                f"this body's ID is {schematic.id}, but {INDEX} gives pool {name!r} the "
                 f"ID {schematic_id}; the directory was edited, regenerate it",
                 source=str(path),
             )
@@ -227,61 +222,44 @@ def _generated_checks(directory: Path, index_name: str) -> tuple[list[_Check], s
 
 
 def _boot_check(
-    directory: Path, index_name: str, name: str, boot_id: str, files: list[object]
+    index_path: Path, name: str, boot_id: str, urls: bytes | None, subject: str
 ) -> _Check:
     """A pool's boot-media schematic: its ``urls.yaml`` holds the body (``bootSchematic``)."""
     import yaml
 
     from schematic.model import Schematic
-    from schematic.safe_yaml import load, read_text
+    from schematic.safe_yaml import load
 
-    subject = f'{directory / index_name}: pool "{name}" boot media'
-    if "urls.yaml" not in files:
+    if urls is None:
         return (subject, boot_id, None)  # written without urls.yaml: only presence
-    path = directory / name / "urls.yaml"
+    path = index_path.parent / name / "urls.yaml"
     try:
-        urls = load(read_text(path))
-    except (OSError, yaml.YAMLError):
-        urls = None
-    body = urls.get("bootSchematic") if isinstance(urls, dict) else None
+        document = load(urls)
+    except (yaml.YAMLError, ValueError):
+        document = None
+    body = document.get("bootSchematic") if isinstance(document, dict) else None
     if not isinstance(body, str):
         raise SchematicError(
-            f"{index_name} gives pool {name!r} the boot schematic {boot_id}, but this file "
-            "holds no bootSchematic body; the directory was edited, regenerate it",
+            f"{index_path.name} gives pool {name!r} the boot schematic {boot_id}, but this "
+            "file holds no bootSchematic body; the directory was edited, regenerate it",
             source=str(path),
         )
     schematic = Schematic.from_yaml(body, source=str(path))
     if schematic.id != boot_id:
         raise SchematicError(
-            f"this bootSchematic's ID is {schematic.id}, but {index_name} gives pool {name!r} "
-            f"the boot schematic {boot_id}; the directory was edited, regenerate it",
+            f"this bootSchematic's ID is {schematic.id}, but {index_path.name} gives pool "
+            f"{name!r} the boot schematic {boot_id}; the directory was edited, regenerate it",
             source=str(path),
         )
     return (f"{path} (bootSchematic)", boot_id, schematic)
 
 
-def _plain_pool_directory(directory: Path, name: str, files: list[object]) -> bool:
-    """Whether the pool's files the index lists are regular files in a real directory (an index
-    names any path; a FIFO would block the run, a link would lead elsewhere)."""
-    from schematic.output import read_tool_file
-
-    if "/" in name or name in ("", ".", ".."):
-        return False
-    for file in ("schematic.yaml", "urls.yaml"):
-        if file in files:
-            try:
-                read_tool_file(directory, f"{name}/{file}")
-            except OSError:
-                return False
-    return True
-
-
 def _verify_checks(
-    paths: list[Path], profiles: list[Path] | None
+    paths: list[Path], profiles: list[Path] | None, pools: list[str] | None = None
 ) -> tuple[list[_Check], list[str]]:
     """Checks for every path in order, and the factory URLs the cluster files (or the URLs
     generated from them) name."""
-    from schematic.render.files import INDEX
+    from schematic.outdir import INDEX
 
     checks: list[_Check] = []
     named_urls: list[str] = []
@@ -290,9 +268,9 @@ def _verify_checks(
         found: list[_Check]
         url: str | None
         if path.is_dir() and (path / INDEX).is_file():
-            found, url = _generated_checks(path, INDEX)
+            found, url = _generated_checks(path, pools)
         elif (text := _cluster_text(path)) is not None:
-            found, url = _cluster_checks(path, text, profiles)
+            found, url = _cluster_checks(path, text, profiles, pools)
         else:
             for file in _schematic_files(path):
                 if file not in seen:
@@ -348,6 +326,16 @@ def verify(
             help="Directory of hardware profiles for cluster files (repeatable).",
         ),
     ] = None,
+    pool: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pool",
+            metavar="NAME",
+            help="Only this pool of each generated directory or cluster file (repeatable). "
+            "Example: --pool rtx6000.",
+            show_default=False,
+        ),
+    ] = None,
     jobs: JobsOption = 8,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
@@ -358,7 +346,7 @@ def verify(
     if not targets:
         raise typer.BadParameter("give --out DIR, a cluster file, schematic files or a directory")
     try:
-        checks, named_urls = _verify_checks(targets, profiles)
+        checks, named_urls = _verify_checks(targets, profiles, pool)
         if len(named_urls) > 1 and not (factory or os.environ.get(FACTORY_ENV)):
             raise typer.BadParameter(
                 f"the inputs name different factories ({', '.join(named_urls)})",

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -36,11 +37,14 @@ if TYPE_CHECKING:
     from schematic.charts import ChartFit
     from schematic.cluster import ClusterPlan
     from schematic.factory import FactoryClient
+    from schematic.outdir import OutputIndex, Tree, Written
     from schematic.render.files import Kind
 
-# Written beside index.yaml by `generate --out DIR --live-catalogue` (render.files.LOCK).
-LOCK_FILE = "extensions.lock.yaml"
 _PROBLEMS_SHOWN = 10
+# Kinds whose consumer takes the stream as one whole (talosctl patch mc --patch @file, a
+# factory POST): several pools' documents on stdout would patch or register the wrong pool.
+# Values stay a stream: each document names its pool, for tools that split them.
+_ONE_DOCUMENT_KINDS = ("machine-config", "schematic")
 
 
 class OutputFormat(StrEnum):
@@ -76,13 +80,15 @@ ClusterArgument = Annotated[
     typer.Argument(help="Cluster file (YAML): cluster, talos, nvidia, pools.", metavar="CLUSTER"),
 ]
 FormatOption = Annotated[
-    OutputFormat | None,
+    list[OutputFormat] | None,
     typer.Option(
         "--format",
         "-f",
         help=(
-            "What to print (default cozystack); with --out, write only this kind "
-            "(default: every kind except json and helmrelease). addons: the tenant Kubernetes "
+            "What to print (default cozystack); with --out, write only these kinds "
+            "(repeatable; default: every kind except json and helmrelease) and keep every "
+            "other file of DIR. machine-config and schematic are one document per pool: on "
+            "stdout, pick the pool with --pool. addons: the tenant Kubernetes "
             "app's GPU Operator values (with --out -f cozystack, the whole Kubernetes object); "
             "platform: the management cluster's passthrough entries for GPUs its defaults "
             "lack; smoke-test: an nvidia-smi -L pod per GPU pool; helmrelease: a Flux "
@@ -127,6 +133,32 @@ AllowIgnoredOption = Annotated[
         ),
     ),
 ]
+OutOption = Annotated[
+    str | None,
+    typer.Option(
+        "--out",
+        "-o",
+        help=(
+            "Write one file per pool per kind, plus index.yaml recording each file's digest; "
+            "files in DIR the tool did not write are never touched. "
+            "Example: --out deploy/gpu."
+        ),
+        metavar="DIR",
+        show_default=False,
+    ),
+]
+PoolOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pool",
+        metavar="NAME",
+        help=(
+            "Only this pool of the cluster file (repeatable); with --out, the other pools' "
+            "files are kept as they are. Example: --pool rtx6000."
+        ),
+        show_default=False,
+    ),
+]
 ProfilesOption = Annotated[
     list[Path] | None,
     typer.Option(
@@ -169,7 +201,7 @@ LiveCatalogueOption = Annotated[
         help=(
             "Check every pool's extensions (cached on disk for a day) and board overlay "
             "against the factory's lists for the Talos version; with --out, also write "
-            f"{LOCK_FILE} pinning each "
+            "extensions.lock.yaml pinning each "
             "extension's image ref and digest."
         ),
     ),
@@ -330,12 +362,41 @@ def _consult_factory(
     return plan, lock
 
 
-def _kinds(output_format: OutputFormat | None) -> tuple[Kind, ...]:
+def _kinds(formats: list[str] | None) -> tuple[Kind, ...]:
     from schematic.render.files import DEFAULT_KINDS, KINDS
 
-    if output_format is None:
+    if not formats:
         return DEFAULT_KINDS
-    return tuple(kind for kind in KINDS if kind == output_format.value)
+    return tuple(kind for kind in KINDS if kind in formats)
+
+
+def _out_directory(out: str | None) -> Path | None:
+    """``--out`` as a path; an empty one (an unset shell variable) is a usage error, not the
+    current directory."""
+    if out is None:
+        return None
+    if not out:
+        raise typer.BadParameter(
+            "is empty (an unset variable?); give the directory to write", param_hint="--out"
+        )
+    return Path(out)
+
+
+def _selected(plan: ClusterPlan, pools: list[str] | None) -> ClusterPlan:
+    """The plan of the pools named with --pool (all without it); a name the cluster file does
+    not have is a usage error listing the ones it has."""
+    if not pools:
+        return plan
+    names = [pool.name for pool in plan.pools]
+    unknown = [name for name in dict.fromkeys(pools) if name not in names]
+    if unknown:
+        raise typer.BadParameter(
+            f"{plan.source} has no pool {', '.join(map(repr, unknown))}; its pools: "
+            f"{', '.join(names)}",
+            param_hint="--pool",
+        )
+    wanted = set(pools)
+    return dataclasses.replace(plan, pools=tuple(p for p in plan.pools if p.name in wanted))
 
 
 @app.command(
@@ -343,20 +404,10 @@ def _kinds(output_format: OutputFormat | None) -> tuple[Kind, ...]:
 )
 def generate(
     cluster_file: ClusterArgument,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help=(
-                "Write one file per pool per kind, plus index.yaml; files in DIR that an "
-                "earlier run did not write are kept."
-            ),
-            metavar="DIR",
-        ),
-    ] = None,
+    out: OutOption = None,
     output_format: FormatOption = None,
     as_json: JsonAliasOption = False,
+    pool: PoolOption = None,
     layout: LayoutOption = None,
     chart: ChartOption = None,
     allow_ignored_keys: AllowIgnoredOption = False,
@@ -377,6 +428,16 @@ def generate(
     ] = False,
     live_catalogue: LiveCatalogueOption = False,
     factory: FactoryOption = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help=(
+                "With --out: write into a directory that holds another cluster, and replace "
+                "files the tool wrote that were edited since (never a file it did not write)."
+            ),
+        ),
+    ] = False,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Per pool: schematic and ID, Cozystack KubernetesNodes values, a Talos machine-config
@@ -386,50 +447,51 @@ def generate(
 
     Example: talos-schematic generate cluster.yaml --out deploy/mycluster
     """
+    formats = [kind.value for kind in output_format or ()]
     if as_json:
-        if output_format not in (None, OutputFormat.json):
+        if any(kind != "json" for kind in formats):
             raise typer.BadParameter(
-                f"--json is --format json, not {output_format.value}", param_hint="--json"
+                f"--json is --format json, not {formats[0]}", param_hint="--json"
             )
-        output_format = OutputFormat.json
+        formats = ["json"]
     if values_only:
-        if output_format not in (None, OutputFormat.values):
+        if any(kind != "values" for kind in formats):
             raise typer.BadParameter("--values-only is --format values", param_hint="--format")
-        output_format = OutputFormat.values
+        formats = ["values"]
+    directory = _out_directory(out)
+    if directory is None and len(set(formats)) > 1:
+        raise typer.BadParameter(
+            "several kinds go to files: add --out DIR, or print one kind at a time",
+            param_hint="--format",
+        )
     try:
         with _no_collector_passes():
             plan = _plan(cluster_file, profiles)
+            shown = _selected(plan, pool)
+            if directory is None:
+                kind = _kind(formats[0] if formats else "cozystack")
+                _one_document_check(shown, kind)
             fit = _fit(plan, chart, layout, insist=allow_ignored_keys)
             plan, lock = _consult_factory(
                 plan, factory, register=register, live_catalogue=live_catalogue
             )
-            if out is None:
+            if directory is None:
                 from schematic.render.files import render_stream
 
-                kind = _kind((output_format or OutputFormat.cozystack).value)
-                sys.stdout.write(render_stream(plan, kind, fit))
+                sys.stdout.write(render_stream(_selected(plan, pool), kind, fit))
                 _print_notes(plan, fit, platform_written=kind == "platform")
                 return
-            from schematic.output import write_outputs
-            from schematic.render.files import INDEX, owned_paths, render_files
-
-            kustomization = _own_kustomization(out)
-            kinds = _kinds(output_format)
-            files = render_files(plan, kinds, fit, kustomization=kustomization)
-            if lock is not None:
-                files[LOCK_FILE] = lock.encode()
-            unreachable = _unreachable_changes(out, plan, files, fit)
-            written = write_outputs(out, files, index=INDEX, ownership=owned_paths)
+            written, notes = _write(directory, plan, fit, formats, lock, pool, profiles, force)
     except TalosSchematicError as err:
         raise fail(err) from None
-    _print_notes(plan, fit, platform_written="platform" in kinds)
-    for note in unreachable:
+    _print_notes(plan, fit, platform_written="platform" in _kinds(formats))
+    for note in notes:
         print(f"talos-schematic: note: {note}", file=sys.stderr)
     pools = len(plan.pools)
-    state = "written to" if written else "already up to date in"
+    state = "written to" if written.changed else "already up to date in"
     chart = f"chart {fit.target.name}" + (" (assumed)" if fit.assumption else "")
     print(
-        f"{pools} pool{'s' * (pools != 1)}, {len(files)} files {state} {out} ({chart})",
+        f"{pools} pool{'s' * (pools != 1)}, {written.files} files {state} {out} ({chart})",
         file=sys.stderr,
     )
     from schematic.render.summary import decision_lines
@@ -438,128 +500,85 @@ def generate(
         print(f"  {line}", file=sys.stderr)
 
 
-def _recorded_registrations(out: Path, plan: ClusterPlan) -> dict[str, tuple[str, str]]:
-    """Offline ID → (factory ID, stored body) for the schematics an earlier `generate --register`
-    recorded as stamped by the factory (an Enterprise factory adds ``owner``).
-
-    `check` never asks the factory, so it takes them from DIR: a body counts only if it still
-    hashes to its recorded ID and, without its ``owner``, is the offline schematic itself
-    (:func:`schematic.stamped.recorded_stamped_body`).
-    """
-    import yaml
-
-    from schematic.render.files import INDEX, POOL_FILES
-    from schematic.safe_yaml import load, read_text
-    from schematic.stamped import recorded_stamped_body
-
-    try:
-        index = load(read_text(out / INDEX))
-    except (OSError, yaml.YAMLError):
-        return {}
-    entries = index.get("pools") if isinstance(index, dict) else None
-    # Only the plan's own pool directories are read (an index entry names any path).
-    pools = {pool.name for pool in plan.pools}
-    recorded: dict[str, tuple[str, str]] = {}
-    for entry in entries if isinstance(entries, list) else ():
-        if not isinstance(entry, dict):
-            continue
-        name, stamped, offline = (entry.get(key) for key in _REGISTRATION_KEYS)
-        if name not in pools:
-            continue
-        if not (isinstance(stamped, str) and isinstance(offline, str)):
-            continue
-        path = out / name / POOL_FILES["schematic"]
-        try:
-            body = read_text(path)
-        except OSError:
-            continue
-        if recorded_stamped_body(body, stamped, offline):
-            recorded[offline] = (stamped, body)
-    for entry in entries if isinstance(entries, list) else ():
-        if isinstance(entry, dict) and entry.get("name") in pools:
-            recorded.update(_recorded_boot(out, entry))
-    return recorded
+def _one_document_check(plan: ClusterPlan, kind: Kind) -> None:
+    if kind in _ONE_DOCUMENT_KINDS and len(plan.pools) > 1:
+        names = ", ".join(pool.name for pool in plan.pools)
+        raise typer.BadParameter(
+            f"{kind} is one document per pool, and {plan.source} has {len(plan.pools)} pools "
+            f"({names}); pick one with --pool NAME, or write each to its file with --out DIR",
+            param_hint="--format",
+        )
 
 
-_REGISTRATION_KEYS = ("name", "schematicID", "offlineSchematicID")
+def _write(
+    directory: Path,
+    plan: ClusterPlan,
+    fit: ChartFit,
+    formats: list[str],
+    lock: str | None,
+    pools: list[str] | None,
+    profiles: list[Path] | None,
+    force: bool,
+) -> tuple[Written, list[str]]:
+    """Write the plan's tree into DIR; what was written, and the notes to print."""
+    from schematic.outdir import LOCK, profile_records, read_index, write_directory
+    from schematic.render.files import render_tree
+
+    old = read_index(directory)
+    kustomization = _own_kustomization(directory, old)
+    tree = render_tree(plan, _kinds(formats), fit, kustomization=kustomization)
+    files = dict(tree.files)
+    if lock is not None:
+        files[LOCK] = lock.encode()
+    index = dataclasses.replace(tree.index, profiles=profile_records(directory, profiles or ()))
+    tree = dataclasses.replace(tree, files=files, index=index)
+    notes = _unreachable(plan, fit, directory, old, tree)
+    written = write_directory(directory, tree, pools=pools, force=force)
+    for name in written.removed_pools:
+        print(
+            f"talos-schematic: removed pool {name}: it is no longer in {plan.source}",
+            file=sys.stderr,
+        )
+    for name, why in written.kept:
+        notes.append(
+            f"{directory / name}: not removed ({why}); delete it yourself if it is no longer wanted"
+        )
+    return written, notes
 
 
-def _recorded_boot(out: Path, entry: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    """A pool's stamped boot schematic as its urls.yaml holds it (``bootSchematic``), if the
-    body still hashes to ``bootSchematicID`` and is, without ``owner``, the offline one."""
-    import yaml
-
-    from schematic.render.files import POOL_FILES
-    from schematic.safe_yaml import load, read_text
-    from schematic.stamped import recorded_stamped_body
-
-    stamped, offline = entry.get("bootSchematicID"), entry.get("offlineBootSchematicID")
-    if not (isinstance(stamped, str) and isinstance(offline, str)):
-        return {}
-    path = out / str(entry["name"]) / POOL_FILES["urls"]
-    try:
-        urls = load(read_text(path))
-        body = urls.get("bootSchematic") if isinstance(urls, dict) else None
-        if not isinstance(body, str):
-            return {}
-    except (OSError, yaml.YAMLError):
-        return {}
-    return {offline: (stamped, body)} if recorded_stamped_body(body, stamped, offline) else {}
-
-
-def _unreachable_changes(
-    out: Path, plan: ClusterPlan, files: dict[str, bytes], fit: ChartFit
+def _unreachable(
+    plan: ClusterPlan, fit: ChartFit, directory: Path, old: OutputIndex | None, tree: Tree
 ) -> list[str]:
     """Notes for pools whose kernel modules change in DIR while their schematic does not."""
-    from schematic.charts import unreachable_changes
-    from schematic.output import read_tool_file
-    from schematic.render.files import INDEX
+    from schematic.charts import VALUES_FILES, unreachable_changes
+    from schematic.outdir import read_owned_file
 
-    if not (out / INDEX).is_file():
+    if old is None:
         return []
-    # Only the index and the files carrying each pool's values are read.
-    wanted = [INDEX] + [
-        f"{pool.name}/{name}"
-        for pool in plan.pools
-        for name in ("values.yaml", "kubernetes-nodes.yaml")
-        if f"{pool.name}/{name}" in files
-    ]
     before: dict[str, bytes] = {}
-    for name in wanted:
-        try:
-            content = read_tool_file(out, name)
-        except OSError:
-            continue  # not a file the tool wrote: writing reports it
-        if content is not None:
-            before[name] = content
-    return unreachable_changes(plan.source, before, files, fit.target)
+    for pool in plan.pools:
+        for name in (f"{pool.name}/{file}" for file in VALUES_FILES):
+            if name in tree.files:
+                try:
+                    content = read_owned_file(directory, name)
+                except OSError:
+                    continue  # not a file the tool wrote: writing reports it
+                if content is not None:
+                    before[name] = content
+    new_ids = tree.index.schematic_ids()
+    return unreachable_changes(
+        plan.source, old.schematic_ids(), before, new_ids, tree.files, fit.target
+    )
 
 
-def _own_kustomization(out: Path) -> bool:
+def _own_kustomization(directory: Path, index: OutputIndex | None) -> bool:
     """Whether to write kustomization.yaml: not when DIR holds one this tool did not write
     (its index.yaml does not record it), which is the user's to keep."""
-    from schematic.render.files import KUSTOMIZATION
+    from schematic.outdir import KUSTOMIZATION
 
-    if not (out / KUSTOMIZATION).exists():
+    if not os.path.lexists(directory / KUSTOMIZATION):
         return True
-    return _recorded_options(out).get("kustomization") == KUSTOMIZATION
-
-
-def _recorded_options(out: Path) -> dict[str, object]:
-    """The chart target, layout, format and --allow-ignored-keys DIR's index.yaml records."""
-    import yaml
-
-    from schematic.render.files import INDEX
-    from schematic.safe_yaml import load, read_text
-
-    try:
-        index = load(read_text(out / INDEX))
-    except (OSError, yaml.YAMLError):
-        return {}
-    if not isinstance(index, dict):
-        return {}
-    keys = ("cozystack", "layout", "format", "allowIgnoredKeys", "kustomization")
-    return {key: index[key] for key in keys if key in index}
+    return index is not None and index.owns_kustomization
 
 
 def _choice(choices: type[_Choice], value: object) -> _Choice | None:
@@ -600,9 +619,12 @@ def _kind(name: str) -> Kind:
 def check(
     cluster_file: ClusterArgument,
     out: Annotated[
-        Path,
+        str,
         typer.Option(
-            "--out", "-o", help="Directory an earlier `generate --out` wrote.", metavar="DIR"
+            "--out",
+            "-o",
+            help="Directory an earlier `generate --out` wrote. Example: --out deploy/gpu.",
+            metavar="DIR",
         ),
     ],
     report_format: Annotated[
@@ -619,6 +641,7 @@ def check(
         ),
     ] = CheckReport.text,
     as_json: JsonAliasOption = False,
+    pool: PoolOption = None,
     layout: LayoutOption = None,
     chart: ChartOption = None,
     allow_ignored_keys: AllowIgnoredOption = False,
@@ -640,49 +663,74 @@ def check(
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
     missing or is extra (the GitOps drift gate).
 
-    Chart target, layout and kinds of file come from DIR's index.yaml; --chart, --layout win.
-    Offline, extensions.lock.yaml is not compared: it needs the factory's catalogue.
-    With --live-catalogue, the names are checked and the lock file is compared too.
+    Chart target, layout, kinds of file and --profiles directories come from DIR's index.yaml;
+    --chart, --layout, --profiles win. Offline, extensions.lock.yaml is not compared: it needs
+    the factory's catalogue. With --live-catalogue, the names are checked and the lock file is
+    compared too.
 
     Example: talos-schematic check cluster.yaml --out deploy/mycluster --diff
     """
     report_format = json_alias(report_format, as_json, CheckReport.text)
-    recorded = _recorded_options(out)
-    if chart is None and isinstance(recorded.get("cozystack"), str):
-        chart = str(recorded["cozystack"])
-    layout = layout if layout is not None else _choice(LayoutChoice, recorded.get("layout"))
-    output_format = _choice(OutputFormat, recorded.get("format"))
-    allow_ignored_keys = allow_ignored_keys or recorded.get("allowIgnoredKeys") is True
+    directory = _out_directory(out)
+    assert directory is not None
     try:
+        from schematic.outdir import (
+            LOCK,
+            compare_directory,
+            read_index,
+            recorded_profile_dirs,
+            recorded_registrations,
+        )
+
+        recorded = read_index(directory)
+        if recorded is not None:
+            if chart is None:
+                chart = recorded.chart
+            layout = layout if layout is not None else _choice(LayoutChoice, recorded.layout)
+            allow_ignored_keys = allow_ignored_keys or recorded.allow_ignored_keys
+            if profiles is None and recorded.profiles:
+                profiles, profile_notes = recorded_profile_dirs(directory, recorded)
+                for note in profile_notes:
+                    print(f"talos-schematic: note: {note}", file=sys.stderr)
+        kinds = _kinds(list(recorded.kinds) if recorded is not None else None)
         with _no_collector_passes():
             plan = _plan(cluster_file, profiles)
+            _selected(plan, pool)
             fit = _fit(plan, chart, layout, insist=allow_ignored_keys)
             plan, lock = _consult_factory(
                 plan, factory, register=False, live_catalogue=live_catalogue
             )
             from schematic.cluster import with_factory_schematics
-            from schematic.output import compare_outputs
-            from schematic.render.files import INDEX, owned_paths, render_files
+            from schematic.render.files import render_tree
 
-            plan = with_factory_schematics(plan, _recorded_registrations(out, plan))
-            kustomization = _own_kustomization(out)
-            files = render_files(plan, _kinds(output_format), fit, kustomization=kustomization)
+            names = [p.name for p in _selected(plan, pool).pools]
+            plan = with_factory_schematics(plan, recorded_registrations(directory, recorded, names))
+            kustomization = _own_kustomization(directory, recorded)
+            tree = render_tree(plan, kinds, fit, kustomization=kustomization)
             if lock is not None:
-                files[LOCK_FILE] = lock.encode()
-            drift = compare_outputs(out, files, index=INDEX, ownership=owned_paths)
-            if lock is None:
-                kept = tuple(path for path in drift.extra if path != LOCK_FILE)
-                drift = dataclasses.replace(drift, extra=kept)
+                tree = dataclasses.replace(tree, files={**tree.files, LOCK: lock.encode()})
+            else:
+                # Offline, the lock file cannot be judged: it is neither compared nor extra.
+                covers = tree.covers
+                tree = dataclasses.replace(tree, covers=lambda path: path != LOCK and covers(path))
+            if recorded is not None and profiles:
+                from schematic.outdir import profile_records
+
+                index = dataclasses.replace(
+                    tree.index, profiles=profile_records(directory, profiles)
+                )
+                tree = dataclasses.replace(tree, index=index)
+            drift, expected = compare_directory(directory, tree, pools=pool)
             diff = None
             if show_diff:
                 from schematic.drift import drift_diff
 
-                diff = drift_diff(out, files, drift) if drift else ""
+                diff = drift_diff(directory, expected, drift) if drift else ""
             if report_format == CheckReport.json:
                 from schematic.drift import drift_json
 
                 sys.stdout.write(
-                    drift_json(drift, directory=out, cluster_file=cluster_file, diff=diff)
+                    drift_json(drift, directory=directory, cluster_file=cluster_file, diff=diff)
                 )
             elif diff:
                 sys.stdout.write(diff)
@@ -698,12 +746,14 @@ def check(
         # regenerates exactly this; quoted, so a path with a space pastes into a shell whole.
         options = [str(cluster_file), "--out", str(out), "--chart", fit.target.name]
         options += ["--layout", str(fit.layout)]
-        if output_format is not None:
-            options += ["--format", output_format.value]
+        for kind in kinds if recorded is not None and kinds != _kinds(None) else ():
+            options += ["--format", kind]
+        for name in pool or ():
+            options += ["--pool", name]
         if allow_ignored_keys:
             options.append("--allow-ignored-keys")
-        for directory in profiles or ():
-            options += ["--profiles", str(directory)]
+        for profile_dir in profiles or ():
+            options += ["--profiles", str(profile_dir)]
         if live_catalogue:
             options.append("--live-catalogue")
         if factory is not None:
@@ -713,6 +763,9 @@ def check(
             options += ["--factory", without_userinfo(factory)]
         if max_input_size is not None:
             options += ["--max-input-size", max_input_size]
+        if drift.changed:
+            # A changed file is no longer provably the tool's: replacing it must be asked for.
+            options.append("--force")
         print(
             f"regenerate with: talos-schematic generate {shlex.join(options)}",
             file=sys.stderr,
