@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from schematic.lint import lint_paths
-from schematic.lint.loader import may_hold_lint_object
+from schematic.lint.loader import load_paths, may_hold_lint_object
 
 ID = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 
@@ -131,6 +131,7 @@ spec:
     "schematic owner": "owner: someone\n",
     "machine config": "version: v1alpha1\nmachine:\n  kernel:\n    modules: [{name: nvidia}]\n",
     "RFC 6902 patch": "- op: add\n  path: /machine/install/extensions\n  value: []\n",
+    "KernelModuleConfig": "apiVersion: v1alpha1\nkind: KernelModuleConfig\nname: nvidia\n",
     "talhelper config": "clusterName: c\ntalosVersion: v1.13.6\nnodes:\n  - hostname: n\n",
     "urls.yaml": f"pool: gpu\nschematicID: {ID}\n",
     "talhelper keys": "schematic:\n  customization: {}\nmachineSpec: {arch: arm64}\n",
@@ -195,3 +196,14 @@ def test_a_turned_away_file_is_still_checked_for_syntax(tmp_path: Path) -> None:
         ("TS191", str(tmp_path / "broken.yaml"), "note")
     ]
     assert report.files == 2
+
+
+def test_only_the_documents_lint_reads_are_kept_from_a_file(tmp_path: Path) -> None:
+    (tmp_path / "tenant.yaml").write_text(
+        f"{NOT_READ['Deployment']}---\n{SHAPES['KubernetesNodes']}---\n{NOT_READ['plain Service']}"
+    )
+    documents, problems = load_paths([str(tmp_path)])
+    assert [(d.index, d.get(("kind",)), d.line(("spec",))) for d in documents] == [
+        (1, "KubernetesNodes", 14)
+    ]
+    assert problems == []

@@ -133,18 +133,24 @@ def _untyped(kind: type[yaml.Node], value: Any, implicit: Any) -> str:
     return ""
 
 
-def parse_yaml(text: str, file: str, line_offset: int = 0) -> list[Document]:
-    """Every document of ``text``; raises yaml.YAMLError on a syntax error."""
+def parse_yaml(
+    text: str, file: str, line_offset: int = 0, *, only_read: bool = False
+) -> list[Document]:
+    """Every document of ``text``; raises yaml.YAMLError on a syntax error. ``only_read``
+    keeps only the documents that may hold an object lint reads (:func:`may_hold_lint_object`
+    on each document's own text): the rest of a file is composed, never built or kept."""
     documents: list[Document] = []
     # Aliases counted, never expanded, and nesting bounded: a bomb is a YAMLError like any other.
     # Node tags are left untyped: _scalar types values by go-yaml's rules, not by the tag.
     for index, node in enumerate(compose_all(text, _untyped)):
         if node is None:
             continue
+        source = text[node.start_mark.index : node.end_mark.index]
+        if only_read and not may_hold_lint_object(source):
+            continue
         lines: dict[Path_, int] = {}
         data = _build(node, (), lines, line_offset)
         lines[()] = node.start_mark.line + 1 + line_offset
-        source = text[node.start_mark.index : node.end_mark.index]
         documents.append(Document(file, index, data, lines, source))
     return documents
 
@@ -194,13 +200,15 @@ def _unreadable(path: Path) -> str:
 
 
 # The cheap look at a file's text that decides whether it is composed at all: only a file that
-# can hold an object lint reads is (the rest is checked for syntax only, in C). Every shape
+# can hold an object lint reads is (the rest is checked for syntax only, in C); then, at each
+# document's own text, whether that document is built and kept. Every shape
 # schematic.lint.inventory and schematic.lint.talhelper recognise passes it, by a word it cannot
 # lack, so the look may let through files that hold none but never turns one away
 # (tests/test_lint_look.py holds each shape to it):
 # - a document's top-level kind, for the kinds read whatever else they hold;
 _KINDS = (
     "KubernetesNodes",
+    "KernelModuleConfig",  # read beside a machine config in the same file
     "HelmRelease",
     "KubevirtMachineTemplate",
     "TalosConfigTemplate",
@@ -323,7 +331,7 @@ def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem]]
         relevant = may_hold_lint_object(text)
         try:
             if relevant:
-                documents.extend(parse_yaml(text, shown))
+                documents.extend(parse_yaml(text, shown, only_read=True))
             else:
                 # Nothing in it is read: only whether it parses matters (a TS191 or TS003 note).
                 check_syntax(text)
