@@ -27,7 +27,7 @@ from schematic.render.cozystack import image_factory_ca, tool_values
 from schematic.render.machineconfig import (
     KERNEL_MODULE_DOCUMENTS_FROM,
     MIRROR_DOCUMENTS_FROM,
-    machine_config_patch,
+    patch_without_installer,
 )
 from schematic.render.urls import boot_image_url, installer_image, pool_installer_repository
 from schematic.talos import METAL_INSTALLER_FROM, TalosVersion
@@ -468,10 +468,7 @@ def _config_changes(old: PoolPlan, new: PoolPlan) -> list[str]:
 
 
 def _patch_without_image(pool: PoolPlan) -> list[dict[str, Any]]:
-    documents = machine_config_patch(pool)
-    machine = dict(documents[0]["machine"])
-    machine.pop("install", None)
-    return [{"machine": machine}, *documents[1:]]
+    return patch_without_installer(pool)
 
 
 def _actions(

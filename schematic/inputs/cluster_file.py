@@ -22,6 +22,7 @@ from schematic.inputs.cluster_values import (
     ClusterFile,
     Flavour,
     HamiRequest,
+    InstallConfig,
     KernelModuleSpec,
     NvidiaSettings,
     PoolSpec,
@@ -30,6 +31,7 @@ from schematic.inputs.cluster_values import (
     check_chart,
     check_http_url,
     check_image_factory_ca,
+    check_install_config,
     check_installer_repository,
     check_object_name,
     check_pool_name,
@@ -41,6 +43,7 @@ from schematic.inputs.cluster_values import (
     pool_keys,
     shown,
     stripped_items,
+    unattended_install_offered,
 )
 from schematic.inputs.media_options import read_boot, read_media
 from schematic.inputs.profiles import read_profile
@@ -78,6 +81,7 @@ _TALOS_KEYS = (
     "registryMirrors",
     "imageFactoryCA",
     "imageFactoryVersion",
+    "installConfig",
 )
 _COZYSTACK_KEYS = ("version",)
 _NVIDIA_KEYS = ("flavour", "tier", "gdrdrv", "gds", "peermem")
@@ -106,6 +110,13 @@ def _talos(value: object, at: At) -> TalosSettings | None:
     factory = fields.get(
         "imageFactoryVersion", optional(lambda v: check_factory_version(text(v))), None
     )
+    auto: InstallConfig = "auto"
+    install = fields.get("installConfig", check_install_config, auto)
+    if install == "unattended" and fields.ok and not unattended_install_offered(version):
+        (at / "installConfig").problem(
+            f"unattended: UnattendedInstallConfig arrives in Talos v1.14.0, not {version}; "
+            "use machine-install (or auto)"
+        )
     if not fields.ok:
         return None
     return TalosSettings(
@@ -115,6 +126,7 @@ def _talos(value: object, at: At) -> TalosSettings | None:
         registry_mirrors=mirrors,
         image_factory_ca=ca,
         image_factory_version=factory,
+        install_config=install,
     )
 
 

@@ -25,16 +25,20 @@ from schematic.talos import TalosVersion
 __all__ = [
     "DEFAULT_IMAGE_FACTORY_URL",
     "DEFAULT_INSTALLER_REPOSITORY",
+    "INSTALL_CONFIGS",
     "OWNED_HINTS",
     "POOL_TALOS_KEYS",
     "TOOL_KEYS",
     "ClusterFile",
     "HamiRequest",
+    "InstallConfig",
     "KernelModuleSpec",
     "NvidiaSettings",
     "PoolSpec",
     "TalosSettings",
+    "check_install_config",
     "pool_keys",
+    "unattended_install_offered",
 ]
 
 DEFAULT_IMAGE_FACTORY_URL = "https://factory.talos.dev"
@@ -46,6 +50,25 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 Flavour = Literal["auto", "open", "proprietary"]
 Tier = Literal["auto", "lts", "production"]
+
+
+InstallConfig = Literal["auto", "machine-install", "unattended"]
+INSTALL_CONFIGS: tuple[InstallConfig, ...] = ("auto", "machine-install", "unattended")
+
+
+def unattended_install_offered(version: str) -> bool:
+    """Whether Talos ``version`` has the UnattendedInstallConfig document (1.14 on)."""
+    from schematic.talos import TalosVersion
+
+    return TalosVersion.parse(version).release >= TalosVersion(1, 14, 0)
+
+
+def check_install_config(value: object) -> InstallConfig:
+    """``talos.installConfig``: one of auto, machine-install, unattended."""
+    for choice in INSTALL_CONFIGS:
+        if value == choice:
+            return choice
+    raise ValueError(f"must be one of {', '.join(INSTALL_CONFIGS)}, not {value!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +86,10 @@ class TalosSettings:
     # The image-factory release serving the images, when the user says (for fields an older
     # factory refuses, such as secureboot.enrollKeys); None: assume a current one.
     image_factory_version: str | None = None
+    # Which document pins the installer in the machine-config patch (talos.installConfig):
+    # auto, machine-install (v1alpha1 machine.install) or unattended (UnattendedInstallConfig,
+    # Talos 1.14 on); auto picks per release and platform (schematic.render.machineconfig).
+    install_config: InstallConfig = "auto"
     # True when installer_repository is the release's default rather than the user's: from
     # Talos 1.14 each pool then upgrades from its own platform's installer.
     installer_repository_default: bool = False

@@ -224,6 +224,15 @@ class TalosDocument(_Document):
         description="image-factory release of a self-hosted factory, e.g. v1.3.2 (default: "
         "current); fields an older factory refuses are refused here",
     )
+    install_config: cl.InstallConfig = Field(
+        default="auto",
+        alias="installConfig",
+        description="which document pins the installer in the machine-config patch: "
+        "machine-install (v1alpha1 machine.install, every release), unattended "
+        "(UnattendedInstallConfig, Talos 1.14 on; Talos refuses machine.install beside it), or "
+        "auto: unattended from 1.14 except KubeVirt (Cozystack) pools, whose chart writes "
+        "machine.install itself",
+    )
 
 
 class NvidiaDocument(_Document):

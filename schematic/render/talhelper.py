@@ -31,7 +31,7 @@ from typing import Any
 from schematic.cluster import PoolPlan
 from schematic.media import platform_media
 from schematic.render import yamltext
-from schematic.render.machineconfig import machine_config_patch
+from schematic.render.machineconfig import patch_without_installer
 from schematic.render.urls import installer_image
 
 __all__ = ["TALHELPER_FILE", "talhelper_fragment"]
@@ -79,9 +79,9 @@ def _machine_spec(pool: PoolPlan) -> dict[str, Any]:
 
 def _modules_and_patches(pool: PoolPlan) -> tuple[list[Any], list[dict[str, Any]]]:
     """The pool's patch split into talhelper's ``kernelModules`` and its remaining documents."""
-    v1alpha1, *documents = machine_config_patch(pool)
+    # talhelper writes the installer from schematic / talosImageURL.
+    v1alpha1, *documents = patch_without_installer(pool)
     machine = dict(v1alpha1["machine"])
-    del machine["install"]  # talhelper writes the installer from schematic / talosImageURL
     kernel = machine.pop("kernel", {})
     modules: list[Any] = list(kernel.get("modules", ()))
     patches = [{"machine": machine}] if machine else []
