@@ -321,3 +321,14 @@ def test_talos_1_14_kubevirt_patch_keeps_machine_install_by_default() -> None:
         assert [error.message for error in validator.iter_errors(document)] == []
     readme = (_HERE.parents[1] / "README.md").read_text()
     assert "`talos.installConfig`" in readme and "docs/talos-1.14.md" in readme
+
+
+def test_a_pool_held_back_before_1_14_keeps_machine_install() -> None:
+    text = (
+        "cluster: c\ntalos:\n  version: v1.14.0\n  installConfig: unattended\npools:\n"
+        "  - {name: new, profile: metal-hgx-h100-8x}\n"
+        "  - {name: old, profile: metal-hgx-h100-8x, talos: {version: v1.13.9}}\n"
+    )
+    new, old = plan_cluster(parse_cluster(text, "c.yaml")).pools
+    assert (install_form(new), install_form(old)) == ("unattended", "machine-install")
+    assert machine_config_patch(old)[0]["machine"]["install"] == {"image": installer_image(old)}

@@ -66,13 +66,14 @@ _CHART_WRITES_MACHINE_INSTALL = frozenset({"kubevirt"})
 def install_form(pool: PoolPlan) -> InstallForm:
     """Where the patch pins the installer: the cluster file's ``talos.installConfig``, or by
     default ``unattended`` from Talos 1.14 (what ``talosctl gen config`` 1.14 writes) except on
-    KubeVirt pools, whose Cozystack chart writes ``machine.install``; ``machine-install`` before
-    1.14 (no UnattendedInstallConfig there)."""
+    KubeVirt pools, whose Cozystack chart writes ``machine.install``; ``machine-install`` for a
+    pool before 1.14 whatever the file says (no UnattendedInstallConfig there)."""
+    # A pool on an older release than the file's (its own talos.version) has no such document.
+    if not unattended_install_offered(pool.talos.version):
+        return "machine-install"
     chosen = pool.talos.install_config
     if chosen != "auto":
         return chosen
-    if not unattended_install_offered(pool.talos.version):
-        return "machine-install"
     if pool.profile.platform in _CHART_WRITES_MACHINE_INSTALL:
         return "machine-install"
     return "unattended"
