@@ -15,7 +15,7 @@ __all__ = ["PAGES", "build_page", "on_files", "reference_pages"]
 
 _INTRO = (
     "This page is generated from the package's own data each time the site is built; "
-    "it shows exactly what the installed tool knows."
+    "it shows exactly what the installed tool knows.\n"
 )
 
 
@@ -258,30 +258,56 @@ def _limits() -> str:
 
     policy = factory.DEFAULT_RETRY
     timeout = factory.DEFAULT_TIMEOUT
+    size = _size(safe_yaml.DEFAULT_MAX_INPUT_SIZE)
+    answer = _size(factory.DEFAULT_MAX_RESPONSE_SIZE)
+    request = f"{factory.DEFAULT_MAX_REQUEST_TIME:g} s"
     rows = [
         (
-            "size of an input file (and of standard input)",
-            _size(safe_yaml.DEFAULT_MAX_INPUT_SIZE),
-            "`--max-input-size SIZE`",
+            "size of an input file (schematic, cluster file, profile, `lint` input, `detect` "
+            "dump, `triage` input, the `--out` files `check` and `verify` read; also standard "
+            "input)",
+            f"{size}; reading stops there",
+            "`--max-input-size SIZE` (`64MiB`, `500k`, bytes) on every command that reads files",
         ),
-        ("nesting of YAML lists and mappings", f"{safe_yaml.MAX_NESTING} levels", "none"),
         (
-            "size of a factory answer, after decompression",
-            _size(factory.DEFAULT_MAX_RESPONSE_SIZE),
+            "aliases (go-yaml's `DefaultAliasCheck`, as the factory applies it): past 100 "
+            "aliased and 1,000 constructed nodes, at most 99 % of the nodes may come from "
+            "aliases up to 400,000 nodes, falling linearly to 10 % at 4,000,000",
+            '"document contains excessive aliasing"',
+            "none (the factory's own rule)",
+        ),
+        (
+            "nesting of lists and mappings",
+            f"{safe_yaml.MAX_NESTING} levels (go-yaml allows {safe_yaml.GO_YAML_MAX_DEPTH:,}, "
+            "so a schematic nested deeper than this but within go-yaml's limit is refused here "
+            "though the factory would take it)",
             "none",
         ),
         (
-            "time per factory request, retries included",
-            f"{factory.DEFAULT_MAX_REQUEST_TIME:g} s",
-            "none",
+            "size of a factory's answer, counted after decompression (a 100 MB answer or a "
+            "gzip bomb)",
+            f"{answer}; reading stops there, and an answer whose `Content-Length` says more is "
+            "not read at all",
+            "none (`FactoryClient(max_response_size=...)`)",
+        ),
+        (
+            "time per factory request, retries and their waits included (a server dripping a "
+            "byte a second)",
+            f"{request}; a retry whose wait would pass it is not made",
+            "none (`FactoryClient(max_request_time=...)`)",
         ),
         (
             "silence on a factory connection",
-            f"{timeout.connect:g} s to connect, {timeout.read:g} s between reads",
-            "none",
+            f"{timeout.connect:g} s to connect, {timeout.read:g} s between two reads; "
+            f"{policy.attempts} attempts with backoff on connection errors, timeouts, 5xx and 429",
+            "none (`FactoryClient(timeout=..., retry=...)`)",
         ),
-        ("attempts per factory request", str(policy.attempts), "none"),
-        ("longest `Retry-After` honoured", f"{policy.max_retry_after:g} s", "none"),
+        (
+            "`Retry-After` from the factory",
+            f"{policy.max_retry_after:g} s; a longer wait asked for is an error at once",
+            "none (`RetryPolicy(max_retry_after=...)`)",
+        ),
+        ("redirects from the factory", "never followed", "none"),
     ]
     return "\n".join(
         [
@@ -290,6 +316,17 @@ def _limits() -> str:
             "A hostile or broken input ends in one message naming the file (and line) and "
             "exit 1: never a hang, a traceback or unbounded memory.\n",
             _table(("limit", "default", "how to change it"), rows),
+            "Every YAML file the tool reads goes through one reader (`schematic/safe_yaml.py`) "
+            "that counts aliases while composing and never expands them, so an alias bomb costs "
+            "what its text costs. In `lint`, such a file — and a file over the size limit or "
+            "not UTF-8 — is a finding for that file; the other files are still linted. Text "
+            "must be UTF-8 (schematic bodies may also be BOM-marked UTF-16, as the factory "
+            "accepts).\n",
+            "**Redirects are not followed**, to any host: a `3xx` from the factory is one error "
+            "showing where it points. Following one would send the token or password to "
+            "whatever host the `Location` names, and would turn a `POST /schematics` into a "
+            "`GET`; if the new place is your factory, pass it as `--factory` or "
+            "`talos.imageFactoryURL`.\n",
         ]
     )
 
