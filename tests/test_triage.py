@@ -38,10 +38,10 @@ CASES = {
     "ts101-nvidia-image-cpu-worker": ("TS101", "tenant-a-cpu-7c9xv", "TS131"),
     "ts101-talos114-dmesg": ("TS101", "172.16.20.31", "TS131"),
     "ts131-trustd-port-missing": ("TS131", "10.244.7.12", "TS101"),
-    "ts103-proprietary-on-blackwell": ("TS103", "10.0.40.21", "TS110"),
-    "ts110-modules-not-loaded": ("TS110", "10.244.9.40", "TS101"),
+    "ts103-proprietary-on-blackwell": ("TS103", "10.0.40.21", "TS123"),
+    "ts123-modules-not-loaded": ("TS123", "10.244.9.40", "TS101"),
     "ts140-device-plugin-env-override": ("TS140", None, "TS210"),
-    "ts155-nvlink5-without-ib-umad": ("TS155", "10.10.10.10", "TS110"),
+    "ts155-nvlink5-without-ib-umad": ("TS155", "10.10.10.10", "TS123"),
     "ts104-pascal-on-open-modules": ("TS104", None, "TS103"),
     "ts105-pascal-on-590": ("TS105", "172.16.8.14", "TS104"),
     "ts210-cdi-pods-too-early": ("TS210", "tenant-d-gpu-5tq7z", "TS140"),
@@ -519,3 +519,20 @@ def test_talosctl_service_detail_of_a_waiting_service() -> None:
 def test_every_message_pattern_passes_the_keyword_filter(message: str, kind: Kind) -> None:
     assert message_kinds(message) == [kind]
     assert any(word in message for word in KEYWORDS)
+
+
+def test_an_image_without_the_module_extension_is_ts110_not_ts123(tmp_path: Path) -> None:
+    # The modules-not-loaded bundle, plus a `talosctl get extensions` table (the format of the
+    # TS103 bundle's) that lists the toolkit and no kernel-module extension: nothing to load.
+    bundle = BUNDLES / "ts123-modules-not-loaded"
+    for source in bundle.iterdir():
+        if source.name != "SOURCES.md":
+            (tmp_path / source.name).write_bytes(source.read_bytes())
+    (tmp_path / "extensions.txt").write_text(
+        "NODE          NAMESPACE   TYPE              ID   VERSION   NAME"
+        "                                   VERSION\n"
+        "10.244.9.40   runtime     ExtensionStatus   0    1         nvidia-container-toolkit-lts"
+        "           580.95.05-v1.18.0\n"
+    )
+    codes = {d.code for d in triage_paths([str(tmp_path)]).diagnoses}
+    assert "TS110" in codes and "TS123" not in codes

@@ -216,7 +216,7 @@ def _trustd_failure(facts: Facts, node: str) -> list[Signal]:
 
 
 def _boot_loops(facts: Facts) -> list[Diagnosis]:
-    """TS101, TS131, TS201 and TS202 (TS110's loop is told by :func:`_modules_not_loaded`)."""
+    """TS101, TS131, TS201 and TS202 (TS123's loop is told by :func:`_modules_not_loaded`)."""
     found: list[Diagnosis] = []
     with_port, without_port = _trustd_services(facts)
     trustd_nodes: list[str] = []
@@ -250,7 +250,7 @@ def _boot_loops(facts: Facts) -> list[Diagnosis]:
             if pci and not gpus:
                 ruled = [
                     not_trustd,
-                    f"TS110 (modules not loaded): the node has no NVIDIA PCI device at all "
+                    f"TS123 (modules not loaded): the node has no NVIDIA PCI device at all "
                     f"({len(pci)} devices listed, none with vendor 0x10de)",
                 ]
                 evidence = [*waits, *cycle, pci[0].evidence]
@@ -260,7 +260,7 @@ def _boot_loops(facts: Facts) -> list[Diagnosis]:
                     f"talosctl -n {node or '<node>'} get pcidevices -o yaml: no vendor 0x10de "
                     "device means "
                     "TS101 (NVIDIA image on a node without a GPU); a 0x10de device with an "
-                    "empty driver means TS110 (modules not loaded)",
+                    "empty driver means TS123 (modules not loaded)",
                 )
                 found.append(
                     _make("TS201", [node], [*waits, *cycle], [not_trustd], collect, summary=summary)
@@ -379,8 +379,21 @@ def _modules_not_loaded(facts: Facts) -> list[Diagnosis]:
             "tried",
         ]
         summary = [*_pending(waiting, NVIDIA_SERVICES), *said]
-        found.append(_make("TS110", [node], [*evidence, *waits, *cycle], ruled, summary=summary))
+        # The image's extensions tell the two causes apart: no kernel-module extension at all
+        # (TS110), or modules installed that the machine config never loads (TS123).
+        extensions = facts.of(node, Kind.EXTENSION)
+        kmods = [s for s in extensions if _is_kernel_module_extension(s.value)]
+        code = "TS110" if extensions and not kmods else "TS123"
+        evidence += [s.evidence for s in kmods[:1]]
+        found.append(_make(code, [node], [*evidence, *waits, *cycle], ruled, summary=summary))
     return found
+
+
+def _is_kernel_module_extension(name: str) -> bool:
+    from schematic.nvidia import describe_nvidia_extension
+
+    described = describe_nvidia_extension(name if "/" in name else f"siderolabs/{name}")
+    return described is not None and described.family == "kernel-modules"
 
 
 def _wrong_flavour(facts: Facts) -> list[Diagnosis]:
@@ -401,7 +414,7 @@ def _wrong_flavour(facts: Facts) -> list[Diagnosis]:
             pci = sorted({s.get("pci") for s in needs_open if s.get("pci")})
             pci += [g.id for g in open_only if g.id not in pci]
             ruled = [
-                "TS110 (modules not loaded): the nvidia module is loaded and bound; a bound "
+                "TS123 (modules not loaded): the nvidia module is loaded and bound; a bound "
                 "driver proves nothing here",
                 "TS104/TS105 (pre-Turing GPU): the kernel names the open modules as the need, "
                 "not a missing GSP or a legacy branch",
@@ -514,7 +527,7 @@ def _fabric(facts: Facts) -> list[Diagnosis]:
             continue
         extra = facts.of(node, Kind.FABRIC_IN_PROGRESS) + facts.of(node, Kind.CUDA_NOT_READY)
         evidence = [s.evidence for s in hint[:2] + nothing[:2] + extra[:3]]
-        ruled = ["TS110 (modules not loaded): the GPUs are visible; the fabric is not trained"]
+        ruled = ["TS123 (modules not loaded): the GPUs are visible; the fabric is not trained"]
         if facts.of(node, Kind.MODULES_LISTED):
             ruled.append("ib_umad is not among the node's loaded modules")
         found.append(_make("TS155", [node], evidence, ruled))
