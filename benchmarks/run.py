@@ -21,6 +21,7 @@ BENCHMARKS = (
     "hostile_input",
     "triage",
     "lint",
+    "check_diff",
 )
 
 

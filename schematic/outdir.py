@@ -361,10 +361,11 @@ def _compose(
     old_pools = frozenset(str(entry["name"]) for entry in old.pools) if old else frozenset()
     everyone = new_pools | old_pools
     chosen = new_pools if selected is None else selected
+    # With pools named, only their folders are written: the cluster-wide files (the
+    # kustomization listing every pool, the addons) stay as the last full run left them.
+    wanted = tuple(chosen) if selected is not None else (None, *chosen)
     files = {
-        name: content
-        for name, content in tree.files.items()
-        if _pool_of(name, everyone) in (None, *chosen)
+        name: content for name, content in tree.files.items() if _pool_of(name, everyone) in wanted
     }
     recorded: dict[str, str] = {}
     remove: list[str] = []
@@ -374,8 +375,8 @@ def _compose(
         pool = _pool_of(name, everyone)
         if pool is not None and pool not in new_pools:
             gone = selected is None  # a pool gone from the cluster file
-        elif pool is not None and pool not in chosen:
-            gone = False  # a pool this run does not write
+        elif selected is not None and pool not in selected:
+            gone = False  # a pool (or a cluster-wide file) this run does not write
         else:
             gone = tree.covers(name)  # of a kind this run writes, which no longer has it
         if gone:
@@ -425,6 +426,8 @@ def write_directory(
                 "the other cluster's files"
             )
         files, remove, _ = _compose(old, tree, selected)
+        # What a killed run wrote and this one does not: the journal's word, checked by digest.
+        remove += sorted(set(claims) - set(files) - set(remove) - {INDEX})
         owned: dict[str, frozenset[str]] = dict(claims)
         for name, digest in (old.files if old else {}).items():
             owned[name] = owned.get(name, frozenset()) | {digest}
