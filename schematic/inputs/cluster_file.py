@@ -53,6 +53,7 @@ from schematic.inputs.reading import (
     KeyPath,
     Reading,
     choice,
+    collector_paused,
     flag,
     optional,
     parse_yaml,
@@ -348,8 +349,9 @@ def _pool_label(data: object) -> Any:
 def parse_cluster(text: str, source: str) -> ClusterFile:
     """A cluster file from its YAML text; errors name ``source``, the line, the pool and the
     key."""
-    data, node = parse_yaml(text, source, ClusterFileError)
-    return _read_cluster(data, Reading(source, ClusterFileError, node, _pool_label(data)))
+    with collector_paused():
+        data, node = parse_yaml(text, source, ClusterFileError)
+        return _read_cluster(data, Reading(source, ClusterFileError, node, _pool_label(data)))
 
 
 def load_cluster(path: Path) -> ClusterFile:

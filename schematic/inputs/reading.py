@@ -20,9 +20,10 @@ only when there is a problem to report.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass
+from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 import yaml
@@ -36,6 +37,7 @@ __all__ = [
     "Fields",
     "Reading",
     "choice",
+    "collector_paused",
     "described",
     "flag",
     "optional",
@@ -135,6 +137,22 @@ def _untyped(kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> 
     if kind is yaml.ScalarNode:
         return _PLAIN if implicit[0] else _TAG + "str"
     return _TAG + ("seq" if kind is yaml.SequenceNode else "map")
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a file is read.
+
+    The nodes and values built are acyclic and all live until the file is read: with thousands
+    of pools the collector's passes over them cost more than building them.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def parse_yaml(
@@ -273,12 +291,15 @@ def _first(item: tuple[int, str]) -> int:
     return item[0]
 
 
-@dataclass(frozen=True)
 class At:
     """Where a value sits in the file being read."""
 
-    reading: Reading
-    path: KeyPath = ()
+    # A plain class: one is made per key read, and a frozen dataclass costs twice as much.
+    __slots__ = ("path", "reading")
+
+    def __init__(self, reading: Reading, path: KeyPath = ()) -> None:
+        self.reading = reading
+        self.path = path
 
     def __truediv__(self, key: object) -> At:
         return At(self.reading, (*self.path, key))
