@@ -200,6 +200,19 @@ def test_ts103_gb10_follows_the_rules_table(tmp_path: Path) -> None:
     assert "TS103" not in codes(fine)
 
 
+def test_ts107_gb10_cannot_start_cuda_on_talos_1_13_and_1_14(tmp_path: Path) -> None:
+    gb10 = "nvidia.com/GB20B_GB10"
+    for talos in ("v1.13.6", "v1.14.0"):
+        found = run(
+            tmp_path / talos,
+            {"n.yaml": nodes("g", gpus=(gb10,), schematic=PROP_PROD, talos=talos)},
+        )
+        hit = finding(found, "TS107")
+        assert "CONFIG_ARM_SMMU_V3_SVA" in hit.message and "#14087" in hit.message
+    other = run(tmp_path / "h", {"n.yaml": nodes("g", gpus=(P100,), schematic=PROP_LTS)})
+    assert "TS107" not in codes(other)
+
+
 def test_ts104_pascal_with_open_modules(tmp_path: Path) -> None:
     found = run(tmp_path, {"n.yaml": nodes("g", gpus=(P100,), schematic=OPEN_LTS)})
     assert "TS104" in codes(found)

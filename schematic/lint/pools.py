@@ -322,6 +322,13 @@ class _PoolCheck:
                 "no device",
                 use.place,
             )
+        if all(g.gb10 for g in candidates) and self._gb10_cuda_broken():
+            self.add(
+                "TS107",
+                f"{where}: {what} (GB10) cannot start CUDA on Talos {self.talos or '1.13+'}: "
+                "the arm64 kernel lacks CONFIG_ARM_SMMU_V3_SVA (siderolabs/talos#14087)",
+                use.place,
+            )
         gb10 = self._gb10_flavour() if all(g.gb10 for g in candidates) else None
         if gb10 is not None and kmod.flavour != gb10:
             self.add(
@@ -468,6 +475,17 @@ class _PoolCheck:
             "1.10; extensions come only from the image's schematic",
             place,
         )
+
+    def _gb10_cuda_broken(self) -> bool:
+        """Whether the rules table says CUDA cannot start on GB10 on this pool's Talos."""
+        from schematic.errors import TalosSchematicError
+        from schematic.nvidia_rules import release_rule
+
+        try:
+            answer = release_rule("gb10-cuda", self.talos or "v1.13.0")
+        except TalosSchematicError:
+            return False
+        return answer is not None and answer.value == "broken"
 
     def _gb10_flavour(self) -> str | None:
         """The flavour the rules table gives GB10 on this pool's Talos (proprietary if unknown)."""
