@@ -132,6 +132,13 @@ class PoolPlan:
         return Schematic.from_yaml(self.canonical).model_copy(update={"owner": ""})
 
     @property
+    def tenant_pool(self) -> bool:
+        """Whether the pool is a Cozystack tenant pool: KubeVirt VMs that a KubernetesNodes
+        object (and its values) describes. Bare-metal, board and other platforms' nodes join
+        by their Talos machine config and boot media alone."""
+        return self.profile.platform == "kubevirt"
+
+    @property
     def registry_mirrors(self) -> dict[str, Any] | None:
         pool_talos = self.passthrough.get("talos")
         if isinstance(pool_talos, Mapping) and "registryMirrors" in pool_talos:

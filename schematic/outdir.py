@@ -113,6 +113,10 @@ def pool_record(pool: PoolPlan) -> dict[str, Any]:
         # A factory stamped the schematic: `check` matches the pool by its offline ID.
         entry["offlineSchematicID"] = pool.offline_schematic_id
     entry["extensions"] = list(pool.extensions)
+    # The NVIDIA decision (null without an NVIDIA GPU), for CI to show and assert on.
+    from schematic.render.summary import pool_decision
+
+    entry["nvidia"] = pool_decision(pool)
     entry.update(media_summary(pool))
     if pool.offline_boot_schematic_id is not None:
         # Likewise for the boot media's schematic (its stamped body is in urls.yaml).

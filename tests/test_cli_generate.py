@@ -400,3 +400,16 @@ def test_cluster_file_gds_is_refused_before_anything_is_written(tmp_path: Path) 
     assert result.stderr.startswith(f'talos-schematic: {cluster}:4: pool "b200": GPUDirect Storage')
     assert "Traceback" not in result.stderr
     assert not out.exists()
+
+
+def test_index_records_each_pools_nvidia_decision(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    index = yaml.safe_load((out / "index.yaml").read_text())
+    decisions = {pool["name"]: pool["nvidia"] for pool in index["pools"]}
+    assert decisions["cpu"] is None
+    assert (decisions["v100"]["flavour"], decisions["v100"]["tier"]) == ("proprietary", "lts")
+    assert decisions["rtx6000"]["driverBranch"] == 595
+    assert decisions["rtx6000"]["reasons"]
+    # The index stays the tool's own: check reads it back and finds nothing to change.
+    assert run("check", str(EXAMPLE), "--out", str(out)).exit_code == 0

@@ -58,6 +58,7 @@ __all__ = [
     "LOCK",
     "POOL_FILES",
     "SUMMARY",
+    "TENANT_KINDS",
     "Kind",
     "render_files",
     "render_stream",
@@ -109,6 +110,9 @@ POOL_FILES: dict[Kind, str] = {
 # What kustomization.yaml lists: the pools' objects. Not the addons (a partial Kubernetes app
 # to merge, never to apply over the user's) nor the smoke tests (pods run once, by hand).
 MANIFEST_KINDS: tuple[Kind, ...] = ("cozystack", "helmrelease")
+# What only a Cozystack tenant pool (KubeVirt) gets: a bare-metal or board pool is no
+# KubernetesNodes object, so it gets neither the object, its values, nor a HelmRelease.
+TENANT_KINDS: frozenset[Kind] = frozenset({"cozystack", "values", "helmrelease"})
 # The GPU path beyond the pools: one file for the tenant's Kubernetes app, one for the
 # management cluster (only when a GPU needs it), and a smoke test in each GPU pool's directory.
 CLUSTER_FILES: dict[Kind, str] = {"addons": ADDONS_FILE, "platform": PLATFORM_FILE}
@@ -274,8 +278,9 @@ def render_tree(
     renderer = _Renderer(plan, layout)
     files: dict[str, bytes] = {}
     for pool in plan.pools:
-        texts = renderer.texts(pool, per_pool)
-        for kind in per_pool:
+        kinds_here = _pool_kinds(pool, per_pool)
+        texts = renderer.texts(pool, kinds_here)
+        for kind in kinds_here:
             files[f"{pool.name}/{POOL_FILES[kind]}"] = texts[kind].encode()
     for name, text in _gpu_path_files(plan, wanted, layout).items():
         files[name] = text.encode()
@@ -285,7 +290,7 @@ def render_tree(
         f"{pool.name}/{POOL_FILES[kind]}"
         for pool in plan.pools
         for kind in MANIFEST_KINDS
-        if kind in wanted
+        if kind in wanted and pool.tenant_pool
     ]
     if kustomization and manifests:
         files[KUSTOMIZATION] = _kustomization(manifests).encode()
@@ -346,6 +351,12 @@ def render_files(
     return files
 
 
+def _pool_kinds(pool: PoolPlan, kinds: Iterable[Kind]) -> list[Kind]:
+    """The kinds of file a pool gets: all, or for a pool that is not a tenant pool, all but
+    the KubernetesNodes object, its values and its HelmRelease."""
+    return [kind for kind in kinds if pool.tenant_pool or kind not in TENANT_KINDS]
+
+
 def render_stream(plan: ClusterPlan, kind: Kind, layout: LayoutOrFit = "osimage") -> str:
     """What ``generate --format KIND`` prints: one multi-document YAML stream, or JSON."""
     if kind == "json":
@@ -354,7 +365,10 @@ def render_stream(plan: ClusterPlan, kind: Kind, layout: LayoutOrFit = "osimage"
         return _gpu_path_stream(plan, kind, layout)
     renderer = _Renderer(plan, layout)
     documents = []
-    for pool in plan.pools:
+    pools = [pool for pool in plan.pools if _pool_kinds(pool, (kind,))]
+    if not pools:
+        return f"# no KubeVirt pool: nothing is a KubernetesNodes object (--format {kind})\n"
+    for pool in pools:
         text = renderer.texts(pool, (kind,))[kind]
         # Values, patches and schematics do not name their pool; a comment does.
         if kind in ("values", "machine-config", "schematic"):

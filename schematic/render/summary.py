@@ -58,7 +58,8 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
                 "image": boot_image_url(pool),
                 **media_summary(pool),
                 "media": {medium.kind: medium.url for medium in pool_media(pool)},
-                "values": pool_values(plan.cluster, pool, layout),
+                # A bare-metal or board pool is no KubernetesNodes object: no values.
+                "values": pool_values(plan.cluster, pool, layout) if pool.tenant_pool else None,
                 # The tenant-cluster Pod that proves the pool's GPUs work (None: no GPU).
                 "smokeTest": smoke_test_pod(plan, pool),
             }
