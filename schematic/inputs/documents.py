@@ -139,8 +139,8 @@ class GpuDirectDocument(_Document):
     )
     gds: StrictBool | None = Field(
         default=None,
-        description="GPUDirect Storage (siderolabs/nvidia-fs, module nvidia_fs) where the Talos "
-        "release offers it",
+        description="GPUDirect Storage: module nvidia_fs, carried by the NVIDIA kernel-module "
+        "extensions from Talos 1.14 (no separate extension)",
     )
     peermem: StrictBool | None = Field(
         default=None,
@@ -249,8 +249,8 @@ class NvidiaDocument(_Document):
     )
     gds: StrictBool | None = Field(
         default=None,
-        description="add GPUDirect Storage (siderolabs/nvidia-fs, module nvidia_fs) where the "
-        "Talos release offers it",
+        description="add GPUDirect Storage: module nvidia_fs, carried by the NVIDIA "
+        "kernel-module extensions from Talos 1.14 (no separate extension)",
     )
     peermem: StrictBool | None = Field(
         default=None,
