@@ -367,7 +367,8 @@ def _compose(
     chosen = new_pools if selected is None else selected
     # With pools named, only their folders are written: the cluster-wide files (the
     # kustomization listing every pool, the addons) stay as the last full run left them.
-    wanted = tuple(chosen) if selected is not None else (None, *chosen)
+    # A set: with 10,000 pools a tuple made this test quadratic (15 s of a 20 s run).
+    wanted = frozenset(chosen) if selected is not None else frozenset({None, *chosen})
     files = {
         name: content for name, content in tree.files.items() if _pool_of(name, everyone) in wanted
     }
