@@ -8,6 +8,7 @@ directory and a sibling "precious" directory) before and after.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -272,3 +273,21 @@ def test_sibling_directories_under_a_new_parent_do_not_race(tmp_path: Path) -> N
             _, stderr = child.communicate(timeout=60)
             assert child.returncode == 0, stderr.decode()
         shutil.rmtree(tmp_path / "new")
+
+
+def test_check_pool_compares_that_pool_alone(home: Path) -> None:
+    out = home / "out"
+    (out / "cpu" / "values.yaml").write_text("edited\n")
+    assert run("check", str(EXAMPLE), "--out", str(out), "--pool", "l40s").exit_code == 0
+    drifted = run("check", str(EXAMPLE), "--out", str(out), "--pool", "cpu")
+    assert drifted.exit_code == 3
+    assert "changed: cpu/values.yaml" in drifted.stderr
+    assert "--pool cpu" in drifted.stderr.splitlines()[-1]
+
+
+def test_upgrade_pool_reports_that_pool_alone() -> None:
+    result = run("upgrade", str(EXAMPLE), "--to", "v1.14.0", "--pool", "cpu", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    assert [pool["name"] for pool in json.loads(result.stdout)["pools"]] == ["cpu"]
+    unknown = run("upgrade", str(EXAMPLE), "--to", "v1.14.0", "--pool", "nope")
+    assert unknown.exit_code == 2 and "'nope'" in unknown.stderr

@@ -20,10 +20,12 @@ __all__ = [
     "CREDENTIALS_HELP",
     "JsonAliasOption",
     "MaxInputSizeOption",
+    "PoolOption",
     "ProfilesOption",
     "TextFormat",
     "TextFormatOption",
     "app",
+    "check_pool_names",
     "describe_os_error",
     "fail",
     "json_alias",
@@ -167,6 +169,30 @@ def json_alias(chosen: _Format, as_json: bool, default: _Format) -> _Format:
     if chosen not in (default, json_format):
         raise typer.BadParameter(f"--json is --format json, not {chosen}", param_hint="--json")
     return json_format
+
+
+PoolOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pool",
+        metavar="NAME",
+        help=(
+            "Only this pool of the cluster file (repeatable); with generate --out, the other "
+            "pools' files are kept as they are."
+        ),
+        show_default=False,
+    ),
+]
+
+
+def check_pool_names(source: str, known: list[str], wanted: list[str] | None) -> None:
+    """A usage error naming each --pool the cluster file does not have, and the ones it has."""
+    unknown = [name for name in dict.fromkeys(wanted or ()) if name not in known]
+    if unknown:
+        raise typer.BadParameter(
+            f"{source} has no pool {', '.join(map(repr, unknown))}; its pools: {', '.join(known)}",
+            param_hint="--pool",
+        )
 
 
 ProfilesOption = Annotated[

@@ -14,6 +14,7 @@ from schematic.cli.base import (
     CREDENTIALS_HELP,
     JsonAliasOption,
     MaxInputSizeOption,
+    PoolOption,
     TextFormat,
     TextFormatOption,
     app,
@@ -326,16 +327,7 @@ def verify(
             help="Directory of hardware profiles for cluster files (repeatable).",
         ),
     ] = None,
-    pool: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--pool",
-            metavar="NAME",
-            help="Only this pool of each generated directory or cluster file (repeatable). "
-            "Example: --pool rtx6000.",
-            show_default=False,
-        ),
-    ] = None,
+    pool: PoolOption = None,
     jobs: JobsOption = 8,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:

@@ -26,7 +26,9 @@ import typer
 from schematic.cli.base import (
     JsonAliasOption,
     MaxInputSizeOption,
+    PoolOption,
     app,
+    check_pool_names,
     fail,
     json_alias,
     progress_line,
@@ -144,18 +146,6 @@ OutOption = Annotated[
             "Example: --out deploy/gpu."
         ),
         metavar="DIR",
-        show_default=False,
-    ),
-]
-PoolOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--pool",
-        metavar="NAME",
-        help=(
-            "Only this pool of the cluster file (repeatable); with --out, the other pools' "
-            "files are kept as they are. Example: --pool rtx6000."
-        ),
         show_default=False,
     ),
 ]
@@ -387,14 +377,7 @@ def _selected(plan: ClusterPlan, pools: list[str] | None) -> ClusterPlan:
     not have is a usage error listing the ones it has."""
     if not pools:
         return plan
-    names = [pool.name for pool in plan.pools]
-    unknown = [name for name in dict.fromkeys(pools) if name not in names]
-    if unknown:
-        raise typer.BadParameter(
-            f"{plan.source} has no pool {', '.join(map(repr, unknown))}; its pools: "
-            f"{', '.join(names)}",
-            param_hint="--pool",
-        )
+    check_pool_names(plan.source, [pool.name for pool in plan.pools], pools)
     wanted = set(pools)
     return dataclasses.replace(plan, pools=tuple(p for p in plan.pools if p.name in wanted))
 

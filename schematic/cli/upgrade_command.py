@@ -19,8 +19,10 @@ import typer
 from schematic.cli.base import (
     JsonAliasOption,
     MaxInputSizeOption,
+    PoolOption,
     ProfilesOption,
     app,
+    check_pool_names,
     fail,
     json_alias,
 )
@@ -150,6 +152,7 @@ def upgrade(
             show_default=False,
         ),
     ] = None,
+    pool: PoolOption = None,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Per pool: schematic ID, extensions, NVIDIA driver, kernel modules and machine config
@@ -203,6 +206,10 @@ def upgrade(
         report = compare_plans(old, target)
     except TalosSchematicError as err:
         raise fail(err) from None
+    if pool:
+        check_pool_names(source, [change.name for change in report.pools], pool)
+        chosen = tuple(change for change in report.pools if change.name in pool)
+        report = dataclasses.replace(report, pools=chosen)
     contradictions = _contradictions(
         cluster_file, base, to, since, cluster.talos.version, deployed.talos.version
     )
