@@ -19,6 +19,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,9 +89,13 @@ class OutputIndex:
     allow_ignored_keys: bool = False
     profiles: tuple[ProfileRecord, ...] = ()
 
+    @cached_property
+    def _by_name(self) -> dict[str, Mapping[str, Any]]:
+        return {str(entry["name"]): entry for entry in self.pools}
+
     def pool(self, name: str) -> Mapping[str, Any] | None:
         """The pool's entry, or None."""
-        return next((entry for entry in self.pools if entry["name"] == name), None)
+        return self._by_name.get(name)
 
     def schematic_ids(self) -> dict[str, str]:
         """Pool name → the schematic ID the tool computed offline (before any factory stamp)."""
