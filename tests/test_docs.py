@@ -102,7 +102,14 @@ def test_every_page_is_in_the_navigation() -> None:
     nav = yaml.safe_load(config.split("\nnav:\n", 1)[1].join(["nav:\n", ""]))["nav"]
     listed = set(_nav_paths(nav))
     written = {str(path.relative_to(DOCS)) for path in DOCS.rglob("*.md")}
-    assert listed <= written | set(pages.PAGES)
+    assert listed == written | set(pages.PAGES)
+
+
+def test_the_readme_is_a_front_page() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    # The quick start's two commands: the main job on a shipped example, and the tests.
+    assert "make example" in readme and "make test" in readme
 
 
 @pytest.mark.parametrize(
