@@ -1155,3 +1155,10 @@ def test_ts141_in_the_gpu_operator_package(tmp_path: Path) -> None:
 def test_the_gpu_operator_package_as_the_example_ships_it_is_clean(tmp_path: Path) -> None:
     found = run(tmp_path, {"package.yaml": GPU_OPERATOR_PACKAGE.format(toolkit="false")})
     assert not codes(found) & {"TS140", "TS141"}
+
+
+def test_ts141_not_on_a_switched_off_addon_with_an_empty_override(tmp_path: Path) -> None:
+    # Cozystack's own packages/apps/kubernetes/values.yaml (3c780acd): the addon off, its
+    # override empty. Nothing runs, so nothing is wrong.
+    values = "addons:\n  gpuOperator:\n    enabled: false\n    valuesOverride: {}\n"
+    assert not codes(run(tmp_path, {"values.yaml": values})) & {"TS140", "TS141"}

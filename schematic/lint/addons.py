@@ -115,8 +115,10 @@ def _check_app_operator(
     gpu_operator = (*addons, "gpuOperator")
     override_path = (*gpu_operator, "valuesOverride")
     override = doc.get(override_path)
-    enabled = doc.get((*gpu_operator, "enabled")) is True
-    if not enabled and not isinstance(override, dict):
+    said_enabled = doc.get((*gpu_operator, "enabled"))
+    # An addon switched off runs nothing to check; an empty override with no say either way
+    # (the chart's own values.yaml) is the default, not a choice.
+    if said_enabled is False or (said_enabled is not True and not override):
         return
     override = override if isinstance(override, dict) else {}
     runs = effective_operator_values(
