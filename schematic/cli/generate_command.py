@@ -27,6 +27,7 @@ from schematic.cli.base import (
     JsonAliasOption,
     MaxInputSizeOption,
     PoolOption,
+    ProfilesOption,
     app,
     check_pool_names,
     fail,
@@ -149,16 +150,6 @@ OutOption = Annotated[
         show_default=False,
     ),
 ]
-ProfilesOption = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--profiles",
-        metavar="DIR",
-        help="Directory of hardware profiles, searched before the shipped ones (repeatable).",
-    ),
-]
-
-
 FactoryOption = Annotated[
     str | None,
     typer.Option(
