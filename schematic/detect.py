@@ -61,7 +61,6 @@ from typing import Any
 import yaml
 
 from schematic.errors import DetectError
-from schematic.goscalar import NULL_WORDS, YAML11_BOOLEANS
 from schematic.safe_yaml import MAX_NESTING, compose_all, nesting_exceeds
 
 __all__ = [
@@ -715,50 +714,15 @@ def detect(text: str, source: str = "-") -> list[dict[str, Any]]:
 
 # --- output and comparison -----------------------------------------------------------------
 
-_PLAIN = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
-# Words a YAML 1.1 reader turns into booleans or null, in any case: quoted so they stay strings.
-_YAML_WORDS = frozenset(word.lower() for word in (*YAML11_BOOLEANS, *NULL_WORDS))
-
-
-def _scalar(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    text = str(value)
-    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
-        return text
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _yaml_document(profile: Mapping[str, Any]) -> str:
-    lines: list[str] = []
-    for key, value in profile.items():
-        if key == "description" or (key == "name" and not _PLAIN.match(str(value))):
-            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
-        elif isinstance(value, list) and not value:
-            lines.append(f"{key}: []")
-        elif isinstance(value, list):
-            lines.append(f"{key}:")
-            for item in value:
-                if isinstance(item, Mapping):
-                    pairs = [
-                        f"{k}: {json.dumps(v) if k == 'id' else _scalar(v)}"
-                        for k, v in item.items()
-                    ]
-                    lines.append("  - " + "\n    ".join(pairs))
-                else:
-                    lines.append(f"  - {_scalar(item)}")
-        else:
-            lines.append(f"{key}: {_scalar(value)}")
-    return "\n".join(lines) + "\n"
-
 
 def dump_profiles(profiles: Sequence[Mapping[str, Any]], *, as_json: bool = False) -> str:
     """Profiles as a YAML stream (``---`` between documents) or a JSON list."""
     if as_json:
         return json.dumps(list(profiles), indent=2, ensure_ascii=False) + "\n"
-    return "---\n".join(_yaml_document(profile) for profile in profiles)
+    from schematic.render.yamltext import dump
+
+    # The one writer of human-facing YAML, so a profile reads back exactly as written.
+    return "---\n".join(dump(dict(profile)) for profile in profiles)
 
 
 def _gpu_text(gpus: Mapping[str, int]) -> str:

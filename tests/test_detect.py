@@ -302,7 +302,7 @@ def test_yaml_output_reads_back_and_is_a_stream() -> None:
     text = dump_profiles(profiles)
     assert text.count("---\n") == 1
     assert list(yaml.safe_load_all(text)) == profiles
-    assert '  - id: "10de:2bb5"\n    count: 1\n' in text
+    assert "- id: 10de:2bb5\n  count: 1\n" in text
     assert json.loads(dump_profiles(profiles, as_json=True)) == profiles
 
 

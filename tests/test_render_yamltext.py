@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schematic.render import yamltext
 from schematic.render.yamltext import dump, dump_all
 
 scalars = st.one_of(
@@ -56,11 +56,37 @@ def test_documents_are_separated() -> None:
     assert dump_all([{"a": 1}, {"b": [1]}]) == "a: 1\n---\nb:\n- 1\n"
 
 
-@given(st.text(alphabet="abcyYnNoOtTfFeEsSlLuU019_-", min_size=1, max_size=8))
+@given(st.text(alphabet="abcyYnNoOtTfFeEsSlLuUxX0123456789_-./:+", min_size=1, max_size=8))
 def test_plain_names_are_quoted_as_pyyaml_would(text: str) -> None:
-    # The shortcut for letter-first names must give PyYAML's own answer.
+    # The shortcuts for names, paths and digests must give PyYAML's own answer.
     expected = yaml.dump(
-        text, Dumper=yaml.SafeDumper, allow_unicode=True, width=2**31 - 1, default_flow_style=False
+        {"k": text},
+        Dumper=yaml.SafeDumper,
+        allow_unicode=True,
+        width=2**31 - 1,
+        default_flow_style=False,
     )
-    expected = expected.removesuffix("\n...\n").removesuffix("\n")
-    assert yamltext._string(text) == expected
+    assert dump({"k": text}) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pool-00001/values.yaml",
+        "0123456789abcdef" * 4,
+        "1234567890123456789012345678901234567890123456789012345678901234",
+        "0b1010",
+        "0x1F",
+        "1_000",
+        "1.5",
+        "...x",
+        "./a",
+        "1:20",
+        "2024-01-01",
+        ".inf",
+        "1e5",
+    ],
+)
+def test_paths_digests_and_numbers_are_quoted_as_pyyaml_would(text: str) -> None:
+    expected = yaml.dump({"k": text}, Dumper=yaml.SafeDumper, width=2**31 - 1)
+    assert dump({"k": text}) == expected

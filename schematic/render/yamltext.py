@@ -30,12 +30,30 @@ _DOCUMENT_END = "\n...\n"
 # without asking the emitter (thousands of pool names).
 _PLAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
 _YAML11_WORDS = frozenset(YAML11_BOOLEANS) | NULL_WORDS
+# Paths and digests (an index lists two of each per pool, every one new): no character here
+# makes the emitter quote, and none starts an indicator or a document marker, so PyYAML writes
+# them plain exactly when its resolver reads them back as strings; asking the resolver costs a
+# tenth of asking the emitter.
+_PLAIN_TOKEN = re.compile(r"(?!\.\.\.)[A-Za-z0-9_./][A-Za-z0-9_./-]*\Z")
+_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _resolves_to_string(text: str) -> bool:
+    return _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG
+
+
+def _string(text: str) -> str:
+    if _PLAIN_NAME.match(text):
+        if text not in _YAML11_WORDS:
+            return text
+    elif _PLAIN_TOKEN.match(text) and _resolves_to_string(text):
+        return text
+    return _emitted(text)
 
 
 @functools.cache
-def _string(text: str) -> str:
-    if _PLAIN_NAME.match(text) and text not in _YAML11_WORDS:
-        return text
+def _emitted(text: str) -> str:
     rendered: str = yaml.dump(
         text, Dumper=_Dumper, allow_unicode=True, width=2**31 - 1, default_flow_style=False
     )
