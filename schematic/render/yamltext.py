@@ -35,12 +35,13 @@ _YAML11_WORDS = frozenset(YAML11_BOOLEANS) | NULL_WORDS
 # them plain exactly when its resolver reads them back as strings; asking the resolver costs a
 # tenth of asking the emitter.
 _PLAIN_TOKEN = re.compile(r"(?!\.\.\.)[A-Za-z0-9_./][A-Za-z0-9_./-]*\Z")
-_RESOLVER = yaml.resolver.Resolver()
+_RESOLVER: Any = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
 def _resolves_to_string(text: str) -> bool:
-    return _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG
+    tag: str = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
+    return tag == _STR_TAG
 
 
 def _string(text: str) -> str:
