@@ -134,8 +134,8 @@ def init(
         typer.Option(
             "--chart",
             metavar="TARGET",
-            help="The kubernetes-nodes chart the values are for: v1.6, main, pr3571, osimage "
-            "(default: the one generate assumes).",
+            help="The Cozystack release or chart the values are for: v1.6, v1.7, main, pr3571, "
+            "osimage (default: the one generate assumes).",
             show_default=False,
         ),
     ] = None,
