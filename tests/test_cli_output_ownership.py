@@ -9,7 +9,6 @@ directory and a sibling "precious" directory) before and after.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from tree_snapshot import snapshot
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
@@ -34,20 +34,6 @@ WITHOUT_V100 = EXAMPLE.read_text().split("  - name: v100")[0] + (
 
 def run(*args: str) -> Result:
     return runner.invoke(app, list(args))
-
-
-def snapshot(directory: Path) -> dict[str, bytes | str]:
-    """Every entry under ``directory``: file bytes, link targets, directories."""
-    found: dict[str, bytes | str] = {}
-    for path in sorted(directory.rglob("*")):
-        name = path.relative_to(directory).as_posix()
-        if path.is_symlink():
-            found[name] = f"-> {os.readlink(path)}"
-        elif path.is_dir():
-            found[name] = "dir"
-        else:
-            found[name] = path.read_bytes()
-    return found
 
 
 def errors(result: Result) -> list[str]:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tree_snapshot import snapshot
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
@@ -22,22 +23,6 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
 
 def run(*args: str) -> Result:
     return runner.invoke(app, list(args))
-
-
-def snapshot(directory: Path) -> dict[str, bytes | str]:
-    """Every entry under ``directory``: file bytes, link targets, directories."""
-    found: dict[str, bytes | str] = {}
-    for path in sorted(directory.rglob("*")):
-        name = path.relative_to(directory).as_posix()
-        if path.is_symlink():
-            found[name] = f"-> {os.readlink(path)}"
-        elif path.is_dir():
-            found[name] = "dir"
-        elif not path.is_file():
-            found[name] = "special"  # a FIFO: reading it would block
-        else:
-            found[name] = path.read_bytes()
-    return found
 
 
 def one_message(result: Result) -> str:
