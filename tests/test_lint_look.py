@@ -1,8 +1,9 @@
-"""The cheap look that decides which files lint composes: every shape lint reads passes it.
+"""The word test that decides which files lint composes: every shape lint reads passes it.
 
-A file the look turns away is never composed, so an object it missed would be skipped
+A file the test turns away is never composed, so an object it missed would be skipped
 silently; each shape recognised by schematic.lint.inventory and schematic.lint.talhelper is
-held to it here, written in block style, as JSON and in one-line flow style.
+held to it here, written in block style, as JSON and in one-line flow style, and every valid
+spelling of a KubernetesNodes is read and found wrong as the loader reads it.
 """
 
 from __future__ import annotations
@@ -161,11 +162,10 @@ apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: web
-  ownerReferences: []
 spec:
   template:
     spec:
-      containers: [{name: web, image: nginx, resources: {limits: {nvidia.com/gpu: 1}}}]
+      containers: [{name: web, image: nginx, resources: {limits: {memory: 1Gi}}}]
 """,
     "plain Service": "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n",
     "CustomResourceDefinition": """\
@@ -177,7 +177,7 @@ spec:
     - schema:
         openAPIV3Schema:
           properties:
-            machine: {type: string, description: the owner of the talos machine}
+            widget: {type: string, description: the name of the widget}
 """,
     "Kubernetes kind of another group": "apiVersion: example.io/v1\nkind: Kubernetes\n",
 }
@@ -204,6 +204,46 @@ def test_only_the_documents_lint_reads_are_kept_from_a_file(tmp_path: Path) -> N
     )
     documents, problems = load_paths([str(tmp_path)])
     assert [(d.index, d.get(("kind",)), d.line(("spec",))) for d in documents] == [
-        (1, "KubernetesNodes", 14)
+        (1, "KubernetesNodes", 13)
     ]
     assert problems == []
+
+
+# A KubernetesNodes CPU pool booting an NVIDIA schematic (TS101), spelt in each way YAML allows
+# that a look at the text's shape rather than its words could miss.
+_CPU_POOL_KEYS = """\
+apiVersion: apps.cozystack.io/v1alpha1
+metadata: {name: t-cpu}
+spec:
+  cluster: t
+  gpus: []
+  talos: {version: v1.13.6, schematicID: SCHEMATIC}
+"""
+SPELLINGS = {
+    "indented by two spaces": "  kind: KubernetesNodes\n"
+    + "".join(f"  {line}\n" for line in _CPU_POOL_KEYS.splitlines()),
+    "indented by two spaces after ---": "kind: ConfigMap\n---\n  kind: KubernetesNodes\n"
+    + "".join(f"  {line}\n" for line in _CPU_POOL_KEYS.splitlines()),
+    "a comment between kind: and its value": "kind: # the pool\n  KubernetesNodes\n"
+    + _CPU_POOL_KEYS,
+    "a !!str tag": "kind: !!str KubernetesNodes\n" + _CPU_POOL_KEYS,
+    "an anchor": "kind: &k KubernetesNodes\n" + _CPU_POOL_KEYS,
+    "an explicit key": "? kind\n: KubernetesNodes\n" + _CPU_POOL_KEYS,
+    "CR-only line ends": ("kind: KubernetesNodes\n" + _CPU_POOL_KEYS).replace("\n", "\r"),
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(SPELLINGS))
+def test_every_spelling_of_a_kubernetes_nodes_is_read(tmp_path: Path, spelling: str) -> None:
+    from schematic.model import Schematic
+
+    nvidia = Schematic.from_extensions(
+        ["siderolabs/nvidia-container-toolkit-lts", "siderolabs/nvidia-open-gpu-kernel-modules-lts"]
+    )
+    (tmp_path / "schematic.yaml").write_text(nvidia.canonical())
+    text = SPELLINGS[spelling].replace("SCHEMATIC", nvidia.id)
+    assert yaml.safe_load_all(text)  # valid YAML, as the loader reads it
+    (tmp_path / "pool.yaml").write_bytes(text.encode())
+    report = lint_paths([str(tmp_path)])
+    hits = [(f.code, f.file, f.object) for f in report.findings if f.severity == "error"]
+    assert hits == [("TS101", str(tmp_path / "pool.yaml"), "t-cpu")], spelling

@@ -10,7 +10,6 @@ reconcile Job) is parsed the same way, shifted to its place in the outer file.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -199,35 +198,30 @@ def _unreadable(path: Path) -> str:
     return ""
 
 
-# The cheap look at a file's text that decides whether it is composed at all: only a file that
-# can hold an object lint reads is (the rest is checked for syntax only, in C); then, at each
-# document's own text, whether that document is built and kept. Every shape
-# schematic.lint.inventory and schematic.lint.talhelper recognise passes it, by a word it cannot
-# lack, so the look may let through files that hold none but never turns one away
-# (tests/test_lint_look.py holds each shape to it):
-# - a document's top-level kind, for the kinds read whatever else they hold;
-_KINDS = (
+# The words of the objects lint reads: a file is composed only if its text holds one of them
+# (the rest is checked for syntax only, in C); then each document of it is built and kept only if
+# its own text does. A plain substring test: it may let through files that hold nothing lint
+# reads, never turn one away, whatever the spelling (indentation, comments, tags, anchors,
+# explicit keys, line ends), as each object lint reads cannot lack its word
+# (tests/test_lint_look.py holds every shape to it):
+_WORDS = (
+    # the kinds schematic.lint.inventory reads whatever else they hold;
     "KubernetesNodes",
     "KernelModuleConfig",  # read beside a machine config in the same file
     "HelmRelease",
     "KubevirtMachineTemplate",
-    "TalosConfigTemplate",
+    "TalosConfigTemplate",  # also inside the reconcile Job's heredoc
     "MachineDeployment",
     "KamajiControlPlane",
-)
-# - and for kinds read only with a word of their text: a Kubernetes app or Package has a
-#   cozystack apiVersion, the reconcile Job applies a TalosConfigTemplate, a control-plane
-#   Service carries Kamaji's or Cluster API's labels (schematic.lint.manifests);
-_KINDS_WITH = (
-    ("Kubernetes|Package", ("cozystack",)),
-    ("Job", ("TalosConfigTemplate",)),
-    ("Service", ("kamaji.clastix.io/", "cluster.x-k8s.io/role")),
-)
-# - a top-level key of the objects without a kind: a Talos machine config (machine), platform
-#   values (gpu), a schematic (owner, overlay, customization), kubernetes and kubernetes-nodes
-#   values, this tool's urls.yaml (schematicID), a talhelper config (clusterName) or a node's
-#   talhelper keys alone (schematic);
-_TOP_KEYS = (
+    # a Kubernetes app or Package has a cozystack apiVersion;
+    "cozystack",
+    # a control-plane Service carries Kamaji's or Cluster API's labels (schematic.lint.manifests);
+    "kamaji.clastix.io",
+    "cluster.x-k8s.io/role",
+    # a top-level key of the objects without a kind: a Talos machine config (machine; also an
+    # RFC 6902 patch's path: /machine/...), platform values (gpu), a schematic (owner, overlay,
+    # customization), kubernetes and kubernetes-nodes values, this tool's urls.yaml
+    # (schematicID), a talhelper config (clusterName) or a node's talhelper keys (schematic).
     "machine",
     "gpu",
     "owner",
@@ -235,7 +229,6 @@ _TOP_KEYS = (
     "customization",
     "nodeGroups",
     "addons",
-    "gpus",
     "talos",
     "osImage",
     "schematicID",
@@ -243,56 +236,16 @@ _TOP_KEYS = (
     "clusterName",
     "schematic",
 )
-# - and an RFC 6902 patch list writing the machine config (path: /machine/...).
-_PATCH_PATH = "/machine"
-
-
-def _written(key: str, value: str = "") -> str:
-    return rf"[\"']?(?:{key})[\"']?[ \t]*:{value}"
-
-
-def _kind_is(kinds: str) -> str:
-    return _written("kind", rf"\s*[\"']?(?:{kinds})\b")
-
-
-_READ = rf"{_written('|'.join(_TOP_KEYS))}|{_kind_is('|'.join(_KINDS))}"
-_WORDS = (*_KINDS, *_TOP_KEYS)
-
-
-class _Shape:
-    """Keys or kinds as written at the top level: in block style a line starts with them; in
-    flow style or JSON they follow { or , (at any depth: more than the top level, never less).
-    The line form is searched first: its literal start makes it far cheaper than the flow form,
-    which runs only on text holding a { and one of ``words``."""
-
-    def __init__(self, written: str, words: tuple[str, ...]) -> None:
-        self.line_start = re.compile(rf"\n(?:{written})")
-        self.in_flow = re.compile(rf"[{{,]\s*(?:{written})")
-        self.words = words
-
-    def found(self, text: str, lined: str) -> bool:
-        return self.line_start.search(lined) is not None or (
-            "{" in text
-            and any(word in text for word in self.words)
-            and self.in_flow.search(text) is not None
-        )
-
-
-_READ_SHAPE = _Shape(_READ, _WORDS)
-_READ_WITH_SHAPES = tuple((_Shape(_kind_is(kinds), words), words) for kinds, words in _KINDS_WITH)
+# An escape in a double-quoted scalar or a JSON string (\u006b, \x6b, \/, a line continuation)
+# can spell a word without its letters: a text holding one is always composed.
+_ESCAPES = ("\\u", "\\U", "\\x", "\\/", "\\\n", "\\\r")
 
 
 def may_hold_lint_object(text: str) -> bool:
-    """Whether ``text`` can hold an object lint reads (see the shapes above); False only when
-    it certainly holds none."""
-    if _PATCH_PATH in text:
-        return True
-    lined = "\n" + text  # a key on the first line starts a line too
-    if _READ_SHAPE.found(text, lined):
-        return True
-    return any(
-        any(word in text for word in words) and shape.found(text, lined)
-        for shape, words in _READ_WITH_SHAPES
+    """Whether ``text`` can hold an object lint reads (it holds one of the words above); False
+    only when it certainly holds none."""
+    return any(word in text for word in _WORDS) or (
+        "\\" in text and any(escape in text for escape in _ESCAPES)
     )
 
 
