@@ -189,13 +189,48 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
 def test_own_generated_output_is_clean(tmp_path: Path) -> None:
     if not EXAMPLE.exists():
         return
-    # One chart per layout: the example names osimage, whose chart has no root schematicID.
-    for chart in ("osimage", "pr3571", "v1.6"):
+    # One chart per layout that loads the GPU pools' modules: the example names osimage.
+    for chart in ("osimage", "pr3571"):
         out = tmp_path / chart
         code, _, _ = run("generate", str(EXAMPLE), "--chart", chart, "--out", str(out))
         assert code == 0
         code, found, _ = run("lint", str(out))
         assert (code, found) == (0, "")
+
+
+GPU_VALUES_V16 = """\
+cluster: prod
+gpus:
+  - name: nvidia.com/GB202GL_RTX_PRO_6000_BLACKWELL_SERVER_EDITION
+talos:
+  version: v1.13.6
+  schematicID: {id}
+"""
+
+
+def test_a_gpu_pool_that_cannot_load_its_modules_fails_the_gate_by_default(tmp_path: Path) -> None:
+    # v1.6.x's chart has no kernelModules and rewrites the machine config from a fixed
+    # template: certain, so an error and exit 3 with no --fail-on.
+    (tmp_path / "values.yaml").write_text(GPU_VALUES_V16.format(id=NVIDIA.id))
+    (tmp_path / "schematic.yaml").write_text(NVIDIA.canonical())
+    code, out, _ = run("lint", str(tmp_path), "--chart", "v1.6")
+    assert code == 3
+    assert "error TS123" in out
+    # The same values for a chart that loads the NVIDIA set when kernelModules is unset pass.
+    code, out, _ = run("lint", str(tmp_path), "--chart", "pr3571")
+    assert (code, out) == (0, "")
+
+
+def test_lint_reads_the_chart_from_the_tools_own_output_index(tmp_path: Path) -> None:
+    (tmp_path / "values.yaml").write_text(GPU_VALUES_V16.format(id=NVIDIA.id))
+    (tmp_path / "schematic.yaml").write_text(NVIDIA.canonical())
+    (tmp_path / "index.yaml").write_text("generator: talos-schematic\ncozystack: v1.6\n")
+    code, out, _ = run("lint", str(tmp_path))
+    assert code == 3
+    assert "error TS123" in out and "Cozystack v1.6.x" in out
+    # Another tool's index is not read as ours.
+    (tmp_path / "index.yaml").write_text("generator: other\ncozystack: v1.6\n")
+    assert run("lint", str(tmp_path))[:2] == (0, "")
 
 
 def test_a_dangling_link_and_a_fifo_in_a_directory_are_skipped_not_fatal(tmp_path: Path) -> None:

@@ -421,6 +421,9 @@ def test_ts122_in_the_machine_config(tmp_path: Path) -> None:
 def test_ts123_gpu_machine_config_without_nvidia_modules(tmp_path: Path) -> None:
     found = run(tmp_path, {"kmt.yaml": kmt(OPEN_PROD), "tct.yaml": tct(OPEN_PROD, modules="")})
     assert codes(found) == {"TS123"}
+    # The VM template states the NVIDIA GPU and the TalosConfigTemplate is the whole machine
+    # config: certain, an error.
+    assert finding(found, "TS123").severity == "error"
 
 
 # --- standalone machine configs: TS123 / TS124 / TS125 ---------------------------------------
@@ -451,9 +454,11 @@ NVIDIA_MODULES = "nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset"
 
 def test_ts123_standalone_machine_config_without_nvidia_modules(tmp_path: Path) -> None:
     found = run(tmp_path, {"worker.yaml": machine_config(OPEN_PROD)})
-    # The config does not say which GPUs the node has: no TS101 for a missing GPU.
+    # The config does not say which GPUs the node has: no TS101 for a missing GPU, and TS123
+    # only a warning (the node may have no NVIDIA GPU at all).
     assert codes(found) == {"TS123"}
     assert finding(found, "TS123").object == str(tmp_path / "worker.yaml")
+    assert finding(found, "TS123").severity == "warning"
 
 
 def test_ts123_passes_with_modules_or_kernel_module_documents(tmp_path: Path) -> None:
@@ -626,6 +631,18 @@ spec:
 def test_ts131_service_without_trustd(tmp_path: Path) -> None:
     found = run(tmp_path, {"svc.yaml": SERVICE.format(extra="")})
     assert (finding(found, "TS131").line, finding(found, "TS131").severity) == (8, "warning")
+
+
+def test_ts131_is_an_error_beside_the_talos_workers_it_serves(tmp_path: Path) -> None:
+    pool = nodes("prod-cpu", schematic=COZY)
+    found = run(tmp_path, {"svc.yaml": SERVICE.format(extra=""), "n.yaml": pool})
+    assert [(f.code, f.severity) for f in found] == [("TS131", "error")]
+    # Another Service among the inputs serves trustd: the workers may reach it there.
+    other = SERVICE.replace("name: kubernetes-prod\n", "name: prod-trustd\n", 1).format(
+        extra="\n    - name: talos-trustd\n      port: 50001"
+    )
+    found = run(tmp_path, {"trustd.yaml": other})
+    assert [(f.code, f.severity) for f in found] == [("TS131", "warning")]
 
 
 def test_ts131_passes_with_trustd(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from schematic.model import Schematic
 if TYPE_CHECKING:
     from schematic.chart_targets import ChartTarget
     from schematic.inputs.profile_values import HardwareProfile
+    from schematic.lint.loader import Document
 
 __all__ = ["RULES", "Finding", "LintReport", "Rule", "lint_paths"]
 
@@ -106,6 +107,8 @@ def lint_paths(
 
     release = operator_release() if cozystack is None else operator_release_named(cozystack)
     documents, problems = load_paths(paths)
+    if chart is None:
+        chart = generated_for(documents)
     out = Collector()
     for problem in problems:
         if problem.skipped:
@@ -176,6 +179,25 @@ def lint_paths(
         out.add("TS005", f"the factory was not asked: {failure}", factory, None)
     files = len(collect_files(paths)) + len(config_patches)
     return LintReport(findings=tuple(out.findings), files=files)
+
+
+def generated_for(documents: Sequence[Document]) -> ChartTarget | None:
+    """The chart target this tool's own output index (``index.yaml``: ``generator:
+    talos-schematic``, ``cozystack: TARGET``) says the values were generated for, when every
+    such index among the inputs names the same one; None otherwise (``--chart`` decides)."""
+    from schematic.chart_targets import chart_target
+
+    named = set()
+    for document in documents:
+        data = document.data
+        if isinstance(data, dict) and data.get("generator") == "talos-schematic":
+            named.add(data.get("cozystack"))
+    if len(named) != 1:
+        return None
+    try:
+        return chart_target(str(named.pop()))
+    except ValueError:
+        return None
 
 
 def _guarded(

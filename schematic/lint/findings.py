@@ -111,15 +111,21 @@ class Collector:
         obj: str = "",
         *,
         fix: str | None = None,
+        certain: bool = True,
     ) -> None:
-        """Record a finding; ``fix`` replaces the rule's one-line fix (e.g. per chart)."""
+        """Record a finding; ``fix`` replaces the rule's one-line fix (e.g. per chart).
+        ``certain=False`` makes an error rule's finding a warning: the inputs show the failure
+        only if something they do not say holds (e.g. that the node has an NVIDIA GPU)."""
         known = RULES[code]
+        severity: Severity = known.severity
+        if not certain and severity == "error":
+            severity = "warning"
         key = (code, file, line, obj, message)
         self._found.setdefault(
             key,
             Finding(
                 code=code,
-                severity=known.severity,
+                severity=severity,
                 message=message,
                 fix=fix or known.fix,
                 file=file,

@@ -46,6 +46,14 @@ def _is_control_plane(place: Place, ports: list[dict[str, Any]]) -> bool:
 
 
 def check_manifests(inventory: Inventory, out: Collector) -> None:
+    # Certain where the inputs show Talos workers (which get their certificates from trustd on
+    # the control-plane endpoint) and no Service of them serves trustd's port; otherwise the
+    # workers may not be Talos, or reach trustd through a Service not among the inputs.
+    serves_trustd = any(
+        _has_port(_ports(place.doc.get(("spec", "ports"))), TRUSTD_PORT)
+        for place in inventory.services
+    )
+    certain = bool(inventory.pools) and not serves_trustd
     for place in inventory.services:
         ports = _ports(place.doc.get(("spec", "ports")))
         if _is_control_plane(place, ports) and not _has_port(ports, TRUSTD_PORT):
@@ -57,6 +65,7 @@ def check_manifests(inventory: Inventory, out: Collector) -> None:
                 place.file,
                 place.doc.line(("spec", "ports")),
                 name,
+                certain=certain,
             )
     for place in inventory.control_planes:
         path = ("spec", "network", "additionalServicePorts")
@@ -70,4 +79,5 @@ def check_manifests(inventory: Inventory, out: Collector) -> None:
                 place.file,
                 place.doc.line(path),
                 name,
+                certain=certain,
             )

@@ -435,6 +435,8 @@ class _PoolCheck:
                 fix = "leave kernelModules unset (the chart loads the NVIDIA set) or list them"
             elif chart is not None:
                 fix = "move to a chart with kernelModules (--chart pr3571 or osimage)"
+            # Certain where the node's NVIDIA GPU is stated (a rendered pool's VM template);
+            # a machine config alone, or talhelper patches, do not say the node has one.
             self.out.add(
                 "TS123",
                 f"{where}: the machine config loads no nvidia module; the extensions do not "
@@ -443,6 +445,7 @@ class _PoolCheck:
                 getattr(modules.place, "line", self.pool.place.line),
                 self.pool.name,
                 fix=fix,
+                certain=bool(self.pool.nvidia_gpus),
             )
 
     def nvidia_sysctl(self, where: str, has_kmods: bool) -> None:
