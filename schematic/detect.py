@@ -62,6 +62,7 @@ import yaml
 
 from schematic.errors import DetectError
 from schematic.safe_yaml import MAX_NESTING, compose_all, nesting_exceeds
+from schematic.triage.readers.pcidevices import PciDeviceError, pci_record
 
 __all__ = [
     "Machine",
@@ -424,42 +425,24 @@ def _talosctl_resources(values: list[tuple[int, Any]], source: str) -> Iterator[
             )
 
 
-def _hex(value: Any, key: str, source: str, line: int) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower().removeprefix("0x")
-        if re.fullmatch(r"[0-9a-f]{1,4}", text):
-            return int(text, 16)
-    raise DetectError(
-        f'{source}:{line}: spec.{key} must be a hex code like "0x10de", got {value!r}'
-    )
-
-
 def _parse_talosctl(values: list[tuple[int, Any]], source: str) -> list[Machine]:
     by_node: dict[str, list[PciDevice]] = {}
     for line, resource in _talosctl_resources(values, source):
-        spec = resource["spec"]
-        metadata = resource.get("metadata") or {}
-        for key in ("class_id", "subclass_id", "vendor_id", "product_id"):
-            if key not in spec:
-                raise DetectError(f"{source}:{line}: a pcidevices resource without spec.{key}")
-        lines = getattr(spec, "lines", {})
-        codes = {
-            key: _hex(spec[key], key, source, lines.get(key, line))
-            for key in spec
-            if key.endswith("_id")
-        }
-        address = str(metadata.get("id") or "") if isinstance(metadata, dict) else ""
+        try:
+            record = pci_record(resource)
+        except PciDeviceError as err:
+            where = getattr(resource.get("spec"), "lines", {}).get(err.key, line)
+            raise DetectError(f"{source}:{where}: {err}") from None
+        address = record.address
         device = PciDevice(
             _normal_address(address) if re.fullmatch(_ADDRESS, address) else address,
-            codes["class_id"] << 8 | codes["subclass_id"],
-            codes["vendor_id"],
-            codes["product_id"],
-            str(spec.get("product") or ""),
-            str(spec.get("driver") or ""),
+            record.class_id << 8 | record.subclass_id,
+            record.vendor_id,
+            record.product_id,
+            record.product,
+            record.driver,
         )
-        by_node.setdefault(str(resource.get("node") or ""), []).append(device)
+        by_node.setdefault(record.node, []).append(device)
     return [Machine(node, tuple(devices)) for node, devices in by_node.items()]
 
 

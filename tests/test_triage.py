@@ -113,7 +113,7 @@ def test_a_pcidevices_table_and_its_yaml_say_the_same() -> None:
     as_yaml = "".join(
         f"node: 172.20.0.5\nmetadata:\n    namespace: hardware\n"
         f"    type: PCIDevices.hardware.talos.dev\n    id: {address}\n"
-        f'spec:\n    class_id: "{klass}"\n    vendor_id: "{vendor}"\n'
+        f'spec:\n    class_id: "{klass}"\n    subclass_id: "0x00"\n    vendor_id: "{vendor}"\n'
         f'    product_id: "{product}"\n---\n'
         for address, klass, vendor, product in (
             ("0000:00:02.0", "0x02", "0x1af4", "0x1041"),

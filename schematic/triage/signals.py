@@ -56,6 +56,9 @@ class Kind(Enum):
     FABRIC_IB_UMAD = "fabric manager asks for ib_umad"
     FABRIC_NOTHING_TO_DO = "fabric manager: NV_WARN_NOTHING_TO_DO"
     FABRIC_IN_PROGRESS = "fabric state In Progress"
+    FABRIC_COMPLETED = "fabric state Completed"
+    FABRIC_MANAGER_EXITED = "fabric manager exited"
+    GPU_LISTED = "GPU listed by nvidia-smi"
     CUDA_NOT_READY = "CUDA error 802 (system not ready)"
     CDI_UNRESOLVABLE = "unresolvable CDI devices"
     PLUGIN_STRATEGY = "device plugin list strategy"
@@ -63,6 +66,7 @@ class Kind(Enum):
     OOM_KILL = "OOM kill"
     # Kubernetes objects
     NODE = "Kubernetes node"
+    IDENTITY = "names of one node"  # value: the node; data aliases: its other names
     POD = "pod"
     EVENT = "event"
     CONTROL_PLANE_SERVICE = "control-plane Service"

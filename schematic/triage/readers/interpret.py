@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schematic.triage.readers.messages import message_kinds
+from schematic.triage.readers.pcidevices import PciDeviceError, pci_record
 from schematic.triage.signals import Evidence, Kind, Signal
 
 __all__ = ["Located", "interpret"]
@@ -51,6 +52,10 @@ def interpret(value: Any, file: str, where: Located) -> Iterator[Signal]:
         yield from _talos_resource(value, metadata, file, where)
     elif value.get("status") == "success" and isinstance(value.get("data"), dict):
         yield from _metrics(value["data"], file, where)
+    elif isinstance(value.get("metric"), dict) and ("value" in value or "values" in value):
+        # One series on its own: a VictoriaMetrics /api/v1/export line ("values" and
+        # "timestamps" in milliseconds), or an element of a pasted "result" list.
+        yield from _metrics({"result": [value]}, file, where)
     elif "kind" in value and "apiVersion" in value:
         reader = _KUBERNETES.get(_text(value["kind"]))
         if reader is not None:
@@ -68,23 +73,27 @@ def _talos_resource(
     spec = _dict(value.get("spec"))
     ident = _text(metadata.get("id"))
     if kind == "PCIDevices":
-        vendor = _text(spec.get("vendor_id")).lower()
+        try:
+            record = pci_record(value)
+        except PciDeviceError:
+            return  # not a device this reader can name; detect reports the key
         line = where.locate("vendor_id")
-        text = f"{ident} vendor_id: {vendor} product_id: {_text(spec.get('product_id'))} " + (
-            f"driver: {_text(spec.get('driver')) or '(none)'}" if "driver" in spec else ""
+        text = f"{ident} vendor_id: {record.vendor_hex} product_id: 0x{record.product_id:04x} " + (
+            f"driver: {record.driver or '(none)'}" if record.has_driver_field else ""
         )
         yield Signal(
             Kind.PCI_DEVICE,
             node,
-            _evidence(file, line, f"{text} ({_text(spec.get('product'))})".strip()),
-            vendor,
+            _evidence(file, line, f"{text} ({record.product})".strip()),
+            record.vendor_hex,
             (
-                ("class", _text(spec.get("class_id")).lower()),
-                ("subclass", _text(spec.get("subclass_id")).lower()),
-                ("product", _text(spec.get("product_id")).lower()),
-                ("driver", _text(spec.get("driver"))),
-                ("has_driver_field", "1" if "driver" in spec else ""),
+                ("class", f"0x{record.class_id:02x}"),
+                ("subclass", f"0x{record.subclass_id:02x}"),
+                ("product", f"0x{record.product_id:04x}"),
+                ("driver", record.driver),
+                ("has_driver_field", "1" if record.has_driver_field else ""),
                 ("address", ident),
+                ("class_name", record.class_name),
             ),
         )
     elif kind == "ExtensionStatuses":
@@ -141,6 +150,21 @@ def _node(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
     )
     boot_id = _text(_dict(status.get("nodeInfo")).get("bootID"))
     gpus = _text(_dict(status.get("allocatable")).get("nvidia.com/gpu"))
+    labels = _dict(metadata.get("labels"))
+    hostname = _text(labels.get("kubernetes.io/hostname"))
+    yield Signal(
+        Kind.IDENTITY,
+        name,
+        _evidence(file, where.locate("addresses"), f"node {name}: {', '.join(addresses)}"),
+        name,
+        (
+            (
+                "aliases",
+                ",".join(a for a in dict.fromkeys([*addresses, hostname]) if a and a != name),
+            ),
+            ("source", "kubectl-node"),
+        ),
+    )
     yield Signal(
         Kind.NODE,
         name,
@@ -284,18 +308,38 @@ _KUBERNETES: dict[str, Callable[[dict[str, Any], str, Located], Iterator[Signal]
 
 # --- metrics -------------------------------------------------------------------------------
 
-_NODE_LABELS = ("node", "kubernetes_node", "nodename", "instance")
+_NODE_LABELS = ("node", "kubernetes_node", "nodename", "hostname", "instance")
 
 
-def _series_node(metric: dict[str, Any]) -> str:
+def _series_names(metric: dict[str, Any]) -> list[str]:
+    """Every name of the node a series is about, best first: its node labels, then the
+    instance without its port."""
+    names: list[str] = []
     for label in _NODE_LABELS:
         if metric.get(label):
             node = _text(metric[label])
-            # "10.0.0.5:9100" → "10.0.0.5"; IPv6 instances come bracketed.
-            if label == "instance" and node.count(":") == 1:
-                node = node.split(":")[0]
-            return node.strip("[]")
-    return ""
+            # "10.0.0.5:9100" → "10.0.0.5"; IPv6 instances come bracketed ("[fd00::5]:9100").
+            if label == "instance":
+                if node.startswith("["):
+                    node = node[1:].split("]", 1)[0]
+                elif node.count(":") == 1:
+                    node = node.split(":")[0]
+            names.append(node.strip("[]"))
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _series_node(metric: dict[str, Any]) -> str:
+    names = _series_names(metric)
+    return names[0] if names else ""
+
+
+def _samples(series: dict[str, Any]) -> list[Any]:
+    """[time, value] pairs of a query answer, or the export form's two lists zipped."""
+    values = _list(series.get("values"))
+    stamps = _list(series.get("timestamps"))
+    if stamps and len(stamps) == len(values):
+        return [[stamp, value] for stamp, value in zip(stamps, values, strict=True)]
+    return values or [series.get("value")]
 
 
 def _number(sample: Any) -> float | None:
@@ -307,17 +351,39 @@ def _number(sample: Any) -> float | None:
     return None
 
 
+def _last_time(samples: list[Any]) -> str:
+    """When the last sample was taken, in epoch seconds ("" if unknown): query answers stamp
+    in seconds, the export form in milliseconds."""
+    stamps: list[float] = []
+    for sample in samples:
+        if isinstance(sample, list) and sample and isinstance(sample[0], (int, float)):
+            stamps.append(float(sample[0]))
+    if not stamps:
+        return ""
+    last = max(stamps)
+    return str(round(last / 1000 if last > 1e11 else last))
+
+
 def _metrics(data: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
     for series in _list(data.get("result")):
         series = _dict(series)
         metric = _dict(series.get("metric"))
         name = _text(metric.get("__name__"))
-        samples = _list(series.get("values")) or [series.get("value")]
+        samples = _samples(series)
         numbers = [n for n in (_number(s) for s in samples) if n is not None]
         if not numbers:
             continue
-        node = _series_node(metric)
+        names = _series_names(metric)
+        node = names[0] if names else ""
         line = where.locate("metric")
+        if len(names) > 1:
+            yield Signal(
+                Kind.IDENTITY,
+                node,
+                _evidence(file, line, f"{name}{{{', '.join(names)}}}"),
+                node,
+                (("aliases", ",".join(names[1:])), ("source", "metric-labels")),
+            )
         if name in ("node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes"):
             low, high = min(numbers), max(numbers)
             yield Signal(
@@ -338,5 +404,5 @@ def _metrics(data: dict[str, Any], file: str, where: Located) -> Iterator[Signal
                 node,
                 _evidence(file, line, f"node_boot_time_seconds{{{node}}}: {len(boots)} boots"),
                 name,
-                (("boots", ",".join(str(b) for b in boots)),),
+                (("boots", ",".join(str(b) for b in boots)), ("taken", _last_time(samples))),
             )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 from schematic.triage.readers.messages import message_kinds
 from schematic.triage.signals import Evidence, Kind, Signal
@@ -31,6 +32,26 @@ _DMESG = re.compile(
 _UPTIME = re.compile(r"^\[\s*(?P<uptime>\d+\.\d+)\]\s?(?P<msg>.*)$")
 _NODE_PREFIX = re.compile(rf"^(?P<node>{_NODE}): (?P<msg>.*)$")
 _KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\] (?P<msg>.*)$")
+_JOURNAL = re.compile(
+    r"^(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
+    r"(?P<clock>\d\d:\d\d:\d\d)(?:\.\d+)? (?P<host>[\w.-]+) [\w.@/-]+(?:\[\d+\])?: (?P<msg>.*)$"
+)
+_GO_LOG = re.compile(
+    r"^(?P<date>\d{4}/\d\d/\d\d) (?P<clock>\d\d:\d\d:\d\d(?:\.\d+)?)(?P<zone>) (?P<msg>.*)$"
+)
+_ISO_LINE = re.compile(
+    r"^(?P<date>\d{4}-\d\d-\d\d)[T ](?P<clock>\d\d:\d\d:\d\d(?:\.\d+)?)"
+    r"(?P<zone>Z|[+-]\d\d:?\d\d)?\s+(?P<msg>.*)$"
+)
+_RFC3339 = re.compile(
+    r"^(?P<date>\d{4}-\d\d-\d\d)[T ](?P<clock>\d\d:\d\d:\d\d)(?:\.\d+)?"
+    r"(?P<zone>Z|[+-]\d\d:\d\d)?$"
+)
+# nvidia-smi -L ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)") and -q ("Product Name : ...").
+_SMI_GPU = re.compile(r"^GPU \d+: (?P<name>.+?) \(UUID: GPU-[0-9a-fA-F-]+\)")
+_SMI_PRODUCT = re.compile(r"^\s*Product Name\s+: (?P<name>\S.*)$")
+_SMI_FABRIC = re.compile(r"^\s*Fabric\s*$")
+_SMI_COMPLETED = re.compile(r"^\s*State\s*:\s*Completed\s*$")
 _CONTINUATION = re.compile(r"^\s{4,}(?P<msg>NVRM: .*)$")
 
 _SERVICE_WAIT = re.compile(r'service "(?P<service>[^"]+)" to be (?P<state>"[a-z]+"|[a-z/]+)')
@@ -65,8 +86,13 @@ def _split(number: int, raw: str) -> _Line:
     if found:
         # Multi-line kernel messages arrive joined by a literal "\x0a".
         message = found["msg"].replace("\\x0a", "\n")
-        return _Line(number, line, found["node"] or "", "", message, found["time"])
+        return _Line(number, line, found["node"] or "", "", message, iso_time(found["time"]))
     node = ""
+    journal = _JOURNAL.match(line)
+    if journal:
+        # journalctl / syslog: the host names the node; the year is not printed.
+        clock = f"{journal['month']} {int(journal['day'])} {journal['clock']}"
+        return _Line(number, raw.rstrip("\r\n"), journal["host"], "", journal["msg"], clock)
     prefixed = _NODE_PREFIX.match(line)
     if prefixed and not line.startswith(("NVRM", "nvidia")):
         node, line = prefixed["node"], prefixed["msg"]
@@ -76,7 +102,54 @@ def _split(number: int, raw: str) -> _Line:
     klog = _KLOG.match(line)
     if klog:
         return _Line(number, raw.rstrip("\r\n"), node, "", klog["msg"])
+    dated = _GO_LOG.match(line) or _ISO_LINE.match(line)
+    if dated:
+        # `talosctl logs <service>`: Go's log stamp; `kubectl logs --timestamps`: RFC 3339.
+        time = iso_time(f"{dated['date'].replace('/', '-')}T{dated['clock']}{dated['zone'] or ''}")
+        return _Line(number, raw.rstrip("\r\n"), node, "", _json_message(dated["msg"]), time)
+    if line.startswith("{"):
+        message, time = _json_line(line)
+        return _Line(number, raw.rstrip("\r\n"), node, "", message, time)
     return _Line(number, raw.rstrip("\r\n"), node, "", line)
+
+
+def iso_time(text: str) -> str:
+    """An RFC 3339 time as UTC with whole seconds ("2025-10-30T18:20:10Z"); "" if it is not
+    one. Times without a zone are taken as UTC, as talosctl and Go's log print them."""
+    found = _RFC3339.match(text.strip())
+    if not found:
+        return ""
+    try:
+        when = datetime.fromisoformat(
+            f"{found['date']}T{found['clock']}{found['zone'] or ''}".replace("Z", "+00:00")
+        )
+    except ValueError:
+        return ""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _json_message(message: str) -> str:
+    return _json_line(message)[0] if message.startswith("{") else message
+
+
+def _json_line(line: str) -> tuple[str, str]:
+    """The message and time of a structured log line (zap/slog JSON, as kubelet, machined
+    and the NVIDIA operators print it)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return line, ""
+    if not isinstance(value, dict):
+        return line, ""
+    parts = [str(value.get(key)) for key in ("msg", "message", "error", "err") if value.get(key)]
+    stamp = value.get("ts") or value.get("time") or value.get("timestamp") or ""
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        time = datetime.fromtimestamp(float(stamp), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    else:
+        time = iso_time(str(stamp))
+    return (" ".join(parts) or line), time
 
 
 def _lines(text: str) -> Iterator[_Line]:
@@ -109,14 +182,27 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
     """The signals of a line-oriented log."""
     lines = list(_lines(text))
     listed_modules: dict[str, int] = {}
+    fabric_until = -1  # the State of nvidia-smi -q's Fabric section is on one of these lines
     for index, line in enumerate(lines):
         evidence = Evidence(file, line.number, _cut(line.raw))
         data: tuple[tuple[str, str], ...] = ()
         if line.uptime:
             data = (("uptime", line.uptime),)
         elif line.time:
-            data = (("time", line.time),)
+            # A year-less journal stamp is a clock reading, not a time.
+            data = (("time" if line.time[:1].isdigit() else "clock", line.time),)
         message = line.message
+        smi = _SMI_GPU.match(message) or _SMI_PRODUCT.match(message)
+        if smi:
+            # `nvidia-smi -L` / `-q`: the driver is up and sees this GPU.
+            yield Signal(Kind.GPU_LISTED, line.node, evidence, smi["name"].strip(), data)
+            continue
+        if _SMI_FABRIC.match(message):
+            fabric_until = index + 3
+            continue
+        if index <= fabric_until and _SMI_COMPLETED.match(message):
+            yield Signal(Kind.FABRIC_COMPLETED, line.node, evidence)
+            continue
         if "startAllServices" in message and " to be " in message:
             for found in _SERVICE_WAIT.finditer(message):
                 state = found["state"]

@@ -40,6 +40,16 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         Kind.FABRIC_IB_UMAD,
     ),
     (re.compile(r"NV_WARN_NOTHING_TO_DO"), Kind.FABRIC_NOTHING_TO_DO),
+    # The Talos wrapper (nvidia-fabricmanager-wrapper/main.go, runCommand), NVIDIA's start
+    # script, and systemd: the fabric manager itself stopped with an error.
+    (
+        re.compile(
+            r"command \S*nv-fabricmanager \[\d+\] (?:exited with code [1-9]|was terminated)"
+            r"|nv-fabricmanager[^\"]*\" failed! Exit code: [1-9]"
+            r"|nvidia-fabricmanager\.service: (?:Main|Control) process exited, code=exited"
+        ),
+        Kind.FABRIC_MANAGER_EXITED,
+    ),
     (re.compile(r"^\s*State\s*:\s*In Progress\s*$"), Kind.FABRIC_IN_PROGRESS),
     (
         re.compile(r"CUDA_ERROR_SYSTEM_NOT_READY|cudaErrorSystemNotReady|CUDA error:? 802\b"),
@@ -67,6 +77,7 @@ KEYWORDS = (
     "No devices",
     "ib_umad",
     "NV_WARN",
+    "fabricmanager",
     "In Progress",
     "CUDA",
     "cudaError",

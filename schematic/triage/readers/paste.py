@@ -1,0 +1,139 @@
+"""What a paste carries besides the output itself: terminal colour, carriage returns, the
+shell prompt and command that produced it, the warnings talosctl and kubectl print on stderr.
+
+``clean`` removes them line by line, so every reader sees the tool's output as the tool wrote
+it and every line keeps its number. ``sections`` splits a paste of several commands at their
+prompts, so each output is read by the reader its content calls for; the command line names
+the node (``talosctl -n 10.0.0.5 ...``) when the output does not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["Section", "clean", "is_prose", "sections"]
+
+# CSI (colour, cursor) and OSC (titles, links) sequences, and the bare escapes around them.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# Tools whose command line is worth reading; a prompt before anything else is left alone so
+# that "# HELP ..." (Prometheus) or "# Title" (Markdown) are never taken for a command.
+_TOOLS = (
+    "talosctl|tl|t|kubectl|k|kubecolor|oc|virtctl|nvidia-smi|dmesg|journalctl|cat|grep|egrep"
+    "|tail|head|less|jq|yq|curl|wget|vmctl|lspci|lsmod|helm|watch|sudo|ssh|crictl|ctr|ibstat"
+)
+_PROMPT = re.compile(
+    r"^\s*(?:\[[^\]]*\]\s*)?"  # "[22:22:18] " time stamps some prompts carry
+    r"(?:(?:\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+(?::[^\s$#%]*)?\s*[$#%]|[$#%\u276f➜»>])\s+"
+    rf"(?P<command>(?:{_TOOLS})(?:\s.*)?"
+    # a shell alias ("# klnodes", "$ kgn -o wide"): one lower-case word, options at most
+    r"|[a-z][\w-]{1,15}(?:\s+-{1,2}[\w-]+(?:[ =]\S+)?)*\s*)$"
+)
+# Code fences around a paste copied from a Markdown page.
+_FENCE = re.compile(r"^\s*(?:```|~~~)[\w-]*\s*$")
+# talosctl: "WARNING: 10.0.0.5: server version 1.7.6 is older than client version 1.8.3",
+# kubectl: "Warning: ..." (deprecations), "error: ..." after a failed command.
+_STDERR = re.compile(r"^(?:WARNING|Warning|W\d{4} [\d:.]+\s+\d+ warnings\.go):? ")
+_NODE_FLAG = re.compile(r"(?:^|\s)(?:-n|--nodes?)(?:\s+|=)(?P<nodes>[^\s-][^\s]*)")
+
+
+def clean(text: str) -> str:
+    """``text`` without colour, carriage returns, prompts and tool warnings, line for line."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if (
+        "WARNING" not in text
+        and "Warning" not in text
+        and "``" not in text
+        and "~~~" not in text
+        and not _maybe_prompt(text)
+    ):
+        return text
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if _STDERR.match(line) or _PROMPT.match(line) or _FENCE.match(line):
+            lines[index] = ""
+    return "\n".join(lines)
+
+
+def _maybe_prompt(text: str) -> bool:
+    return any(mark in text for mark in ("$ ", "# ", "% ", "\u276f ", "> ", "➜ ", "» "))
+
+
+@dataclass(frozen=True)
+class Section:
+    """The output of one command in a paste: its text (earlier lines blanked, so line numbers
+    stay those of the file), the command, and the one node the command line names."""
+
+    text: str
+    command: str
+    node: str
+
+
+def sections(text: str) -> Iterator[Section]:
+    """The outputs of the commands in a paste, or the whole text when it holds one or none.
+
+    ``text`` is the raw file; each section is already clean.
+    """
+    raw = text.replace("\r\n", "\n")
+    if "\x1b" in raw:
+        raw = _ANSI.sub("", raw)
+    lines = raw.split("\n")
+    starts = [(i, m["command"]) for i, line in enumerate(lines) if (m := _PROMPT.match(line))]
+    # Outputs before the first prompt and after each one; beyond a few dozen commands the
+    # paste is read whole (a bounded cost: each section copies the file's line breaks).
+    if not starts or len(starts) > 64:
+        yield Section(clean(text), "", "")
+        return
+    bounds = [*starts, (len(lines), "")]
+    if starts[0][0] > 0:
+        yield Section(clean("\n".join(lines[: starts[0][0]])), "", "")
+    for (start, command), (end, _) in itertools.pairwise(bounds):
+        body = "\n" * (start + 1) + "\n".join(lines[start + 1 : end])
+        yield Section(clean(body), command, _node_of(command))
+
+
+def _node_of(command: str) -> str:
+    """The node a talosctl command line names with -n/--nodes, when it names exactly one."""
+    words = command.split()
+    if words[:1] == ["sudo"]:
+        words = words[1:]
+    # kubectl's -n is a namespace; only talosctl's names nodes.
+    found = _NODE_FLAG.search(command) if words[:1] in (["talosctl"], ["tl"], ["t"]) else None
+    if found is None:
+        return ""
+    nodes = [n for n in found["nodes"].strip("'\"").split(",") if n]
+    return nodes[0] if len(nodes) == 1 else ""
+
+
+# --- notes, READMEs: prose, not evidence ----------------------------------------------------
+
+_MARKDOWN = re.compile(r"^(?:#{1,6} \S|```|~~~|\|\s*-{3,}|\s*[-*] \[[ x]\] )", re.MULTILINE)
+# Lines a tool writes: a stamp, a bracket, a "prog:" or "prog[pid]:" prefix, a key and a value,
+# JSON, klog, a table row (cells apart by two spaces or more).
+_TOOL_LINE = re.compile(
+    r"^(?:\s*[\[{(<]|\s*\d|[IWEF]\d{4} |[\w./@-]+(?:\[\d+\])?: |\s*[\w .()/-]+\s:\s"
+    r"|\S+(?: \S+)*\s{2,}\S|\s{2,}\S)"
+)
+_WORD = re.compile(r"[A-Za-z][a-z']+")
+
+
+def is_prose(text: str) -> bool:
+    """Whether ``text`` is written for people (Markdown, notes) rather than by a tool."""
+    head = clean(text[:65536])
+    prose = tool = 0
+    for line in head.splitlines()[:400]:
+        if not line.strip():
+            continue
+        if _TOOL_LINE.match(line):
+            tool += 1
+        elif len(_WORD.findall(line)) >= 5:
+            prose += 1
+    if _MARKDOWN.search(head):
+        # A heading or a fence around pasted output is not enough: a Markdown note says so.
+        return prose >= 1
+    return prose >= 2 and prose > tool

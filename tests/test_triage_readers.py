@@ -1,0 +1,205 @@
+"""Readers on the forms people paste: each case is a real public paste (its thread beside it),
+node names kept or replaced by their documented shape. What must be read, and what must not."""
+
+from __future__ import annotations
+
+import pytest
+
+from schematic.triage.readers import read_evidence
+from schematic.triage.signals import Kind
+
+
+def facts(text: str) -> list[tuple[str, str, str]]:
+    return [(s.kind.name, s.node, s.value) for s in read_evidence(text, "paste").signals]
+
+
+# siderolabs/extensions#893: root prompts ("# klnodes" is an alias), kubectl -o wide, talosctl.
+PROMPTED = """\
+ # klnodes
+NAME                 STATUS   ROLES           AGE   VERSION   INTERNAL-IP     EXTERNAL-IP   OS-IMAGE                 KERNEL-VERSION   CONTAINER-RUNTIME
+nvidia-b200-node-1   Ready    control-plane   26h   v1.33.5   10.10.10.10   <none>        Talos (v1.12.0-beta.0)   6.17.7-talos     containerd://2.1.5
+
+
+ # tl get extensions
+NODE            NAMESPACE   TYPE              ID            VERSION   NAME                                 VERSION
+10.10.10.10   runtime     ExtensionStatus   4             1         nvidia-container-toolkit-lts         580.95.05-v1.18.0
+"""  # noqa: E501
+
+
+def test_a_paste_of_two_commands_is_read_command_by_command() -> None:
+    found = facts(PROMPTED)
+    assert ("IDENTITY", "nvidia-b200-node-1", "nvidia-b200-node-1") in found
+    assert ("EXTENSION", "10.10.10.10", "nvidia-container-toolkit-lts") in found
+    (identity,) = [s for s in read_evidence(PROMPTED, "p").signals if s.kind is Kind.IDENTITY]
+    assert identity.get("aliases") == "10.10.10.10"
+
+
+def test_talosctl_stderr_warning_before_the_table() -> None:
+    # The warning line as printed in https://github.com/siderolabs/talos/issues/9149's era
+    # clients (cmd/talosctl/pkg/talos/helpers: "WARNING: %s: server version %s is older ...").
+    text = (
+        "WARNING: 10.5.0.3: server version 1.7.6 is older than client version 1.8.3\n"
+        "NODE       NAMESPACE   TYPE              ID   VERSION   NAME        VERSION\n"
+        "10.5.0.3   runtime     ExtensionStatus   2    1         schematic   "
+        "613e1592b2da41ae5e265e8789429f22e121aab91cb4deb6bc3c0b6262961245\n"
+    )
+    (signal,) = read_evidence(text, "p").signals
+    assert (signal.kind, signal.value) == (Kind.EXTENSION, "schematic")
+    assert signal.get("version").startswith("613e1592")
+
+
+def test_grepped_rows_without_their_header() -> None:
+    # `talosctl get extensions | grep nvidia`, rows of siderolabs/extensions#893.
+    text = (
+        "10.10.10.10   runtime     ExtensionStatus   5             1         "
+        "nvidia-open-gpu-kernel-modules-lts   580.95.05-v1.12.0-beta.0\n"
+        "10.10.10.10   runtime     ExtensionStatus   6             1         "
+        "nvidia-fabricmanager-lts             580.95.05\n"
+    )
+    assert facts(text) == [
+        ("EXTENSION", "10.10.10.10", "nvidia-open-gpu-kernel-modules-lts"),
+        ("EXTENSION", "10.10.10.10", "nvidia-fabricmanager-lts"),
+    ]
+
+
+def test_grepped_service_rows_without_their_header() -> None:
+    # `talosctl services | grep nvidia`: cmd/talosctl/cmd/talos/service.go's columns.
+    text = "172.20.0.5   ext-nvidia-persistenced   Waiting   ?        9m30s ago   Waiting\n"
+    assert facts(text) == [("SERVICE_WAITING", "172.20.0.5", "ext-nvidia-persistenced")]
+
+
+def test_bare_nvrm_lines_without_a_dmesg_prefix() -> None:
+    text = (
+        "NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2b85)\n"
+        "NVRM: installed in this system requires use of the NVIDIA open kernel modules.\n"
+    )
+    (signal,) = read_evidence(text, "p").signals
+    assert signal.kind is Kind.NVRM_NEEDS_OPEN
+    assert signal.get("pci") == "10de:2b85"
+
+
+def test_nvidia_smi_list_and_query() -> None:
+    listed = facts("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-2f5a1c41-7a3c-2d1e-3b8e)\r\n")
+    assert listed == [("GPU_LISTED", "", "NVIDIA H100 80GB HBM3")]
+    # The Fabric section as pasted in NVIDIA/gpu-operator#2511 and kubernetes-sigs/
+    # dra-driver-nvidia-gpu#626.
+    completed = "    Fabric\n        State                             : Completed\n"
+    pending = "    Fabric\n        State                                          : In Progress\n"
+    assert facts(completed) == [("FABRIC_COMPLETED", "", "")]
+    assert facts(pending) == [("FABRIC_IN_PROGRESS", "", "")]
+
+
+def test_talosctl_logs_carry_node_and_time() -> None:
+    # siderolabs/extensions#861
+    text = (
+        "192.168.4.14: 2025/10/30 18:20:10 nvidia-persistenced-wrapper: error starting "
+        "nvidia-persistenced: fork/exec /usr/local/bin/nvidia-persistenced: no such file\n"
+        "192.168.4.14: 2025/10/30 18:20:11 nvidia-fabricmanager-wrapper: command "
+        "/usr/bin/nv-fabricmanager [412] exited with code 1\n"
+    )
+    (signal,) = read_evidence(text, "p").signals
+    assert (signal.kind, signal.node) == (Kind.FABRIC_MANAGER_EXITED, "192.168.4.14")
+    assert signal.get("time") == "2025-10-30T18:20:11Z"
+
+
+def test_talosctl_service_detail_names_running_and_waiting() -> None:
+    text = (
+        "$ talosctl -n 10.5.0.2 service apid\n"
+        "NODE     10.5.0.2\nID       apid\nSTATE    Running\nHEALTH   OK\n"
+    )
+    assert facts(text) == [("SERVICE_STATE", "10.5.0.2", "apid")]
+
+
+def test_command_line_names_the_node_its_output_does_not() -> None:
+    text = "$ talosctl -n 10.5.0.9 read /proc/modules\nnvidia 13348864 0 - Live 0xffffffffc1a5b000 (PO)\n"
+    assert ("MODULE_LOADED", "10.5.0.9", "nvidia") in facts(text)
+    # kubectl's -n is a namespace, never a node.
+    text = "$ kubectl -n gpu-operator logs ds/x\nNo devices found\n"
+    assert facts(text) == [("NO_DEVICES", "", "")]
+
+
+def test_colour_and_carriage_returns_are_not_part_of_the_evidence() -> None:
+    text = (
+        "\x1b[32m172.20.0.5   ext-nvidia-persistenced   Waiting   ?   1m ago   Waiting\x1b[0m\r\n"
+    )
+    assert facts(text) == [("SERVICE_WAITING", "172.20.0.5", "ext-nvidia-persistenced")]
+
+
+def test_victoriametrics_export_lines_and_prometheus_vectors_name_the_node_twice() -> None:
+    export = (
+        '{"metric":{"__name__":"node_boot_time_seconds","instance":"10.244.3.17:9100",'
+        '"node":"ml-cpu-7x2kq"},"values":[1764000000,1764004230],'
+        '"timestamps":[1764003000000,1764007000000]}\n'
+    )
+    signals = read_evidence(export, "p").signals
+    kinds = {s.kind: s for s in signals}
+    assert kinds[Kind.IDENTITY].node == "ml-cpu-7x2kq"
+    assert kinds[Kind.IDENTITY].get("aliases") == "10.244.3.17"
+    assert kinds[Kind.BOOT_TIME].get("boots") == "1764000000,1764004230"
+    assert kinds[Kind.BOOT_TIME].get("taken") == "1764007000"
+    vector = (
+        '{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":'
+        '"node_boot_time_seconds","instance":"[fd00::5]:9100"},"value":[1764007000,"1764004230"]}]}}'
+    )
+    (boot,) = read_evidence(vector, "p").signals
+    assert (boot.kind, boot.node, boot.get("boots")) == (Kind.BOOT_TIME, "fd00::5", "1764004230")
+
+
+DESCRIBE = """\
+Name:               worker-gpu-1
+Roles:              <none>
+Labels:             beta.kubernetes.io/arch=amd64
+                    kubernetes.io/hostname=worker-gpu-1
+Conditions:
+  Type             Status  LastHeartbeatTime                 LastTransitionTime                Reason                       Message
+  ----             ------  -----------------                 ------------------                ------                       -------
+  Ready            True    Tue, 25 Nov 2025 14:02:11 +0000   Tue, 25 Nov 2025 13:01:40 +0000   KubeletReady                 kubelet is posting ready status
+Addresses:
+  InternalIP:  10.244.3.17
+  Hostname:    worker-gpu-1
+Allocatable:
+  cpu:                8
+  nvidia.com/gpu:     0
+System Info:
+  Boot ID:                    6c0c2d5e-4b0e-4a5e-9f55-0f6a8f1f6c1d
+Events:
+  Type     Reason                   Age                From             Message
+  ----     ------                   ----               ----             -------
+  Warning  Rebooted                 61m                kubelet          Node worker-gpu-1 has been rebooted, boot id: 6c0c2d5e-4b0e-4a5e-9f55-0f6a8f1f6c1d
+"""  # noqa: E501
+
+
+def test_kubectl_describe_node() -> None:
+    signals = read_evidence(DESCRIBE, "p").signals
+    by_kind = {s.kind: s for s in signals}
+    assert by_kind[Kind.IDENTITY].get("aliases") == "10.244.3.17"
+    assert by_kind[Kind.NODE].get("boot").startswith("6c0c2d5e")
+    assert by_kind[Kind.NODE].get("gpus") == "0"
+    assert (by_kind[Kind.EVENT].node, by_kind[Kind.EVENT].value) == ("worker-gpu-1", "Rebooted")
+
+
+def test_kubectl_get_events_table() -> None:
+    text = (
+        "LAST SEEN   TYPE      REASON                    OBJECT                    MESSAGE\n"
+        "4m12s       Warning   Rebooted                  node/worker-gpu-1         "
+        "Node worker-gpu-1 has been rebooted, boot id: 6c0c2d5e\n"
+        "2m          Warning   FailedCreatePodSandBox    pod/cuda-vectoradd        "
+        "Failed to create pod sandbox: unresolvable CDI devices nvidia.com/gpu=all\n"
+    )
+    found = facts(text)
+    assert ("EVENT", "worker-gpu-1", "Rebooted") in found
+    assert ("CDI_UNRESOLVABLE", "", "Pod/cuda-vectoradd") in found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Notes\n\nThe node keeps rebooting, I saw `rebooting in 10 seconds` on the console.\n",
+        "I ran nvidia-smi and it said No devices were found, then the node rebooted again.\n"
+        "After that the extension ext-nvidia-persistenced was still waiting for the driver.\n",
+    ],
+)
+def test_notes_that_quote_evidence_are_not_evidence(text: str) -> None:
+    reading = read_evidence(text, "notes.md")
+    assert (reading.format, reading.signals) == ("", ())
+    assert "not tool output" in reading.problem
