@@ -111,7 +111,10 @@ def test_talosctl_service_detail_names_running_and_waiting() -> None:
 
 
 def test_command_line_names_the_node_its_output_does_not() -> None:
-    text = "$ talosctl -n 10.5.0.9 read /proc/modules\nnvidia 13348864 0 - Live 0xffffffffc1a5b000 (PO)\n"
+    text = (
+        "$ talosctl -n 10.5.0.9 read /proc/modules\n"
+        "nvidia 13348864 0 - Live 0xffffffffc1a5b000 (PO)\n"
+    )
     assert ("MODULE_LOADED", "10.5.0.9", "nvidia") in facts(text)
     # kubectl's -n is a namespace, never a node.
     text = "$ kubectl -n gpu-operator logs ds/x\nNo devices found\n"
