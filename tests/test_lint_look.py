@@ -1,7 +1,7 @@
 """The word test that decides which files lint composes: every shape lint reads passes it.
 
 A file the test turns away is never composed, so an object it missed would be skipped
-silently; each shape recognised by schematic.lint.inventory and schematic.lint.talhelper is
+silently; each shape recognised by schematic.lint.inventory, .talhelper, .omni and .terraform is
 held to it here, written in block style, as JSON and in one-line flow style, and every valid
 spelling of a KubernetesNodes is read and found wrong as the loader reads it.
 """
@@ -136,6 +136,15 @@ spec:
     "talhelper config": "clusterName: c\ntalosVersion: v1.13.6\nnodes:\n  - hostname: n\n",
     "urls.yaml": f"pool: gpu\nschematicID: {ID}\n",
     "talhelper keys": "schematic:\n  customization: {}\nmachineSpec: {arch: arm64}\n",
+    "Omni Cluster": "kind: Cluster\nname: c\ntalos: {version: v1.13.9}\n",
+    "Omni ControlPlane": "kind: ControlPlane\nmachineClass: {name: cp, size: 1}\n",
+    "Omni Workers": "kind: Workers\nname: gpu\nsystemExtensions: [siderolabs/zfs]\n",
+    "Omni Machine": "kind: Machine\nname: m\nsystemExtensions: [siderolabs/zfs]\n",
+    "Terraform JSON": """\
+resource:
+  talos_machine_configuration_apply:
+    worker: {config_patches: ["machine: {}"]}
+""",
 }
 
 

@@ -45,9 +45,10 @@ if TYPE_CHECKING:
 
 _PROBLEMS_SHOWN = 10
 # Kinds whose consumer takes the stream as one whole (talosctl patch mc --patch @file, a
-# factory POST): several pools' documents on stdout would patch or register the wrong pool.
+# factory POST, a .tf.json file): several pools' documents on stdout would patch or register the
+# wrong pool, or not parse.
 # Values stay a stream: each document names its pool, for tools that split them.
-_ONE_DOCUMENT_KINDS = ("machine-config", "schematic")
+_ONE_DOCUMENT_KINDS = ("machine-config", "schematic", "terraform")
 
 
 class OutputFormat(StrEnum):
@@ -62,6 +63,8 @@ class OutputFormat(StrEnum):
     smoke_test = "smoke-test"
     helmrelease = "helmrelease"
     talhelper = "talhelper"
+    omni = "omni"
+    terraform = "terraform"
 
 
 class CheckReport(StrEnum):
@@ -97,7 +100,9 @@ FormatOption = Annotated[
             "lack; smoke-test: an nvidia-smi -L pod per GPU pool; helmrelease: a Flux "
             "HelmRelease of the kubernetes-nodes chart per pool, instead of the "
             "KubernetesNodes object; talhelper: the talconfig.yaml keys (schematic, "
-            "kernelModules, patches) of each pool's nodes."
+            "kernelModules, patches) of each pool's nodes; omni: an Omni cluster-template "
+            "Workers machine set per pool; terraform: a pool's .tf.json (its "
+            "talos_image_factory_schematic, schematic ID, images and config_patches)."
         ),
     ),
 ]

@@ -95,6 +95,7 @@ def lint_paths(
     from schematic.lint.inventory import build_inventory, config_patch_pool
     from schematic.lint.loader import collect_files, load_paths, parse_yaml
     from schematic.lint.manifests import check_manifests
+    from schematic.lint.omni import add_omni_pools, is_omni_template
     from schematic.lint.passthrough import check_passthrough
     from schematic.lint.pools import LintContext, check_clusters, check_pools
     from schematic.lint.schematics import SchematicResolver
@@ -104,6 +105,7 @@ def lint_paths(
         is_talconfig,
         is_talhelper_fragment,
     )
+    from schematic.lint.terraform import add_terraform_pools, is_terraform_json
 
     release = operator_release() if cozystack is None else operator_release_named(cozystack)
     documents, problems = load_paths(paths)
@@ -140,6 +142,10 @@ def lint_paths(
             add_talhelper_pools(document, inventory)
     for document in fragments:
         add_talhelper_fragment_pool(document, inventory)
+    add_omni_pools([doc for doc in documents if is_omni_template(doc.data)], inventory)
+    for document in documents:
+        if is_terraform_json(document.data):
+            add_terraform_pools(document, inventory)
     patches = []
     for name, text in config_patches:
         try:

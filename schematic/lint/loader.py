@@ -221,7 +221,8 @@ _WORDS = (
     # a top-level key of the objects without a kind: a Talos machine config (machine; also an
     # RFC 6902 patch's path: /machine/...), platform values (gpu), a schematic (owner, overlay,
     # customization), kubernetes and kubernetes-nodes values, this tool's urls.yaml
-    # (schematicID), a talhelper config (clusterName) or a node's talhelper keys (schematic).
+    # (schematicID), a talhelper config (clusterName) or a node's talhelper keys (schematic; also
+    # Terraform JSON's talos_image_factory_schematic).
     "machine",
     "gpu",
     "owner",
@@ -235,6 +236,11 @@ _WORDS = (
     "kernelModules",
     "clusterName",
     "schematic",
+    # an Omni cluster template's machine sets, and a machine with extensions of its own
+    # (schematic.lint.omni; its Cluster has talos).
+    "Workers",
+    "ControlPlane",
+    "systemExtensions",
 )
 # An escape in a double-quoted scalar or a JSON string (\u006b, \x6b, \/, a line continuation)
 # can spell a word without its letters: a text holding one is always composed.

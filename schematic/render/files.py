@@ -44,8 +44,10 @@ from schematic.render.gpupath import (
     platform_text,
 )
 from schematic.render.machineconfig import machine_config_patch
+from schematic.render.omni import OMNI_FILE, omni_workers
 from schematic.render.summary import summary_json
 from schematic.render.talhelper import TALHELPER_FILE, talhelper_fragment
+from schematic.render.terraform import TERRAFORM_FILE, terraform_json
 from schematic.render.urls import pool_urls
 
 __all__ = [
@@ -77,6 +79,8 @@ Kind = Literal[
     "helmrelease",
     "json",
     "talhelper",
+    "omni",
+    "terraform",
 ]
 KINDS: tuple[Kind, ...] = (
     "cozystack",
@@ -90,12 +94,15 @@ KINDS: tuple[Kind, ...] = (
     "helmrelease",
     "json",
     "talhelper",
+    "omni",
+    "terraform",
 )
 # What --out writes without --format. A HelmRelease deploys the same chart release the
 # KubernetesNodes object makes Cozystack deploy, so the two are never written together; the
-# talhelper fragment is for clusters talhelper configures, asked for by name.
+# talhelper fragment, the Omni machine set and the Terraform file are for clusters those tools
+# configure, asked for by name.
 DEFAULT_KINDS: tuple[Kind, ...] = tuple(
-    k for k in KINDS if k not in ("helmrelease", "json", "talhelper")
+    k for k in KINDS if k not in ("helmrelease", "json", "talhelper", "omni", "terraform")
 )
 # The file each per-pool kind is written to, under <out>/<pool>/.
 POOL_FILES: dict[Kind, str] = {
@@ -106,6 +113,8 @@ POOL_FILES: dict[Kind, str] = {
     "urls": "urls.yaml",
     "helmrelease": "helmrelease.yaml",
     "talhelper": TALHELPER_FILE,
+    "omni": OMNI_FILE,
+    "terraform": TERRAFORM_FILE,
 }
 # What kustomization.yaml lists: the pools' objects. Not the addons (a partial Kubernetes app
 # to merge, never to apply over the user's) nor the smoke tests (pods run once, by hand).
@@ -196,6 +205,10 @@ class _Renderer:
             out["schematic"] = pool.canonical
         if "talhelper" in wanted:
             out["talhelper"] = talhelper_fragment(pool)
+        if "omni" in wanted:
+            out["omni"] = omni_workers(pool)
+        if "terraform" in wanted:
+            out["terraform"] = terraform_json(pool)
         if "urls" in wanted:
             urls = pool_urls(pool)
             name = yamltext.dump({"pool": urls.pop("pool")})

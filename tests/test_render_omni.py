@@ -1,0 +1,349 @@
+"""`generate -f omni`: each pool as an Omni cluster-template `Workers` machine set, held to
+Omni's own template types, and read back by `lint`.
+
+Omni decodes every template document strictly (``KnownFields(true)``) into the Go structs of
+siderolabs/omni ``client/pkg/template/internal/models`` at b1ea5df26e4ea80857a444c1c982387863cadbd9
+(2026-08-21): ``machineset.go`` (``MachineSet``, ``MachineClassConfig``, ``Size``), ``workers.go``,
+``models.go`` (``Meta``, ``Descriptors``), ``patch.go`` (``Patch``) and ``optionallist.go``; a
+config patch is refused for the fields and documents of
+``client/pkg/omni/resources/omni/config_patch.go`` (``forbiddenFields``,
+``forbiddenDocuments``), and a label or annotation for the reserved prefix of ``labels.go``
+(``SystemLabelPrefix``). The sets below are those structs' YAML field names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from schematic.cli import app, register_all_commands
+from schematic.lint import lint_paths
+from schematic.nvidia import NVIDIA_MODULES
+
+register_all_commands()
+runner = CliRunner()
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "cluster.yaml"
+
+# models.MachineSet (inlined into Workers): Meta, SystemExtensions, Name, Descriptors (inline),
+# BootstrapSpec, Machines, MachineClass, UpdateStrategy, DeleteStrategy, UpgradeStrategy,
+# Patches, KernelArgs.
+WORKERS_FIELDS = {
+    "kind",
+    "systemExtensions",
+    "name",
+    "labels",
+    "annotations",
+    "bootstrapSpec",
+    "machines",
+    "machineClass",
+    "updateStrategy",
+    "deleteStrategy",
+    "upgradeStrategy",
+    "patches",
+    "kernelArgs",
+}
+MACHINE_CLASS_FIELDS = {"name", "size"}
+# Size.UnmarshalYAML: a machine count, or an allocation type by name.
+SIZE_WORDS = {"unlimited", "∞", "infinity", "Unlimited", "Static"}
+PATCH_FIELDS = {"name", "idOverride", "labels", "annotations", "file", "inline"}
+FORBIDDEN_FIELDS = (
+    "cluster.clusterName",
+    "cluster.id",
+    "cluster.controlPlane.endpoint",
+    "cluster.token",
+    "cluster.secret",
+    "cluster.aescbcEncryptionSecret",
+    "cluster.secretboxEncryptionSecret",
+    "cluster.ca",
+    "cluster.acceptedCAs",
+    "cluster.serviceAccount",
+    "machine.token",
+    "machine.ca",
+    "machine.type",
+    "machine.install.disk",
+    "machine.install.extensions",
+    "machine.acceptedCAs",
+)
+FORBIDDEN_DOCUMENTS = {
+    "UnattendedInstallConfig",
+    "DiscoveryIdentityConfig",
+    "KubeClusterConfig",
+    "KubeEtcdEncryptionConfig",
+    "KubeAPIServerCAConfig",
+    "KubeAggregatorCAConfig",
+}
+SYSTEM_LABEL_PREFIX = "omni.sidero.dev/"
+CONTROL_PLANES_NAME = "control-planes"
+
+METAL = """\
+cluster: metal
+talos:
+  version: {talos}
+pools:
+  - name: hgx
+    profile: metal-hgx-b200-8x
+  - name: cpu
+    profile: metal-intel
+"""
+
+
+def _has(document: dict[str, Any], dotted: str) -> bool:
+    node: Any = document
+    for key in dotted.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def omni_problems(document: Any) -> list[str]:
+    """What Omni's template loader and validation would refuse in one Workers document."""
+    problems: list[str] = []
+    if not isinstance(document, dict) or document.get("kind") != "Workers":
+        return [f"not a Workers document: {document!r}"]
+    problems += [f"unknown field {key}" for key in set(document) - WORKERS_FIELDS]
+    if document.get("name") == CONTROL_PLANES_NAME:
+        problems.append("name control-planes is the control plane's")
+    if "machines" in document and "machineClass" in document:
+        problems.append("both machines and machineClass")
+    machine_class = document.get("machineClass", {})
+    problems += [f"machineClass.{k}" for k in set(machine_class) - MACHINE_CLASS_FIELDS]
+    size = machine_class.get("size")
+    if not (isinstance(size, int) and size >= 0) and size not in SIZE_WORDS:
+        problems.append(f"machineClass.size {size!r}")
+    for key in ("systemExtensions", "kernelArgs"):
+        value = document.get(key, [])
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            problems.append(f"{key} is not a list of strings")
+    for key in ("labels", "annotations"):
+        for name, value in document.get(key, {}).items():
+            if name.startswith(SYSTEM_LABEL_PREFIX) or not isinstance(value, str):
+                problems.append(f"{key}.{name}")
+    for patch in document.get("patches", []):
+        problems += [f"patch field {key}" for key in set(patch) - PATCH_FIELDS]
+        if "inline" in patch and not (patch.get("name") or patch.get("idOverride")):
+            problems.append("an inline patch without a name")
+        inline = patch.get("inline")
+        if not isinstance(inline, dict):
+            problems.append(f"inline patch is not a mapping: {inline!r}")
+            continue
+        if inline.get("kind") in FORBIDDEN_DOCUMENTS:
+            problems.append(f"forbidden document {inline['kind']}")
+        if "kind" not in inline:
+            problems += [f"forbidden field {f}" for f in FORBIDDEN_FIELDS if _has(inline, f)]
+    return problems
+
+
+def generated(cluster_file: Path, *pools: str) -> list[dict[str, Any]]:
+    args = ["generate", str(cluster_file), "--format", "omni"]
+    for pool in pools:
+        args += ["--pool", pool]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return [doc for doc in yaml.safe_load_all(result.stdout) if doc is not None]
+
+
+def example(tmp_path: Path, talos: str) -> Path:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(EXAMPLE.read_text("utf-8").replace("v1.13.9", talos), "utf-8")
+    return path
+
+
+def by_name(documents: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {doc["name"]: doc for doc in documents}
+
+
+def inline_documents(workers: dict[str, Any]) -> list[dict[str, Any]]:
+    return [patch["inline"] for patch in workers.get("patches", [])]
+
+
+def loaded_modules(workers: dict[str, Any]) -> list[str]:
+    names: list[str] = []
+    for document in inline_documents(workers):
+        if document.get("kind") == "KernelModuleConfig":
+            names.append(document["name"])
+        names += [
+            m["name"] for m in document.get("machine", {}).get("kernel", {}).get("modules", [])
+        ]
+    return names
+
+
+@pytest.mark.parametrize("talos", ["v1.12.6", "v1.13.9", "v1.14.0"])
+def test_every_example_pool_is_a_workers_set_omni_accepts(tmp_path: Path, talos: str) -> None:
+    documents = generated(example(tmp_path, talos))
+    assert [doc["name"] for doc in documents] == ["rtx6000", "l40s", "v100", "cpu"]
+    for document in documents:
+        assert omni_problems(document) == [], document["name"]
+
+
+@pytest.mark.parametrize("talos", ["v1.13.9", "v1.14.0"])
+def test_bare_metal_pools_leave_the_installer_to_omni(tmp_path: Path, talos: str) -> None:
+    path = tmp_path / "metal.yaml"
+    path.write_text(METAL.format(talos=talos), "utf-8")
+    documents = by_name(generated(path))
+    for document in documents.values():
+        assert omni_problems(document) == []
+        for inline in inline_documents(document):
+            assert "install" not in inline.get("machine", {})
+    hgx = documents["hgx"]
+    assert any("fabricmanager" in name for name in hgx["systemExtensions"])
+    assert loaded_modules(hgx)[:4] == list(NVIDIA_MODULES)
+
+
+def test_each_pool_carries_its_own_nvidia_decision() -> None:
+    documents = by_name(generated(EXAMPLE))
+    extensions = {name: set(doc["systemExtensions"]) for name, doc in documents.items()}
+    # Blackwell: open modules only; L40S: open, LTS as the file pins; V100: proprietary LTS.
+    assert "siderolabs/nvidia-open-gpu-kernel-modules-production" in extensions["rtx6000"]
+    assert "siderolabs/nvidia-open-gpu-kernel-modules-lts" in extensions["l40s"]
+    assert "siderolabs/nonfree-kmod-nvidia-lts" in extensions["v100"]
+    assert not any("nvidia" in name for name in extensions["cpu"])
+    for name in ("rtx6000", "l40s", "v100"):
+        assert loaded_modules(documents[name]) == list(NVIDIA_MODULES)
+        assert documents[name]["annotations"]["talos-schematic/gpus"].startswith("nvidia.com/")
+    assert "patches" not in documents["cpu"]
+    assert documents["cpu"]["annotations"]["talos-schematic/gpus"] == ""
+    assert documents["l40s"]["kernelArgs"] == ["console=ttyS0"]
+
+
+def test_talos_1_12_sets_the_sysctl_and_1_14_loads_module_documents(tmp_path: Path) -> None:
+    old = by_name(generated(example(tmp_path, "v1.12.6")))["rtx6000"]
+    assert inline_documents(old)[0]["machine"]["sysctls"] == {"net.core.bpf_jit_harden": "1"}
+    new = by_name(generated(example(tmp_path, "v1.14.0")))["rtx6000"]
+    kinds = [doc.get("kind") for doc in inline_documents(new)]
+    assert kinds == ["KernelModuleConfig"] * 4
+    assert loaded_modules(new) == list(NVIDIA_MODULES)
+
+
+def test_one_pool_and_byte_identical_output() -> None:
+    first = runner.invoke(app, ["generate", str(EXAMPLE), "-f", "omni", "--pool", "v100"])
+    again = runner.invoke(app, ["generate", str(EXAMPLE), "-f", "omni", "--pool", "v100"])
+    assert first.exit_code == 0 and first.stdout == again.stdout
+    assert [doc["name"] for doc in yaml.safe_load_all(first.stdout)] == ["v100"]
+
+
+# --- lint reads it back ----------------------------------------------------------------------
+
+
+def written(tmp_path: Path, cluster_file: Path = EXAMPLE) -> Path:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["generate", str(cluster_file), "-f", "omni", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def codes(path: Path) -> list[tuple[str, str]]:
+    return sorted((f.code, f.message) for f in lint_paths([str(path)]).findings)
+
+
+@pytest.mark.parametrize("talos", ["v1.12.6", "v1.13.9", "v1.14.0"])
+def test_what_generate_writes_lints_clean(tmp_path: Path, talos: str) -> None:
+    assert codes(written(tmp_path, example(tmp_path, talos))) == []
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text("utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new), "utf-8")
+
+
+def test_nvidia_extensions_on_the_cpu_set_are_ts101(tmp_path: Path) -> None:
+    out = written(tmp_path)
+    edit(
+        out / "cpu" / "omni-workers.yaml",
+        "- siderolabs/qemu-guest-agent",
+        "- siderolabs/nvidia-container-toolkit-lts\n"
+        "- siderolabs/nvidia-open-gpu-kernel-modules-lts\n- siderolabs/qemu-guest-agent",
+    )
+    found = codes(out)
+    assert [code for code, _ in found] == ["TS101"]
+    assert "omni Workers cpu" in found[0][1]
+
+
+def test_a_gpu_set_without_its_module_patch_is_ts123(tmp_path: Path) -> None:
+    out = written(tmp_path)
+    path = out / "rtx6000" / "omni-workers.yaml"
+    text = path.read_text("utf-8")
+    path.write_text(text[: text.index("patches:")], "utf-8")
+    assert [code for code, _ in codes(out)] == ["TS123"]
+
+
+@pytest.mark.parametrize(
+    ("extensions", "code"),
+    [
+        (["nvidia-container-toolkit-production", "nvidia-open-gpu-kernel-modules-lts"], "TS112"),
+        (
+            [
+                "nvidia-container-toolkit-lts",
+                "nonfree-kmod-nvidia-lts",
+                "nvidia-open-gpu-kernel-modules-lts",
+            ],
+            "TS113",
+        ),
+    ],
+)
+def test_mixed_tiers_and_both_flavours(tmp_path: Path, extensions: list[str], code: str) -> None:
+    out = written(tmp_path)
+    listed = "".join(f"- siderolabs/{name}\n" for name in extensions)
+    edit(
+        out / "l40s" / "omni-workers.yaml",
+        "- siderolabs/nvidia-container-toolkit-lts\n"
+        "- siderolabs/nvidia-open-gpu-kernel-modules-lts\n",
+        listed,
+    )
+    assert code in [c for c, _ in codes(out)]
+
+
+USER_TEMPLATE = """\
+kind: Cluster
+name: ml
+kubernetes:
+  version: v1.35.0
+talos:
+  version: v1.13.9
+systemExtensions:
+  - siderolabs/nvidia-container-toolkit-production
+  - siderolabs/nvidia-open-gpu-kernel-modules-production
+---
+kind: ControlPlane
+machineClass:
+  name: control-plane
+  size: 3
+systemExtensions: []
+---
+kind: Workers
+name: gpu
+machineClass:
+  name: gpu
+  size: unlimited
+{patches}"""
+MODULE_PATCH = """\
+patches:
+  - name: nvidia-modules
+    inline:
+      machine:
+        kernel:
+          modules:
+            - name: nvidia
+            - name: nvidia_uvm
+            - name: nvidia_drm
+            - name: nvidia_modeset
+"""
+
+
+def test_a_whole_template_inherits_the_clusters_extensions(tmp_path: Path) -> None:
+    """A hand-written template: the Workers set has the cluster's NVIDIA extensions; its GPUs
+    are unknown, so only what needs no hardware is judged."""
+    path = tmp_path / "template.yaml"
+    path.write_text(USER_TEMPLATE.format(patches=""), "utf-8")
+    found = codes(path)
+    assert [code for code, _ in found] == ["TS123"]
+    assert "omni Workers gpu" in found[0][1] and "cluster systemExtensions" in found[0][1]
+    path.write_text(USER_TEMPLATE.format(patches=MODULE_PATCH), "utf-8")
+    assert codes(path) == []
