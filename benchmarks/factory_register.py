@@ -16,8 +16,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from schematic.factory import FactoryClient, register_schematics
-from schematic.model import Schematic
+from schematic.core.model import Schematic
+from schematic.factory.client import FactoryClient, register_schematics
 
 SCHEMATICS = 50
 LATENCY = 0.2

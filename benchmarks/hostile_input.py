@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from hostile_factory import hostile_factory  # noqa: E402
 
+from schematic.core.model import Schematic  # noqa: E402
 from schematic.errors import FactoryError  # noqa: E402
-from schematic.factory import FactoryClient, RetryPolicy  # noqa: E402
-from schematic.model import Schematic  # noqa: E402
+from schematic.factory.client import FactoryClient, RetryPolicy  # noqa: E402
 
 RUNS = 5
 NORMAL_FACTOR = 1.5

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from schematic.model import Schematic
+from schematic.core.model import Schematic
 
 EXTENSIONS = [
     "siderolabs/drbd",

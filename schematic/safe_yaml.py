@@ -9,7 +9,7 @@ or a traceback:
   :class:`InputTooLargeError`, which is an ``OSError``: readers report it as "cannot read".
 - **Text**: UTF-8 (a BOM is dropped); anything else is one :class:`NotTextError` (also an
   ``OSError``) naming the byte. (Schematic bodies may also be UTF-16, as the factory's are:
-  :mod:`schematic.decode` decodes those itself.)
+  :mod:`schematic.core.decode` decodes those itself.)
 - **Aliases**: the Image Factory decodes with go-yaml, whose ``DefaultAliasCheck`` refuses a
   document "containing excessive aliasing". The same rule is applied here while composing, from
   counts alone: aliases are never expanded, so a billion-laughs document costs what its text

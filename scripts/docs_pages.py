@@ -40,7 +40,7 @@ def _table(header: Iterable[str], rows: Iterable[Iterable[object]]) -> str:
 
 
 def _lint_codes() -> str:
-    from schematic.lint.findings import RULES
+    from schematic.doctor.lint.findings import RULES
 
     out = [
         "# Lint and triage codes\n",
@@ -82,8 +82,8 @@ def _decision_key(decision: Any) -> _DecisionKey:
 
 
 def _gpu_support() -> str:
-    from schematic import nvidia, talos
     from schematic.errors import TalosSchematicError
+    from schematic.facts import nvidia, talos
 
     out = [
         "# GPU support per Talos release\n",
@@ -153,7 +153,7 @@ def _summarise(labels: list[str]) -> str:
 
 
 def _devices() -> str:
-    from schematic import nvidia
+    from schematic.facts import nvidia
 
     rows = (
         (
@@ -182,7 +182,7 @@ def _devices() -> str:
 
 
 def _extensions() -> str:
-    from schematic import catalog
+    from schematic.facts import catalog
 
     releases = catalog.talos_versions()
     lines: dict[str, list[str]] = {}
@@ -217,7 +217,7 @@ def _extensions() -> str:
 
 
 def _chart_targets() -> str:
-    from schematic import chart_targets
+    from schematic.facts import chart_targets
 
     out = [
         "# Cozystack chart targets\n",
@@ -254,7 +254,8 @@ def _chart_targets() -> str:
 
 
 def _limits() -> str:
-    from schematic import factory, safe_yaml
+    from schematic import safe_yaml
+    from schematic.factory import client as factory
 
     policy = factory.DEFAULT_RETRY
     timeout = factory.DEFAULT_TIMEOUT

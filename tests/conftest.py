@@ -20,7 +20,7 @@ if os.environ.get("CI"):
 @pytest.fixture
 def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Factory retries still happen, with zero backoff, so command tests do not sleep."""
-    import schematic.factory as factory
+    import schematic.factory.client as factory
 
     monkeypatch.setattr(
         factory, "DEFAULT_RETRY", factory.RetryPolicy(backoff=0.0, max_retry_after=0.0)

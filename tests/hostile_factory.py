@@ -129,7 +129,7 @@ class _Hostile(BaseHTTPRequestHandler):
                 )
                 self.wfile.write(_gzip_of_zeros(HUGE))
             elif mode.startswith("echo"):
-                from schematic.model import Schematic
+                from schematic.core.model import Schematic
 
                 schematic = Schematic.from_yaml(body)
                 answer = json.dumps({"id": schematic.id, "schematic": schematic.canonical()})

@@ -12,9 +12,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schematic.canonical import GoMap, emit_document, format_go_float, natural_less
+from schematic.core.canonical import GoMap, emit_document, format_go_float, natural_less
+from schematic.core.model import Customization, MetaValue, Overlay, Schematic, SystemExtensions
 from schematic.errors import SchematicError
-from schematic.model import Customization, MetaValue, Overlay, Schematic, SystemExtensions
 
 DATA = Path(__file__).parent / "data"
 VECTORS = yaml.safe_load((DATA / "schematic-vectors.yaml").read_text(encoding="utf-8"))["vectors"]

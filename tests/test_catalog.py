@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from schematic import catalog
 from schematic.errors import CatalogError
+from schematic.facts import catalog
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 REFERENCE = SHARED / "reference" / "talos" / "extensions-by-version.json"

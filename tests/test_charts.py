@@ -11,8 +11,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from schematic.chart_targets import release_note
-from schematic.charts import (
+from schematic.cli import app, register_all_commands
+from schematic.errors import ClusterFileError
+from schematic.facts.chart_targets import release_note
+from schematic.inputs.cluster_file import parse_cluster
+from schematic.output.render.cozystack import pool_values
+from schematic.plan.charts import (
     LAYOUT_KEYS,
     assumed_target,
     chart_target,
@@ -21,11 +25,7 @@ from schematic.charts import (
     check_chart_name,
     fit_plan,
 )
-from schematic.cli import app, register_all_commands
-from schematic.cluster import ClusterPlan, plan_cluster
-from schematic.errors import ClusterFileError
-from schematic.inputs.cluster_file import parse_cluster
-from schematic.render.cozystack import pool_values
+from schematic.plan.cluster import ClusterPlan, plan_cluster
 
 register_all_commands()
 runner = CliRunner()

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
-from schematic.drift import drift_diff
-from schematic.outdir import index_text, parse_index
-from schematic.output import Drift, digest
+from schematic.output.disk import Drift, digest
+from schematic.output.drift import drift_diff
+from schematic.output.outdir import index_text, parse_index
 
 register_all_commands()
 

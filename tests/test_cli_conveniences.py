@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
-from schematic.model import Schematic
+from schematic.core.model import Schematic
 
 register_all_commands()
 

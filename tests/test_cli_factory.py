@@ -14,7 +14,7 @@ import respx
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.model import Schematic
+from schematic.core.model import Schematic
 
 URL = "https://factory.example.test"
 pytestmark = pytest.mark.usefixtures("instant_retries")

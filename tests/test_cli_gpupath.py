@@ -187,7 +187,7 @@ def test_a_cpu_only_cluster_gets_no_gpu_files(tmp_path: Path) -> None:
 
 
 def test_gpu_files_are_the_tools_own_and_go_when_no_longer_needed(tmp_path: Path) -> None:
-    from schematic.outdir import read_index
+    from schematic.output.outdir import read_index
 
     out = generated(tmp_path)
     index = read_index(out)

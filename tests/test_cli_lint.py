@@ -11,8 +11,8 @@ import respx
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.lint.findings import RULES
-from schematic.model import Schematic
+from schematic.core.model import Schematic
+from schematic.doctor.lint.findings import RULES
 
 register_all_commands()
 

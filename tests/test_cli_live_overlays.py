@@ -13,7 +13,7 @@ from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
 from schematic.errors import CatalogError
-from schematic.factory import FactoryClient
+from schematic.factory.client import FactoryClient
 
 register_all_commands()
 

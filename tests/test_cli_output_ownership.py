@@ -20,8 +20,8 @@ from tree_snapshot import snapshot
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
-from schematic.outdir import index_text, parse_index
-from schematic.output import JOURNAL, digest
+from schematic.output.disk import JOURNAL, digest
+from schematic.output.outdir import index_text, parse_index
 
 register_all_commands()
 runner = CliRunner()

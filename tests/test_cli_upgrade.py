@@ -13,8 +13,8 @@ import pytest
 import respx
 from typer.testing import CliRunner, Result
 
-from schematic.catalog import talos_versions
 from schematic.cli import app, register_all_commands
+from schematic.facts.catalog import talos_versions
 
 register_all_commands()
 

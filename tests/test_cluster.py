@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from schematic.cluster import ClusterPlan, PoolPlan, plan_cluster
 from schematic.errors import ClusterFileError
+from schematic.facts.nvidia import KernelModule
 from schematic.inputs.cluster_file import parse_cluster
-from schematic.nvidia import KernelModule
+from schematic.plan.cluster import ClusterPlan, PoolPlan, plan_cluster
 
 COZYSTACK_DEFAULT_ID = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 NVIDIA_LOAD_ORDER = ["nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset"]
@@ -379,7 +379,7 @@ def test_talos_version_must_be_in_the_catalogue() -> None:
 
 
 def test_factory_schematics_replace_id_and_body_of_matching_pools_only() -> None:
-    from schematic.cluster import with_factory_schematics
+    from schematic.plan.cluster import with_factory_schematics
 
     offline = plan(
         "- name: cpu\n  profile: kubevirt-cpu\n- name: gpu\n  profile: kubevirt-v100-pcie-16gb\n"

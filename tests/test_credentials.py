@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from schematic.cli import app
 from schematic.errors import FactoryError, printable
-from schematic.factory import FactoryClient, RetryPolicy
-from schematic.factory_url import (
+from schematic.factory.client import FactoryClient, RetryPolicy
+from schematic.inputs.factory_url import (
     USERINFO_REFUSED,
     refuse_userinfo,
     split_factory_url,

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schematic.decode import canonical_schematic, decode_fields, schematic_id_of
+from schematic.core.decode import canonical_schematic, decode_fields, schematic_id_of
+from schematic.core.model import Customization, Schematic, SystemExtensions
 from schematic.errors import SchematicError
-from schematic.model import Customization, Schematic, SystemExtensions
 
 EMPTY_ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
 
@@ -391,4 +391,4 @@ def test_only_the_one_builder_calls_the_emitter_on_a_schematic() -> None:
         if "emit_document(" in path.read_text("utf-8")
         or "canonical_tree(" in path.read_text("utf-8")
     )
-    assert callers == ["canonical.py", "decode.py"]
+    assert callers == ["core/canonical.py", "core/decode.py"]

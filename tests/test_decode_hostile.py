@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from schematic.decode import decode_fields, schematic_id_of
+from schematic.core.decode import decode_fields, schematic_id_of
 from schematic.errors import SchematicError
 
 

@@ -1,4 +1,4 @@
-"""Parsers and profile derivation of `schematic.detect`, on inline dumps in the real formats."""
+"""Parsers and profile derivation of `schematic.doctor.detect`, on inline dumps in the real formats."""
 
 # Real dump lines are long; they are kept whole so the tests read like the dumps.
 # ruff: noqa: E501
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from schematic.detect import PciDevice, compare_profile, detect, dump_profiles, parse_dump
+from schematic.doctor.detect import PciDevice, compare_profile, detect, dump_profiles, parse_dump
 from schematic.errors import DetectError
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "samples"
@@ -362,12 +362,12 @@ def test_shared_samples(sample: str) -> None:
 
 
 def test_detect_works_without_the_device_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    import schematic.nvidia
+    import schematic.facts.nvidia
 
     def broken(id_or_name: str) -> Any:
         raise RuntimeError("table unavailable")
 
-    monkeypatch.setattr(schematic.nvidia, "lookup_gpu", broken)
+    monkeypatch.setattr(schematic.facts.nvidia, "lookup_gpu", broken)
     [profile] = detect(LSPCI_NN_A10)
     assert profile["description"].startswith("Detected: 2x GA102GL [A10] (10de:2236)")
 
@@ -490,7 +490,7 @@ def test_identical_nodes_are_worked_out_once_and_listed_briefly(
 ) -> None:
     """40,000 identical nodes cost one derivation, not one list search per node (which made
     detect quadratic); the description names 20 and counts the rest."""
-    import schematic.detect as detect_module
+    import schematic.doctor.detect as detect_module
 
     line = "00:01.0 VGA compatible controller [0300]: NVIDIA Corporation AD102GL [L40S] [10de:26b9] (rev a1)"
     text = "".join(f"==> node{i} <==\n{line}\n" for i in range(40_000))

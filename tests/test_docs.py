@@ -13,8 +13,8 @@ from types import ModuleType
 import pytest
 import yaml
 
-from schematic import catalog, chart_targets, talos
-from schematic.lint.findings import RULES
+from schematic.doctor.lint.findings import RULES
+from schematic.facts import catalog, chart_targets, talos
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

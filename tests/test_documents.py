@@ -508,7 +508,7 @@ def test_generating_the_example_defines_no_pydantic_model(tmp_path: Path) -> Non
         f"'--out', {str(tmp_path / 'out')!r}]\n"
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
         "print(sorted(name for name in ('pydantic.main', 'schematic.inputs.documents', "
-        "'schematic.model') if name in sys.modules))\n"
+        "'schematic.core.model') if name in sys.modules))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=False, cwd=REPO
@@ -519,8 +519,8 @@ def test_generating_the_example_defines_no_pydantic_model(tmp_path: Path) -> Non
 
 def test_a_cluster_level_registry_mirror_is_rendered(tmp_path: Path) -> None:
     # Settings holding a mapping must still work as the renderers' cache keys.
-    from schematic.cluster import plan_cluster
-    from schematic.render.files import render_files
+    from schematic.output.render.files import render_files
+    from schematic.plan.cluster import plan_cluster
 
     text = (
         "cluster: demo\ntalos:\n  version: v1.13.9\n"
@@ -541,9 +541,16 @@ def test_generated_cluster_files_render_or_fail_with_a_user_error(
 ) -> None:
     # Whatever the file says, planning and every output kind and layout either work or raise
     # the error the CLI prints; never another exception (a traceback for the user).
-    from schematic.cluster import plan_cluster
-    from schematic.outdir import parse_index
-    from schematic.render.files import INDEX, KINDS, POOL_FILES, render_files, render_stream
+    from schematic.output.outdir import parse_index
+    from schematic.output.render.files import (
+        INDEX,
+        KINDS,
+        POOL_FILES,
+        TENANT_KINDS,
+        render_files,
+        render_stream,
+    )
+    from schematic.plan.cluster import plan_cluster
 
     text = yaml.safe_dump(document)
     try:
@@ -556,6 +563,10 @@ def test_generated_cluster_files_render_or_fail_with_a_user_error(
         assert set(parse_index(files[INDEX]).files) == set(files) - {INDEX}
         names = set(POOL_FILES.values())
         per_pool = [name for name in files if name.count("/") == 1 and name.split("/")[1] in names]
-        assert len(per_pool) == len(plan.pools) * len(POOL_FILES)
+        # A bare-metal or board pool gets no Cozystack object, values or HelmRelease.
+        assert len(per_pool) == sum(
+            len([k for k in POOL_FILES if pool.tenant_pool or k not in TENANT_KINDS])
+            for pool in plan.pools
+        )
         for kind in KINDS:
             assert render_stream(plan, kind, layout)

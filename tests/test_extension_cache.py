@@ -10,9 +10,9 @@ import httpx
 import pytest
 import respx
 
-from schematic import extension_cache
-from schematic.extension_cache import live_extensions
-from schematic.factory import ExtensionInfo, FactoryClient
+from schematic.factory import cache as extension_cache
+from schematic.factory.cache import live_extensions
+from schematic.factory.client import ExtensionInfo, FactoryClient
 
 URL = "https://factory.example.test"
 TOKEN = "s3cr3t-token-value"

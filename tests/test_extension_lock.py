@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from schematic import extension_lock, extension_names
 from schematic.errors import CatalogError
-from schematic.extension_lock import build_lock
-from schematic.extension_names import check_extension_names
-from schematic.factory import ExtensionInfo, OverlayInfo
+from schematic.factory import lock as extension_lock
+from schematic.factory import names as extension_names
+from schematic.factory.client import ExtensionInfo, OverlayInfo
+from schematic.factory.lock import build_lock
+from schematic.factory.names import check_extension_names
 
 URL = "https://factory.example.test"
 NVIDIA_OPEN = {

@@ -14,9 +14,10 @@ import httpx
 import pytest
 import respx
 
-import schematic.factory as factory
+import schematic.factory.client as factory
+from schematic.core.model import Schematic
 from schematic.errors import CatalogError, FactoryError
-from schematic.factory import (
+from schematic.factory.client import (
     ExtensionInfo,
     FactoryClient,
     RetryPolicy,
@@ -24,7 +25,6 @@ from schematic.factory import (
     resolve_factory_url,
     verify_ids,
 )
-from schematic.model import Schematic
 
 URL = "https://factory.example.test"
 QEMU_BODY = (

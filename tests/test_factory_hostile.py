@@ -20,9 +20,9 @@ import pytest
 import respx
 from hostile_factory import Server, hostile_factory
 
+from schematic.core.model import Schematic
 from schematic.errors import FactoryError
-from schematic.factory import FactoryClient, RetryPolicy
-from schematic.model import Schematic
+from schematic.factory.client import FactoryClient, RetryPolicy
 
 TOKEN = "s3cr3t-Token-value"
 HANG_CEILING = 20.0  # far above the 1 s allowed below; only keeps a regression from hanging

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from schematic.factory import FactoryClient, register_schematics, verify_ids
-from schematic.model import Schematic
+from schematic.core.model import Schematic
+from schematic.factory.client import FactoryClient, register_schematics, verify_ids
 
 pytestmark = [
     pytest.mark.online,

@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from schematic import factory_url
 from schematic.errors import FactoryError
-from schematic.factory_url import split_factory_url
+from schematic.inputs import factory_url
+from schematic.inputs.factory_url import split_factory_url
 
 
 def test_public_api_is_pinned() -> None:
@@ -38,7 +38,7 @@ def test_bad_port_is_a_factory_error() -> None:
 
 
 def test_importing_it_does_not_load_httpx() -> None:
-    program = "import sys, schematic.factory_url\nprint('httpx' in sys.modules)\n"
+    program = "import sys, schematic.inputs.factory_url\nprint('httpx' in sys.modules)\n"
     done = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=False
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from schematic.canonical import string_scalar
-from schematic.goscalar import NULL_WORDS, YAML11_BOOLEANS, reads_as_string, resolve_plain
-from schematic.render.yamltext import dump
+from schematic.core.canonical import string_scalar
+from schematic.core.goscalar import NULL_WORDS, YAML11_BOOLEANS, reads_as_string, resolve_plain
+from schematic.output.render.yamltext import dump
 
 # yaml.org/type/bool.html, the YAML 1.1 boolean type, spelled out here as the reference.
 _SPEC_TRUE = ["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"]

@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from schematic.charts import chart_targets
-from schematic.cluster import ClusterPlan, hami_notes, plan_cluster
+from schematic.doctor.lint.addons import CDI_DEFAULTS
 from schematic.errors import ClusterFileError
-from schematic.gpupath import (
+from schematic.facts.nvidia import all_gpus
+from schematic.inputs.cluster_file import load_cluster, parse_cluster
+from schematic.output.render.gpupath import SmokeTests, addons_text, platform_text, smoke_test_text
+from schematic.plan.charts import chart_targets
+from schematic.plan.cluster import ClusterPlan, hami_notes, plan_cluster
+from schematic.plan.gpupath import (
     DEFAULT_RELEASE,
     HamiRequest,
     effective_operator_values,
@@ -34,10 +38,6 @@ from schematic.gpupath import (
     tenant_addons,
     upstream_shape_fits,
 )
-from schematic.inputs.cluster_file import load_cluster, parse_cluster
-from schematic.lint.addons import CDI_DEFAULTS
-from schematic.nvidia import all_gpus
-from schematic.render.gpupath import SmokeTests, addons_text, platform_text, smoke_test_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"

@@ -306,11 +306,11 @@ def test_a_drip_feeding_factory_is_cut_at_the_time_allowed(
     workdir: Path, factory: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # In process, with the allowance lowered: the default (120 s) would make a slow test.
-    import schematic.factory
+    import schematic.factory.client
     from schematic.cli import app, register_all_commands
 
     register_all_commands()
-    monkeypatch.setattr(schematic.factory, "DEFAULT_MAX_REQUEST_TIME", 1.0)
+    monkeypatch.setattr(schematic.factory.client, "DEFAULT_MAX_REQUEST_TIME", 1.0)
     (workdir / "a.yaml").write_text(QEMU_BODY)
     url = f"{factory.url}/drip-headers"
     result = CliRunner().invoke(

@@ -94,7 +94,7 @@ def test_the_graph_is_read() -> None:
     # (the fast readers' lazy fallback to the models) and TYPE_CHECKING.
     assert "schematic.inputs.cluster_values" in graph["schematic.inputs.documents"]
     assert "schematic.inputs.documents" in graph["schematic.inputs.cluster_file"]
-    assert "schematic.cluster" in graph["schematic.charts"]
+    assert "schematic.plan.cluster" in graph["schematic.plan.charts"]
     assert len(graph) > 40
 
 
@@ -105,7 +105,12 @@ def test_no_import_circle_in_the_package() -> None:
 
 def test_reading_the_input_files_does_not_import_planning() -> None:
     graph = import_graph()
-    later = ("schematic.cluster", "schematic.charts", "schematic.render", "schematic.cli")
+    later = (
+        "schematic.plan.cluster",
+        "schematic.plan.charts",
+        "schematic.output.render",
+        "schematic.cli",
+    )
     for module, targets in graph.items():
         if module.startswith("schematic.inputs"):
             assert not {t for t in targets if t.startswith(later)}, module

@@ -15,9 +15,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.lint import lint_paths
-from schematic.lint.findings import Finding
-from schematic.model import Schematic
+from schematic.core.model import Schematic
+from schematic.doctor.lint import lint_paths
+from schematic.doctor.lint.findings import Finding
 
 NVIDIA = Schematic.from_extensions(
     ["siderolabs/nvidia-container-toolkit-lts", "siderolabs/nvidia-open-gpu-kernel-modules-lts"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from schematic.lint import LintReport
-from schematic.lint.findings import RULES, Finding
-from schematic.lint.formats import render
+from schematic.doctor.lint import LintReport
+from schematic.doctor.lint.findings import RULES, Finding
+from schematic.doctor.lint.formats import render
 
 REPORT = LintReport(
     findings=(

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from schematic.doctor.lint import lint_paths
+from schematic.doctor.lint.inventory import build_inventory
+from schematic.doctor.lint.loader import load_paths, parse_yaml
 from schematic.errors import LintInputError
-from schematic.lint import lint_paths
-from schematic.lint.inventory import build_inventory
-from schematic.lint.loader import load_paths, parse_yaml
 from schematic.safe_yaml import DEFAULT_MAX_INPUT_SIZE, set_max_input_size
 
 DATA = Path(__file__).parent / "data" / "lint"

@@ -1,9 +1,9 @@
 """The word test that decides which files lint composes: every shape lint reads passes it.
 
 A file the test turns away is never composed, so an object it missed would be skipped
-silently; each shape recognised by schematic.lint.inventory, .talhelper, .omni and .terraform is
-held to it here, written in block style, as JSON and in one-line flow style, and every valid
-spelling of a KubernetesNodes is read and found wrong as the loader reads it.
+silently; each shape recognised by schematic.doctor.lint.inventory, .talhelper, .omni and
+.terraform is held to it here, written in block style, as JSON and in one-line flow style, and
+every valid spelling of a KubernetesNodes is read and found wrong as the loader reads it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from schematic.lint import lint_paths
-from schematic.lint.loader import load_paths, may_hold_lint_object
+from schematic.doctor.lint import lint_paths
+from schematic.doctor.lint.loader import load_paths, may_hold_lint_object
 
 ID = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 
@@ -244,7 +244,7 @@ SPELLINGS = {
 
 @pytest.mark.parametrize("spelling", sorted(SPELLINGS))
 def test_every_spelling_of_a_kubernetes_nodes_is_read(tmp_path: Path, spelling: str) -> None:
-    from schematic.model import Schematic
+    from schematic.core.model import Schematic
 
     nvidia = Schematic.from_extensions(
         ["siderolabs/nvidia-container-toolkit-lts", "siderolabs/nvidia-open-gpu-kernel-modules-lts"]

@@ -7,9 +7,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.lint import lint_paths
-from schematic.lint.findings import RULES, Finding
-from schematic.model import Schematic
+from schematic.core.model import Schematic
+from schematic.doctor.lint import lint_paths
+from schematic.doctor.lint.findings import RULES, Finding
 
 register_all_commands()
 runner = CliRunner()

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 import schematic
-from schematic.lint import RULES, Rule
+from schematic.doctor.lint import RULES, Rule
 
 _PACKAGE = Path(schematic.__file__).parent
 _CODE = re.compile(r"TS[0-9]{3}")
@@ -28,9 +28,9 @@ def _codes_written_in(folder: Path) -> dict[str, list[str]]:
 
 
 def _emitting_modules() -> dict[str, list[str]]:
-    found = _codes_written_in(_PACKAGE / "lint")
-    if (_PACKAGE / "triage").is_dir():  # triage diagnoses under the same codes
-        for code, modules in _codes_written_in(_PACKAGE / "triage").items():
+    found = _codes_written_in(_PACKAGE / "doctor" / "lint")
+    if (_PACKAGE / "doctor" / "triage").is_dir():  # triage diagnoses under the same codes
+        for code, modules in _codes_written_in(_PACKAGE / "doctor" / "triage").items():
             found.setdefault(code, []).extend(modules)
     return found
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from schematic.lint import lint_paths
-from schematic.lint.findings import RULES, Finding
-from schematic.lint.pools import gpu_candidates
-from schematic.model import Schematic
+from schematic.core.model import Schematic
+from schematic.doctor.lint import lint_paths
+from schematic.doctor.lint.findings import RULES, Finding
+from schematic.doctor.lint.pools import gpu_candidates
 
 COZY = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 BLACKWELL = "nvidia.com/GB202GL_RTX_PRO_6000_BLACKWELL_SERVER_EDITION"
@@ -546,9 +546,9 @@ def test_ts155_passes_with_ib_umad_on_hopper_or_without_the_hardware(tmp_path: P
 
 
 def test_ts155_passes_on_the_generated_b200_output(tmp_path: Path) -> None:
-    from schematic.cluster import plan_cluster
     from schematic.inputs.cluster_file import parse_cluster
-    from schematic.render.files import render_files
+    from schematic.output.render.files import render_files
+    from schematic.plan.cluster import plan_cluster
 
     text = "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - {name: b200, profile: hgx-b200}\n"
     for name, body in render_files(plan_cluster(parse_cluster(text, "c.yaml"))).items():
@@ -1007,7 +1007,7 @@ def test_every_rule_is_tested_here() -> None:
 
 
 def run_for(tmp_path: Path, files: dict[str, str], chart: str) -> list[Finding]:
-    from schematic.chart_targets import chart_target
+    from schematic.facts.chart_targets import chart_target
 
     write(tmp_path, files)
     return list(lint_paths([str(tmp_path)], chart=chart_target(chart)).findings)

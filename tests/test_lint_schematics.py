@@ -6,13 +6,13 @@ import hashlib
 import json
 from importlib import resources
 
-from schematic.lint.schematics import (
+from schematic.core.model import Schematic
+from schematic.doctor.lint.schematics import (
     WELL_KNOWN_FILE,
     SchematicResolver,
     build_well_known,
     well_known,
 )
-from schematic.model import Schematic
 
 COZY = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 EMPTY = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"

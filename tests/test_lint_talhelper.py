@@ -11,8 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from schematic.lint import lint_paths
-from schematic.lint.findings import Finding
+from schematic.doctor.lint import lint_paths
+from schematic.doctor.lint.findings import Finding
 
 HEAD = """\
 clusterName: home-cluster

@@ -12,13 +12,13 @@ from factory_paths import parse_factory_url, parse_installer_name
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
-from schematic.cluster import PoolPlan, plan_cluster
+from schematic.core.model import Schematic
 from schematic.errors import ClusterFileError, ProfileError, TalosSchematicError
+from schematic.facts.media import MetaValue
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.inputs.profiles import load_profile
-from schematic.media import MetaValue
-from schematic.model import Schematic
-from schematic.render.urls import PXE_FACTORY_URL, pool_media, pool_urls
+from schematic.output.render.urls import PXE_FACTORY_URL, pool_media, pool_urls
+from schematic.plan.cluster import PoolPlan, plan_cluster
 
 register_all_commands()
 runner = CliRunner()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from schematic.errors import GpuRefusal, NvidiaError, UnknownDeviceError
-from schematic.nvidia import (
+from schematic.facts.nvidia import (
     ARCHITECTURES,
     Gpu,
     GpuRequest,
@@ -28,7 +28,7 @@ from schematic.nvidia import (
     preferred_tier,
     usual_architecture,
 )
-from schematic.talos import driver_row
+from schematic.facts.talos import driver_row
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 MINORS = [f"v1.{minor}.0" for minor in range(5, 15)]

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from schematic import nvidia_rules
-from schematic.catalog import extension_releases
 from schematic.errors import NvidiaError
-from schematic.nvidia import GpuRequest, KernelModule, NvidiaDecision, decide, lookup_gpu
-from schematic.talos import TalosVersion
+from schematic.facts import nvidia_rules
+from schematic.facts.catalog import extension_releases
+from schematic.facts.nvidia import GpuRequest, KernelModule, NvidiaDecision, decide, lookup_gpu
+from schematic.facts.talos import TalosVersion
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 PACKAGED = resources.files("schematic.data").joinpath(nvidia_rules.RULES_FILE).read_text()

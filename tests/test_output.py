@@ -1,6 +1,6 @@
 """Writing the tool's files into a directory it shares with others, and drift comparison.
 
-The index (schematic.outdir) records each file the tool wrote with its digest; what the tool
+The index (schematic.output.outdir) records each file the tool wrote with its digest; what the tool
 replaces or removes is only what it can prove it wrote, never through a symbolic link.
 """
 
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from schematic import output
 from schematic.errors import OutputError
-from schematic.outdir import (
+from schematic.output import disk as output
+from schematic.output.disk import JOURNAL, digest
+from schematic.output.outdir import (
     INDEX,
     OutputIndex,
     Tree,
@@ -29,7 +30,6 @@ from schematic.outdir import (
     parse_index,
     write_directory,
 )
-from schematic.output import JOURNAL, digest
 
 FILES = {"a/values.yaml": b"cluster: c\n", "b/urls.yaml": b"x: 1\n"}
 
@@ -312,7 +312,7 @@ def test_leftovers_of_a_killed_run_are_removed_and_nothing_else(tmp_path: Path) 
         f"""
         import os, signal
         from pathlib import Path
-        from schematic.outdir import OutputIndex, Tree, write_directory
+        from schematic.output.outdir import OutputIndex, Tree, write_directory
         count = 0
         real = os.replace
         def killed(source, target, **kwargs):
@@ -411,11 +411,11 @@ def test_write_file_atomically_replaces_or_leaves_the_old_file(
 
 
 def test_one_module_writes_files_atomically() -> None:
-    """Every atomic write goes through schematic.output (one helper, not one per module)."""
+    """Every atomic write goes through schematic.output.disk (one helper, not one per module)."""
     package = Path(__file__).resolve().parents[1] / "schematic"
     writers = sorted(
         path.relative_to(package).as_posix()
         for path in package.rglob("*.py")
         if any(call in path.read_text("utf-8") for call in ("os.replace(", "mkstemp(", "mkdtemp("))
     )
-    assert writers == ["output.py"]
+    assert writers == ["output/disk.py"]

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from schematic.errors import ProfileError
+from schematic.facts.nvidia import GpuRequest, decide, lookup_gpu
 from schematic.inputs.profile_values import HardwareProfile
 from schematic.inputs.profiles import (
     list_profiles,
@@ -16,7 +17,6 @@ from schematic.inputs.profiles import (
     profile_from_mapping,
     profile_json_schema,
 )
-from schematic.nvidia import GpuRequest, decide, lookup_gpu
 
 REPO = Path(__file__).resolve().parents[1]
 

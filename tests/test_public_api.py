@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schematic import canonical, decode, goscalar, model
+from schematic.core import canonical, decode, goscalar, model
 
 
 def test_core_public_api() -> None:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from schematic.cluster import ClusterPlan, plan_cluster
 from schematic.inputs.cluster_file import parse_cluster
-from schematic.render.cozystack import LAYOUTS, Layout, kubernetes_nodes, pool_values
-from schematic.render.urls import boot_image_url, installer_image
+from schematic.output.render.cozystack import LAYOUTS, Layout, kubernetes_nodes, pool_values
+from schematic.output.render.urls import boot_image_url, installer_image
+from schematic.plan.cluster import ClusterPlan, plan_cluster
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 COZYSTACK = REFERENCE / "cozystack"
@@ -220,9 +220,9 @@ def test_namespace_is_optional() -> None:
 
 
 def test_talos_1_14_values_name_the_platform_installer_the_chart_does_not_default_to() -> None:
-    from schematic.cluster import plan_cluster
     from schematic.inputs.cluster_file import parse_cluster
-    from schematic.render.cozystack import tool_values
+    from schematic.output.render.cozystack import tool_values
+    from schematic.plan.cluster import plan_cluster
 
     text = "cluster: c\ntalos: {version: v1.14.0}\npools:\n  - {name: p, profile: kubevirt-l40s}\n"
     plan = plan_cluster(parse_cluster(text, "c.yaml")).pools[0]

@@ -7,9 +7,15 @@ from typing import Any
 
 import pytest
 
-from schematic.cluster import ClusterPlan, PoolPlan, plan_cluster
 from schematic.inputs.cluster_file import parse_cluster
-from schematic.render.files import KINDS, POOL_FILES, TENANT_KINDS, _RenderedAlike, render_files
+from schematic.output.render.files import (
+    KINDS,
+    POOL_FILES,
+    TENANT_KINDS,
+    _RenderedAlike,
+    render_files,
+)
+from schematic.plan.cluster import ClusterPlan, PoolPlan, plan_cluster
 
 # Pools that share one schematic and differ in what else their files say.
 CLUSTER = """\

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import yaml
 
-from schematic.cluster import PoolPlan, plan_cluster
 from schematic.errors import ClusterFileError
 from schematic.inputs.cluster_file import parse_cluster
-from schematic.render import yamltext
-from schematic.render.machineconfig import install_form, machine_config_patch
-from schematic.render.urls import installer_image
+from schematic.output.render import yamltext
+from schematic.output.render.machineconfig import install_form, machine_config_patch
+from schematic.output.render.urls import installer_image
+from schematic.plan.cluster import PoolPlan, plan_cluster
 
 TALOS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "talos"
 NVIDIA: list[dict[str, Any]] = [
@@ -233,7 +233,7 @@ def test_mirrors_from_talos_1_12_are_registry_mirror_documents() -> None:
 
 
 def test_pools_differing_only_in_mirrors_get_their_own_patches() -> None:
-    from schematic.render.files import render_files
+    from schematic.output.render.files import render_files
 
     text = (
         "cluster: c\ntalos: {version: v1.13.9}\npools:\n"

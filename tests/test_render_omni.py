@@ -21,8 +21,8 @@ import yaml
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.lint import lint_paths
-from schematic.nvidia import NVIDIA_MODULES
+from schematic.doctor.lint import lint_paths
+from schematic.facts.nvidia import NVIDIA_MODULES
 
 register_all_commands()
 runner = CliRunner()

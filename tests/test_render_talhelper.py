@@ -16,10 +16,10 @@ import yaml
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.lint import lint_paths
-from schematic.lint.findings import Finding
-from schematic.model import Schematic
-from schematic.nvidia import NVIDIA_MODULES
+from schematic.core.model import Schematic
+from schematic.doctor.lint import lint_paths
+from schematic.doctor.lint.findings import Finding
+from schematic.facts.nvidia import NVIDIA_MODULES
 
 register_all_commands()
 runner = CliRunner()

@@ -23,9 +23,9 @@ import yaml
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.lint import lint_paths
-from schematic.model import Schematic
-from schematic.nvidia import NVIDIA_MODULES
+from schematic.core.model import Schematic
+from schematic.doctor.lint import lint_paths
+from schematic.facts.nvidia import NVIDIA_MODULES
 
 register_all_commands()
 runner = CliRunner()

@@ -7,10 +7,9 @@ from factory_paths import parse_factory_url, parse_installer_name, parse_profile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from schematic.cluster import PoolPlan, plan_cluster
+from schematic.facts.media import _table, platform_media
 from schematic.inputs.cluster_file import parse_cluster
-from schematic.media import _table, platform_media
-from schematic.render.urls import (
+from schematic.output.render.urls import (
     PXE_FACTORY_URL,
     boot_image_url,
     installer_image,
@@ -18,6 +17,7 @@ from schematic.render.urls import (
     medium_reference,
     pool_urls,
 )
+from schematic.plan.cluster import PoolPlan, plan_cluster
 
 
 def pool(spec: str, top: str = "", talos: str = "v1.13.9") -> PoolPlan:
@@ -302,8 +302,8 @@ def test_talos_1_14_secureboot_upgrades_from_the_platform_secureboot_installer()
 
 
 def test_owner_stamped_schematics_get_the_enterprise_download_urls() -> None:
-    from schematic.cluster import with_factory_schematics
-    from schematic.render.urls import boot_image_url, enterprise_urls, pool_urls
+    from schematic.output.render.urls import boot_image_url, enterprise_urls, pool_urls
+    from schematic.plan.cluster import with_factory_schematics
 
     text = "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - {name: cpu, profile: kubevirt-cpu}\n"
     offline = plan_cluster(parse_cluster(text, "c.yaml"))
@@ -321,7 +321,7 @@ def test_owner_stamped_schematics_get_the_enterprise_download_urls() -> None:
 
 
 def test_alibabacloud_boots_a_qcow2_disk_image_from_talos_1_14() -> None:
-    from schematic.render.urls import boot_image_url
+    from schematic.output.render.urls import boot_image_url
 
     plan = pool("hardware: {platform: alibabacloud}", talos="v1.14.0")
     assert boot_image_url(plan).endswith("/v1.14.0/alibabacloud-amd64.qcow2")

@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from schematic.render.yamltext import dump, dump_all
+from schematic.output.render.yamltext import dump, dump_all
 
 scalars = st.one_of(
     st.none(),

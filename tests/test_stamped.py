@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from schematic.stamped import owner_added, recorded_stamped_body
+from schematic.core.stamped import owner_added, recorded_stamped_body
 
 SENT = (
     "customization:\n    systemExtensions:\n        officialExtensions:\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from schematic.errors import CatalogError, NvidiaError
-from schematic.talos import TalosVersion, driver_key, driver_row, driver_table
+from schematic.facts.talos import TalosVersion, driver_key, driver_row, driver_table
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -169,7 +169,7 @@ def test_packaged_table_matches_the_shared_facts() -> None:
     ],
 )
 def test_default_installer_repository_per_release(version: str, repository: str) -> None:
-    from schematic.talos import default_installer_repository
+    from schematic.facts.talos import default_installer_repository
 
     assert default_installer_repository(version) == repository
 
@@ -186,19 +186,19 @@ def test_default_installer_repository_per_release(version: str, repository: str)
 def test_default_installer_repository_follows_the_platform_from_1_14(
     version: str, platform: str, repository: str
 ) -> None:
-    from schematic.talos import default_installer_repository
+    from schematic.facts.talos import default_installer_repository
 
     assert default_installer_repository(version, platform) == repository
 
 
 def test_vanilla_installer_image_per_release() -> None:
-    from schematic.talos import EMPTY_SCHEMATIC_ID, vanilla_installer_image
+    from schematic.facts.talos import EMPTY_SCHEMATIC_ID, vanilla_installer_image
 
     assert vanilla_installer_image("v1.13.9") == "ghcr.io/siderolabs/installer:v1.13.9"
     assert vanilla_installer_image("v1.14.0") == (
         f"factory.talos.dev/metal-installer/{EMPTY_SCHEMATIC_ID}:v1.14.0"
     )
-    from schematic.model import Schematic
+    from schematic.core.model import Schematic
 
     assert Schematic.from_extensions(()).id == EMPTY_SCHEMATIC_ID
 

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.triage import triage_paths
-from schematic.triage.diagnose import diagnose
-from schematic.triage.readers import read_evidence
-from schematic.triage.readers.messages import KEYWORDS, message_kinds
-from schematic.triage.signals import Kind, Signal
+from schematic.doctor.triage import triage_paths
+from schematic.doctor.triage.diagnose import diagnose
+from schematic.doctor.triage.readers import read_evidence
+from schematic.doctor.triage.readers.messages import KEYWORDS, message_kinds
+from schematic.doctor.triage.signals import Kind, Signal
 
 register_all_commands()
 

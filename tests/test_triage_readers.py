@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from schematic.triage.readers import read_evidence
-from schematic.triage.signals import Kind
+from schematic.doctor.triage.readers import read_evidence
+from schematic.doctor.triage.signals import Kind
 
 
 def facts(text: str) -> list[tuple[str, str, str]]:

@@ -1,4 +1,4 @@
-"""Comparing a cluster's plan with its plan at another Talos release (schematic.upgrade)."""
+"""Comparing a cluster's plan with its plan at another Talos release (schematic.plan.upgrade)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from schematic.catalog import talos_versions
-from schematic.cluster import ClusterPlan, plan_cluster
 from schematic.errors import CatalogError, GpuRefusal
+from schematic.facts.catalog import talos_versions
+from schematic.facts.nvidia import describe_nvidia_extension
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.inputs.cluster_values import ClusterFile
-from schematic.nvidia import describe_nvidia_extension
-from schematic.upgrade import (
+from schematic.plan.cluster import ClusterPlan, plan_cluster
+from schematic.plan.upgrade import (
     COZYSTACK_IMMUTABLE_CONFIG_ISSUE,
     PoolChange,
     PoolRefusal,
@@ -238,7 +238,7 @@ def test_a_module_change_reaches_the_workers_as_the_chart_names_its_template(
 def test_a_chart_naming_its_template_by_hash_rolls_the_pool() -> None:
     import dataclasses
 
-    from schematic.chart_targets import HASHED_TEMPLATE_PR, chart_target
+    from schematic.facts.chart_targets import HASHED_TEMPLATE_PR, chart_target
 
     hashed = dataclasses.replace(chart_target("main"), machine_config_changes="rolls")
     text = "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - name: l40s\n"

@@ -72,7 +72,7 @@ def detect(
     Example: talosctl get pcidevices -o yaml | talos-schematic detect - > node.profile.yaml
     """
     as_json = json_alias(output_format, as_json, ProfileFormat.yaml) == ProfileFormat.json
-    from schematic.detect import compare_profile, detect, dump_profiles
+    from schematic.doctor.detect import compare_profile, detect, dump_profiles
 
     try:
         text, source = _read(file)

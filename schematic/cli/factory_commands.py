@@ -25,8 +25,8 @@ from schematic.cli.base import (
 from schematic.errors import OutputError, SchematicError, TalosSchematicError
 
 if TYPE_CHECKING:
-    from schematic.factory import FactoryClient
-    from schematic.model import Schematic
+    from schematic.core.model import Schematic
+    from schematic.factory.client import FactoryClient
 
 
 FactoryOption = Annotated[
@@ -46,13 +46,13 @@ JobsOption = Annotated[
 
 
 def _client(factory: str | None, jobs: int = 8) -> FactoryClient:
-    from schematic.factory import FactoryClient, resolve_factory_url
+    from schematic.factory.client import FactoryClient, resolve_factory_url
 
     return FactoryClient(resolve_factory_url(factory), max_in_flight=jobs)
 
 
 def _read_schematic(path: Path) -> Schematic:
-    from schematic.model import Schematic
+    from schematic.core.model import Schematic
     from schematic.safe_yaml import read_bytes, read_problem
 
     source = str(path)
@@ -78,7 +78,7 @@ def register(
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """POST each distinct schematic once and print `<id>  <file>` per file."""
-    from schematic.factory import register_schematics
+    from schematic.factory.client import register_schematics
 
     try:
         items = [(str(path), _read_schematic(path)) for path in files]
@@ -135,13 +135,13 @@ def _cluster_checks(
     path: Path, text: str, profiles: list[Path] | None, pools: list[str] | None
 ) -> tuple[list[_Check], str]:
     """One check per distinct schematic of the cluster file's plan, and its factory URL."""
-    from schematic.cluster import (
+    from schematic.inputs.cluster_file import parse_cluster
+    from schematic.plan.cluster import (
         boot_media_schematics,
         plan_cluster,
         pools_by_schematic,
         pools_label,
     )
-    from schematic.inputs.cluster_file import parse_cluster
 
     cluster = parse_cluster(text, str(path))
     plan = plan_cluster(
@@ -158,7 +158,7 @@ def _cluster_checks(
     # The boot media's own schematics (boot.schematic), one check per distinct one.
     booting = boot_media_schematics(plan)
     if booting:
-        from schematic.model import Schematic
+        from schematic.core.model import Schematic
 
         checks += [(label, key, Schematic.from_yaml(body)) for label, key, body in booting]
     return checks, plan.talos.image_factory_url
@@ -167,7 +167,7 @@ def _cluster_checks(
 def _pool_file(directory: Path, index_path: Path, name: str, file: str) -> bytes | None:
     """A pool's file, read as the tool reads its own (never through a link, never a FIFO,
     within the size limit); None when the index records no such file."""
-    from schematic.outdir import read_owned_file
+    from schematic.output.outdir import read_owned_file
 
     try:
         return read_owned_file(directory, f"{name}/{file}")
@@ -181,8 +181,8 @@ def _generated_checks(directory: Path, pools: list[str] | None) -> tuple[list[_C
     """One check per pool of a `generate --out` directory (the ``pools`` named, if any): its
     index ID, and its ``schematic.yaml`` as the expected body when that file was written; and
     the factory the index records."""
-    from schematic.model import Schematic
-    from schematic.outdir import INDEX, read_index
+    from schematic.core.model import Schematic
+    from schematic.output.outdir import INDEX, read_index
 
     index = read_index(directory)
     index_path = directory / INDEX
@@ -228,7 +228,7 @@ def _boot_check(
     """A pool's boot-media schematic: its ``urls.yaml`` holds the body (``bootSchematic``)."""
     import yaml
 
-    from schematic.model import Schematic
+    from schematic.core.model import Schematic
     from schematic.safe_yaml import load
 
     if urls is None:
@@ -260,7 +260,7 @@ def _verify_checks(
 ) -> tuple[list[_Check], list[str]]:
     """Checks for every path in order, and the factory URLs the cluster files (or the URLs
     generated from them) name."""
-    from schematic.outdir import INDEX
+    from schematic.output.outdir import INDEX
 
     checks: list[_Check] = []
     named_urls: list[str] = []
@@ -332,7 +332,7 @@ def verify(
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """`GET /schematics/{id}` for every schematic: present, missing or different."""
-    from schematic.factory import FACTORY_ENV, FactoryClient, resolve_factory_url, verify_ids
+    from schematic.factory.client import FACTORY_ENV, FactoryClient, resolve_factory_url, verify_ids
 
     targets = [*(paths or []), *([out] if out is not None else [])]
     if not targets:
@@ -384,13 +384,13 @@ def extensions(
     as_json = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     try:
         if live:
-            from schematic.extension_cache import live_extensions
+            from schematic.factory.cache import live_extensions
 
             with _client(factory) as client:
                 infos = live_extensions(client, talos, ttl=0)
             rows = [info.model_dump() for info in sorted(infos, key=lambda i: i.name)]
         else:
-            from schematic.catalog import extensions_for
+            from schematic.facts.catalog import extensions_for
 
             rows = [{"name": name} for name in sorted(extensions_for(talos))]
     except TalosSchematicError as err:

@@ -5,8 +5,8 @@ library does each step and this module only chains them and maps errors to exit 
 
 Only ``--live-catalogue`` and ``--register`` talk to an Image Factory, between the plan and the
 render: the catalogue check first (so no misspelt schematic is registered), then one POST per
-distinct schematic. Either failing ends the run before anything is written. ``schematic.factory``
-(and with it httpx) is imported only then, so offline runs start fast.
+distinct schematic. Either failing ends the run before anything is written.
+``schematic.factory.client`` (and with it httpx) is imported only then, so offline runs start fast.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ from schematic.cli.base import (
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
-    from schematic.charts import ChartFit
-    from schematic.cluster import ClusterPlan
-    from schematic.factory import FactoryClient
-    from schematic.outdir import OutputIndex, Tree, Written
-    from schematic.render.files import Kind
+    from schematic.factory.client import FactoryClient
+    from schematic.output.outdir import OutputIndex, Tree, Written
+    from schematic.output.render.files import Kind
+    from schematic.plan.charts import ChartFit
+    from schematic.plan.cluster import ClusterPlan
 
 _PROBLEMS_SHOWN = 10
 # Kinds whose consumer takes the stream as one whole (talosctl patch mc --patch @file, a
@@ -212,7 +212,7 @@ def _fit(
     plan: ClusterPlan, chart: str | None, layout: LayoutChoice | None, *, insist: bool
 ) -> ChartFit:
     """The plan held against its chart; says on stderr which target was assumed."""
-    from schematic.charts import check_chart_name, fit_plan
+    from schematic.plan.charts import check_chart_name, fit_plan
 
     if chart is not None:
         # A bad --chart is a usage error (exit 2), as on lint; a bad cozystack.version in the
@@ -230,8 +230,8 @@ def _fit(
 
 
 def _plan(cluster_file: Path, profiles: list[Path] | None) -> ClusterPlan:
-    from schematic.cluster import plan_cluster
     from schematic.inputs.cluster_file import load_cluster
+    from schematic.plan.cluster import plan_cluster
 
     cluster = load_cluster(cluster_file)
     return plan_cluster(
@@ -243,7 +243,7 @@ def _plan(cluster_file: Path, profiles: list[Path] | None) -> ClusterPlan:
 
 
 def _factory_client(factory: str | None, plan: ClusterPlan) -> FactoryClient:
-    from schematic.factory import FactoryClient, resolve_factory_url
+    from schematic.factory.client import FactoryClient, resolve_factory_url
 
     return FactoryClient(resolve_factory_url(factory, plan.talos.image_factory_url))
 
@@ -251,11 +251,11 @@ def _factory_client(factory: str | None, plan: ClusterPlan) -> FactoryClient:
 def _check_live_catalogue(client: FactoryClient, plan: ClusterPlan) -> str:
     """Raise CatalogError naming each pool whose extensions or board overlay the factory does not
     offer for the cluster's Talos version; otherwise return the lock file text."""
-    from schematic.cluster import pools_by_schematic, pools_label
     from schematic.errors import CatalogError
-    from schematic.extension_cache import live_extensions
-    from schematic.extension_lock import build_lock
-    from schematic.extension_names import check_extension_names, check_overlay
+    from schematic.factory.cache import live_extensions
+    from schematic.factory.lock import build_lock
+    from schematic.factory.names import check_extension_names, check_overlay
+    from schematic.plan.cluster import pools_by_schematic, pools_label
 
     talos = plan.talos.version
     offered = live_extensions(client, talos)
@@ -294,13 +294,13 @@ def _check_live_catalogue(client: FactoryClient, plan: ClusterPlan) -> str:
 
 def _register(client: FactoryClient, plan: ClusterPlan) -> ClusterPlan:
     """POST each distinct schematic once; the plan carrying the IDs the factory answered."""
-    from schematic.cluster import (
+    from schematic.factory.client import register_schematics
+    from schematic.plan.cluster import (
         boot_media_schematics,
         pools_by_schematic,
         pools_label,
         with_factory_schematics,
     )
-    from schematic.factory import register_schematics
 
     items = [
         (pools_label(plan.source, [pool.name for pool in pools]), pools[0].schematic)
@@ -310,7 +310,7 @@ def _register(client: FactoryClient, plan: ClusterPlan) -> ClusterPlan:
     # for an ID it has not received.
     booting = boot_media_schematics(plan)
     if booting:
-        from schematic.model import Schematic
+        from schematic.core.model import Schematic
 
         items += [(label, Schematic.from_yaml(body)) for label, _key, body in booting]
     registrations = register_schematics(
@@ -349,7 +349,7 @@ def _consult_factory(
 
 
 def _kinds(formats: list[str] | None) -> tuple[Kind, ...]:
-    from schematic.render.files import DEFAULT_KINDS, KINDS
+    from schematic.output.render.files import DEFAULT_KINDS, KINDS
 
     if not formats:
         return DEFAULT_KINDS
@@ -455,7 +455,7 @@ def generate(
                 plan, factory, register=register, live_catalogue=live_catalogue
             )
             if directory is None:
-                from schematic.render.files import render_stream
+                from schematic.output.render.files import render_stream
 
                 sys.stdout.write(render_stream(_selected(plan, pool), kind, fit))
                 _print_notes(plan, fit, platform_written=kind == "platform")
@@ -473,7 +473,7 @@ def generate(
         f"{pools} pool{'s' * (pools != 1)}, {written.files} files {state} {out} ({chart})",
         file=sys.stderr,
     )
-    from schematic.render.summary import decision_lines
+    from schematic.output.render.summary import decision_lines
 
     for line in decision_lines(plan):
         print(f"  {line}", file=sys.stderr)
@@ -500,8 +500,8 @@ def _write(
     force: bool,
 ) -> tuple[Written, list[str]]:
     """Write the plan's tree into DIR; what was written, and the notes to print."""
-    from schematic.outdir import LOCK, profile_records, read_index, write_directory
-    from schematic.render.files import render_tree
+    from schematic.output.outdir import LOCK, profile_records, read_index, write_directory
+    from schematic.output.render.files import render_tree
 
     old = read_index(directory)
     kustomization = _own_kustomization(directory, old)
@@ -529,8 +529,8 @@ def _unreachable(
     plan: ClusterPlan, fit: ChartFit, directory: Path, old: OutputIndex | None, tree: Tree
 ) -> list[str]:
     """Notes for pools whose kernel modules change in DIR while their schematic does not."""
-    from schematic.charts import VALUES_FILES, unreachable_changes
-    from schematic.outdir import read_owned_file
+    from schematic.output.outdir import read_owned_file
+    from schematic.plan.charts import VALUES_FILES, unreachable_changes
 
     if old is None:
         return []
@@ -553,7 +553,7 @@ def _unreachable(
 def _own_kustomization(directory: Path, index: OutputIndex | None) -> bool:
     """Whether to write kustomization.yaml: not when DIR holds one this tool did not write
     (its index.yaml does not record it), which is the user's to keep."""
-    from schematic.outdir import KUSTOMIZATION
+    from schematic.output.outdir import KUSTOMIZATION
 
     if not os.path.lexists(directory / KUSTOMIZATION):
         return True
@@ -566,8 +566,8 @@ def _choice(choices: type[_Choice], value: object) -> _Choice | None:
 
 
 def _print_notes(plan: ClusterPlan, fit: ChartFit, *, platform_written: bool) -> None:
-    from schematic.cluster import hami_notes, non_nvidia_gpu_notes, unloaded_module_notes
-    from schematic.gpupath import missing_passthrough_note
+    from schematic.plan.cluster import hami_notes, non_nvidia_gpu_notes, unloaded_module_notes
+    from schematic.plan.gpupath import missing_passthrough_note
 
     defects = [
         f'{plan.source}: pool "{pool.name}": does not work: {defect}'
@@ -586,7 +586,7 @@ def _print_notes(plan: ClusterPlan, fit: ChartFit, *, platform_written: bool) ->
 
 
 def _kind(name: str) -> Kind:
-    from schematic.render.files import KINDS
+    from schematic.output.render.files import KINDS
 
     for kind in KINDS:
         if kind == name:
@@ -653,7 +653,7 @@ def check(
     directory = _out_directory(out)
     assert directory is not None
     try:
-        from schematic.outdir import (
+        from schematic.output.outdir import (
             LOCK,
             compare_directory,
             read_index,
@@ -679,8 +679,8 @@ def check(
             plan, lock = _consult_factory(
                 plan, factory, register=False, live_catalogue=live_catalogue
             )
-            from schematic.cluster import with_factory_schematics
-            from schematic.render.files import render_tree
+            from schematic.output.render.files import render_tree
+            from schematic.plan.cluster import with_factory_schematics
 
             names = [p.name for p in _selected(plan, pool).pools]
             plan = with_factory_schematics(plan, recorded_registrations(directory, recorded, names))
@@ -693,7 +693,7 @@ def check(
                 covers = tree.covers
                 tree = dataclasses.replace(tree, covers=lambda path: path != LOCK and covers(path))
             if recorded is not None and profiles:
-                from schematic.outdir import profile_records
+                from schematic.output.outdir import profile_records
 
                 index = dataclasses.replace(
                     tree.index, profiles=profile_records(directory, profiles)
@@ -702,11 +702,11 @@ def check(
             drift, expected = compare_directory(directory, tree, pools=pool)
             diff = None
             if show_diff:
-                from schematic.drift import drift_diff
+                from schematic.output.drift import drift_diff
 
                 diff = drift_diff(directory, expected, drift) if drift else ""
             if report_format == CheckReport.json:
-                from schematic.drift import drift_json
+                from schematic.output.drift import drift_json
 
                 sys.stdout.write(
                     drift_json(drift, directory=directory, cluster_file=cluster_file, diff=diff)
@@ -736,7 +736,7 @@ def check(
         if live_catalogue:
             options.append("--live-catalogue")
         if factory is not None:
-            from schematic.factory_url import without_userinfo
+            from schematic.inputs.factory_url import without_userinfo
 
             # A user:password@ in the URL must not reach a CI log.
             options += ["--factory", without_userinfo(factory)]

@@ -13,7 +13,7 @@ from schematic.cli.base import JsonAliasOption, TextFormat, TextFormatOption, ap
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
-    from schematic.nvidia import GpuRequest, NvidiaDecision
+    from schematic.facts.nvidia import GpuRequest, NvidiaDecision
 
 
 class Arch(StrEnum):
@@ -35,7 +35,12 @@ class TierChoice(StrEnum):
 
 def _requests(devices: list[str]) -> list[GpuRequest]:
     """Arguments as requests: an ID, a name, or ``ID=ARCHITECTURE`` for an unlisted ID."""
-    from schematic.nvidia import GpuRequest, describe_pci_function, lookup_gpu, normalise_pci_id
+    from schematic.facts.nvidia import (
+        GpuRequest,
+        describe_pci_function,
+        lookup_gpu,
+        normalise_pci_id,
+    )
 
     requests = []
     for device in devices:
@@ -53,8 +58,8 @@ def _schematic(
 ) -> tuple[str, str]:
     """The canonical schematic of a node with these NVIDIA extensions, and its ID: the
     platform's baseline added and the names sorted, as generate writes a pool's."""
-    from schematic.cluster import baseline_extensions
-    from schematic.model import Schematic
+    from schematic.core.model import Schematic
+    from schematic.plan.cluster import baseline_extensions
 
     names = sorted({*baseline_extensions("metal" if metal else "kubevirt"), *extensions})
     schematic = Schematic.from_extensions(names, kernel_args)
@@ -169,7 +174,7 @@ def gpu(
     talos-schematic gpu L40S --talos v1.13.9 --schematic > l40s.schematic.yaml
     """
     json_output = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
-    from schematic.nvidia import decide, resolve_gpus, usual_architecture
+    from schematic.facts.nvidia import decide, resolve_gpus, usual_architecture
 
     try:
         requests = _requests(devices)

@@ -71,7 +71,7 @@ def id_command(
     """Print the schematic ID of each FILE (the help text is _HELP)."""
     as_json = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     # The pydantic-free decoder: hashing many files should cost little more than reading them.
-    from schematic.decode import schematic_id_of
+    from schematic.core.decode import schematic_id_of
     from schematic.errors import SchematicError
 
     # Bounded by --max-input-size; os.read underneath skips the buffered file object. Imported

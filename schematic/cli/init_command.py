@@ -36,7 +36,7 @@ def _pool_entries(pools: list[str], dump: Path | None) -> list[tuple[str, dict[s
         found = load_profile(profile)
         entries.append((found.description or found.name, {"name": name, "profile": profile}))
     if dump is not None:
-        from schematic.detect import detect
+        from schematic.doctor.detect import detect
         from schematic.errors import DetectError
         from schematic.safe_yaml import read_bytes
 
@@ -74,7 +74,7 @@ def cluster_text(
     cluster: str, talos: str, chart: str, entries: list[tuple[str, dict[str, Any]]]
 ) -> str:
     """The commented cluster file."""
-    from schematic.render import yamltext
+    from schematic.output.render import yamltext
 
     parts = [
         _comment(
@@ -164,10 +164,10 @@ def init(
 
     Example: talos-schematic init cluster.yaml --pool gpu=kubevirt-l40s --pool cpu=kubevirt-cpu
     """
-    from schematic.catalog import talos_versions
-    from schematic.chart_targets import assumed_target, chart_target
-    from schematic.cluster import plan_cluster
+    from schematic.facts.catalog import talos_versions
+    from schematic.facts.chart_targets import assumed_target, chart_target
     from schematic.inputs.cluster_file import parse_cluster
+    from schematic.plan.cluster import plan_cluster
 
     target = Path(file)
     if file != "-" and (target.exists() or target.is_symlink()):

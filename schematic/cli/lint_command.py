@@ -125,9 +125,9 @@ def lint(
 
     Example, in CI: talos-schematic lint clusters/ --fail-on warning --ignore TS001
     """
-    from schematic.lint import lint_paths
-    from schematic.lint.findings import RULES
-    from schematic.lint.formats import FORMATS, render
+    from schematic.doctor.lint import lint_paths
+    from schematic.doctor.lint.findings import RULES
+    from schematic.doctor.lint.formats import FORMATS, render
 
     ignored = {code.strip().upper() for given in ignore or () for code in given.split(",")}
     unknown = sorted(ignored - set(RULES))
@@ -145,7 +145,7 @@ def lint(
             f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
         )
     if cozystack is not None:
-        from schematic.gpupath import operator_release_named
+        from schematic.plan.gpupath import operator_release_named
 
         try:
             operator_release_named(cozystack)
@@ -154,7 +154,7 @@ def lint(
     try:
         target = None
         if chart is not None:
-            from schematic.chart_targets import chart_target
+            from schematic.facts.chart_targets import chart_target
 
             try:
                 target = chart_target(chart)
@@ -175,8 +175,8 @@ def lint(
                 config_patches=patches,
             )
         else:
-            from schematic.factory import FactoryClient
-            from schematic.model import Schematic
+            from schematic.core.model import Schematic
+            from schematic.factory.client import FactoryClient
 
             with FactoryClient(factory) as client:
 
@@ -241,7 +241,7 @@ def explain(
 
     Example: talos-schematic explain TS101
     """
-    from schematic.lint.findings import RULES
+    from schematic.doctor.lint.findings import RULES
 
     if list_codes or code is None:
         for known in RULES.values():

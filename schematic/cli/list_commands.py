@@ -68,7 +68,7 @@ def overlays(
 
     Example: talos-schematic overlays --talos v1.13.9
     """
-    from schematic.catalog import overlay_image, overlays_for
+    from schematic.facts.catalog import overlay_image, overlays_for
 
     try:
         rows = [

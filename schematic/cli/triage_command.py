@@ -74,12 +74,12 @@ def triage(
     Example, for a ticket: talos-schematic triage evidence/ --format markdown
     """
     if commands:
-        from schematic.triage.commands import collection_commands
+        from schematic.doctor.triage.commands import collection_commands
 
         sys.stdout.write(collection_commands(cluster=cluster, namespace=namespace, node=node))
         return
-    from schematic.triage import triage_paths
-    from schematic.triage.formats import FORMATS, render
+    from schematic.doctor.triage import triage_paths
+    from schematic.doctor.triage.formats import FORMATS, render
 
     output_format = json_alias(output_format, as_json, "text")
     if output_format not in FORMATS:

@@ -1,8 +1,9 @@
 """`talos-schematic upgrade`: what a Talos release bump does to each pool, before nodes see it.
 
 The library plans the cluster file at both releases and compares them
-(:mod:`schematic.upgrade`) and renders the report (:mod:`schematic.render.upgrade`); this module
-parses the options, fetches the factory's catalogue for ``--live-catalogue`` (the only network
+(:mod:`schematic.plan.upgrade`) and renders the report
+(:mod:`schematic.output.render.upgrade`); this module parses the options, fetches the
+factory's catalogue for ``--live-catalogue`` (the only network
 I/O, and the only reason httpx is imported) and maps a breaking pool to exit 3.
 """
 
@@ -29,7 +30,7 @@ from schematic.cli.base import (
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
-    from schematic.upgrade import TargetPlan
+    from schematic.plan.upgrade import TargetPlan
 
 
 class ReportFormat(StrEnum):
@@ -66,10 +67,10 @@ def _contradictions(
 
 
 def _live_names(target: TargetPlan, factory: str | None, image_factory_url: str) -> TargetPlan:
-    from schematic.extension_cache import live_extensions
-    from schematic.factory import FactoryClient
-    from schematic.factory_url import resolve_factory_url
-    from schematic.upgrade import check_live_names
+    from schematic.factory.cache import live_extensions
+    from schematic.factory.client import FactoryClient
+    from schematic.inputs.factory_url import resolve_factory_url
+    from schematic.plan.upgrade import check_live_names
 
     with FactoryClient(resolve_factory_url(factory, image_factory_url)) as client:
         offered = live_extensions(client, target.talos)
@@ -169,8 +170,8 @@ def upgrade(
         )
     report_format = json_alias(report_format, as_json, ReportFormat.text)
     from schematic.inputs.cluster_file import load_cluster
-    from schematic.render.upgrade import upgrade_json, upgrade_markdown, upgrade_text
-    from schematic.upgrade import compare_plans, plan_at, plan_target, target_release
+    from schematic.output.render.upgrade import upgrade_json, upgrade_markdown, upgrade_text
+    from schematic.plan.upgrade import compare_plans, plan_at, plan_target, target_release
 
     for option, value in (("--to", to), ("--from", since)):
         try:

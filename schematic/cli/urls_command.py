@@ -85,9 +85,9 @@ def urls(
 
     Example: talos-schematic urls $(talos-schematic id gpu.yaml) --talos v1.13.9 --platform nocloud
     """
-    from schematic.render import yamltext
-    from schematic.render.urls import schematic_urls
-    from schematic.talos import TalosVersion
+    from schematic.facts.talos import TalosVersion
+    from schematic.output.render import yamltext
+    from schematic.output.render.urls import schematic_urls
 
     if platform not in PLATFORMS:
         raise typer.BadParameter(

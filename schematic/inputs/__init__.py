@@ -1,6 +1,6 @@
 """Reading the input files: hardware profiles and cluster files, as frozen values.
 
-The first stage of the pipeline; planning (:mod:`schematic.cluster`) imports it, never the
+The first stage of the pipeline; planning (:mod:`schematic.plan.cluster`) imports it, never the
 other way. One reader per input kind, one YAML typing rule for all of them:
 
 - :mod:`~schematic.inputs.reading`: the typing rule, and problems reported as file:line and key;

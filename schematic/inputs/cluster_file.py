@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from schematic.errors import ClusterFileError
+from schematic.facts.media import BootSchematic, check_factory_version
 from schematic.inputs.cluster_values import (
     DEFAULT_IMAGE_FACTORY_URL,
     OWNED_HINTS,
@@ -61,7 +62,6 @@ from schematic.inputs.reading import (
     text,
     texts,
 )
-from schematic.media import BootSchematic, check_factory_version
 from schematic.safe_yaml import read_problem, read_text
 
 __all__ = [

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
-from schematic.chart_targets import check_chart_name
 from schematic.errors import TalosSchematicError
-from schematic.factory_url import refuse_userinfo
+from schematic.facts.chart_targets import check_chart_name
+from schematic.facts.media import MEDIA_KEYS, BootSchematic, ImageOptions
+from schematic.facts.talos import TalosVersion
+from schematic.inputs.factory_url import refuse_userinfo
 from schematic.inputs.profile_values import HardwareProfile
 from schematic.inputs.reading import described
-from schematic.media import MEDIA_KEYS, BootSchematic, ImageOptions
-from schematic.talos import TalosVersion
 
 __all__ = [
     "DEFAULT_IMAGE_FACTORY_URL",
@@ -43,7 +43,7 @@ __all__ = [
 
 DEFAULT_IMAGE_FACTORY_URL = "https://factory.talos.dev"
 # The charts' default installerRepository; the tool's default follows the Talos release
-# (schematic.talos.default_installer_repository: metal-installer from Talos 1.14).
+# (schematic.facts.talos.default_installer_repository: metal-installer from Talos 1.14).
 DEFAULT_INSTALLER_REPOSITORY = "factory.talos.dev/installer"
 # Kubernetes object names: the KubernetesNodes object is named <cluster>-<pool>.
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -58,7 +58,7 @@ INSTALL_CONFIGS: tuple[InstallConfig, ...] = ("auto", "machine-install", "unatte
 
 def unattended_install_offered(version: str) -> bool:
     """Whether Talos ``version`` has the UnattendedInstallConfig document (1.14 on)."""
-    from schematic.talos import TalosVersion
+    from schematic.facts.talos import TalosVersion
 
     return TalosVersion.parse(version).release >= TalosVersion(1, 14, 0)
 
@@ -88,7 +88,7 @@ class TalosSettings:
     image_factory_version: str | None = None
     # Which document pins the installer in the machine-config patch (talos.installConfig):
     # auto, machine-install (v1alpha1 machine.install) or unattended (UnattendedInstallConfig,
-    # Talos 1.14 on); auto picks per release and platform (schematic.render.machineconfig).
+    # Talos 1.14 on); auto picks per release and platform (schematic.output.render.machineconfig).
     install_config: InstallConfig = "auto"
     # True when installer_repository is the release's default rather than the user's: from
     # Talos 1.14 each pool then upgrades from its own platform's installer.
@@ -96,7 +96,7 @@ class TalosSettings:
 
     def __post_init__(self) -> None:
         if not self.installer_repository:
-            from schematic.talos import default_installer_repository
+            from schematic.facts.talos import default_installer_repository
 
             # Frozen: set once, as if the caller had passed it.
             object.__setattr__(

@@ -18,7 +18,7 @@ from pydantic import (
     StrictBool,
 )
 
-from schematic import media as md
+from schematic.facts import media as md
 from schematic.inputs import cluster_values as cl
 from schematic.inputs import profile_values as pr
 

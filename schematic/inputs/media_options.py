@@ -1,14 +1,14 @@
 """Reading the boot media keys a profile and a pool share, and a pool's ``boot``.
 
 ``secureboot``, ``overlay``, ``meta``, ``bootloader`` and ``diskImage`` (see
-:mod:`schematic.media` for what they mean and the checks on their values).
+:mod:`schematic.facts.media` for what they mean and the checks on their values).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from schematic import media as md
+from schematic.facts import media as md
 from schematic.inputs.reading import (
     At,
     Fields,

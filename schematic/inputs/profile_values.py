@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from schematic.errors import NvidiaError
-from schematic.media import ImageOptions
+from schematic.facts.media import ImageOptions
 
 __all__ = [
     "VM_PLATFORMS",
@@ -153,7 +153,7 @@ def normal_pci_id(value: str) -> str:
 
 
 def known_architecture(value: str) -> str:
-    from schematic.nvidia import normalise_architecture
+    from schematic.facts.nvidia import normalise_architecture
 
     try:
         return normalise_architecture(value)
@@ -171,7 +171,7 @@ def check_gpu(gpu: GpuSpec) -> None:
     check_gpu_count(gpu.count)
     if not gpu.is_nvidia:
         return
-    from schematic.nvidia import Gpu, NvidiaFunction, describe_pci_function
+    from schematic.facts.nvidia import Gpu, NvidiaFunction, describe_pci_function
 
     found = describe_pci_function(gpu.id)
     if isinstance(found, NvidiaFunction):

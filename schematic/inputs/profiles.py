@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from schematic.errors import ProfileError
+from schematic.facts.media import MEDIA_KEYS
 from schematic.inputs.media_options import read_media
 from schematic.inputs.profile_values import (
     Architecture,
@@ -45,7 +46,6 @@ from schematic.inputs.reading import (
     texts,
     whole,
 )
-from schematic.media import MEDIA_KEYS
 from schematic.safe_yaml import read_problem, read_text
 
 __all__ = [

@@ -1,0 +1,228 @@
+"""`talos-schematic lint`: find the silent failures of Talos GPU pools in existing manifests.
+
+    load_paths ─> build_inventory ─> pools / addons / manifests / extensions rules ─> formats
+    (loader)      (inventory)        (each appends to one Collector)                 (text,
+                                                                                      json, sarif)
+
+Schematic IDs are resolved by :class:`~schematic.doctor.lint.schematics.SchematicResolver`:
+schematic files among the inputs, the packaged well-known IDs, and an Image Factory only when
+asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from schematic.core.model import Schematic
+from schematic.doctor.lint.findings import RULES, SEVERITIES, Collector, Finding, Rule, Severity
+from schematic.doctor.lint.media import check_url_listings, is_meta_key_problem
+
+if TYPE_CHECKING:
+    from schematic.doctor.lint.loader import Document
+    from schematic.facts.chart_targets import ChartTarget
+    from schematic.inputs.profile_values import HardwareProfile
+
+__all__ = ["RULES", "Finding", "LintReport", "Rule", "lint_paths"]
+
+
+class LintReport(BaseModel):
+    """Every finding of one run, sorted by file and line, and how many files were read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    findings: tuple[Finding, ...]
+    files: int
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    @property
+    def has_errors(self) -> bool:
+        return self.count("error") > 0
+
+    def reaches(self, level: Severity) -> bool:
+        """Whether a finding is as severe as ``level`` or more (``lint --fail-on``)."""
+        gating = SEVERITIES[: SEVERITIES.index(level) + 1]
+        return any(f.severity in gating for f in self.findings)
+
+    def without(self, codes: Collection[str]) -> LintReport:
+        """The report with the findings of ``codes`` left out (``lint --ignore``)."""
+        kept = tuple(f for f in self.findings if f.code not in codes)
+        return self.model_copy(update={"findings": kept})
+
+    def summary(self) -> str:
+        parts = [
+            f"{self.count(s)} {s}{'s' if self.count(s) != 1 else ''}"
+            for s in ("error", "warning", "note")
+        ]
+        files = f"{self.files} file{'s' if self.files != 1 else ''}"
+        return f"{', '.join(parts)} in {files}"
+
+
+def lint_paths(
+    paths: Sequence[str],
+    *,
+    talos: str | None = None,
+    fetch: Callable[[str], Schematic | None] | None = None,
+    hardware: HardwareProfile | None = None,
+    cozystack: str | None = None,
+    chart: ChartTarget | None = None,
+    config_patches: Sequence[tuple[str, str]] = (),
+    factory: str = "the Image Factory",
+) -> LintReport:
+    """Lint every YAML file below ``paths``.
+
+    ``talos`` overrides the Talos version the objects state; ``fetch`` resolves schematic IDs
+    the inputs and the well-known table do not (e.g. an Image Factory's GET /schematics/{id});
+    ``hardware`` is the machine that standalone Talos machine configs are for (they do not say);
+    ``cozystack`` is the Cozystack release the Kubernetes apps run (its GPU Operator addon
+    defaults; :func:`schematic.plan.gpupath.operator_release_named`), the released one if None;
+    ``chart`` the kubernetes-nodes chart the values are for (keys it ignores are reported, and
+    kernel-module findings follow what it loads); ``config_patches`` are (name, text) pairs of
+    Talos config patches applied in this order to one node's config, checked as that one config
+    (``talosctl --config-patch``), in strategic-merge or RFC 6902 form. A ``fetch`` that
+    raises FactoryError (the factory, named ``factory``, unreachable or failing) is asked no
+    more: the run goes on, its IDs stay unresolved (TS001), and one TS005 finding says why.
+    Raises LintInputError for a path that cannot be read, ValueError for an unknown release.
+    """
+    import yaml
+
+    from schematic.doctor.lint.addons import check_addons
+    from schematic.doctor.lint.extensions import check_extension_names, check_extension_order
+    from schematic.doctor.lint.inventory import build_inventory, config_patch_pool
+    from schematic.doctor.lint.loader import collect_files, load_paths, parse_yaml
+    from schematic.doctor.lint.manifests import check_manifests
+    from schematic.doctor.lint.omni import add_omni_pools, is_omni_template
+    from schematic.doctor.lint.passthrough import check_passthrough
+    from schematic.doctor.lint.pools import LintContext, check_clusters, check_pools
+    from schematic.doctor.lint.schematics import SchematicResolver
+    from schematic.doctor.lint.talhelper import (
+        add_talhelper_fragment_pool,
+        add_talhelper_pools,
+        is_talconfig,
+        is_talhelper_fragment,
+    )
+    from schematic.doctor.lint.terraform import add_terraform_pools, is_terraform_json
+    from schematic.plan.gpupath import operator_release, operator_release_named
+
+    release = operator_release() if cozystack is None else operator_release_named(cozystack)
+    documents, problems = load_paths(paths)
+    if chart is None:
+        chart = generated_for(documents)
+    out = Collector()
+    for problem in problems:
+        if problem.skipped:
+            out.add("TS190", problem.message, problem.file, None)
+        elif problem.unread:
+            out.add("TS002", f"not read: {problem.message}", problem.file, None, fix=problem.fix)
+        elif problem.template:
+            out.add(
+                "TS003",
+                "Helm/Go template directives ({{ ... }}): not YAML until rendered; skipped",
+                problem.file,
+                None,
+                fix="lint what it renders: helm template RELEASE CHART -f VALUES"
+                " | talos-schematic lint -",
+            )
+        elif not problem.relevant:
+            out.add("TS191", f"not valid YAML: {problem.message}", problem.file, problem.line)
+        else:
+            out.add("TS002", f"not valid YAML: {problem.message}", problem.file, problem.line)
+    # A talhelper fragment's kernelModules are not Cozystack values: only talhelper reads it.
+    fragments = [document for document in documents if is_talhelper_fragment(document.data)]
+    if fragments:
+        taken = {id(document) for document in fragments}
+        inventory = build_inventory([doc for doc in documents if id(doc) not in taken])
+    else:
+        inventory = build_inventory(documents)
+    for document in documents:
+        if is_talconfig(document.data):
+            add_talhelper_pools(document, inventory)
+    for document in fragments:
+        add_talhelper_fragment_pool(document, inventory)
+    add_omni_pools([doc for doc in documents if is_omni_template(doc.data)], inventory)
+    for document in documents:
+        if is_terraform_json(document.data):
+            add_terraform_pools(document, inventory)
+    patches = []
+    for name, text in config_patches:
+        try:
+            patches.extend(parse_yaml(text, name))
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            out.add("TS002", f"not valid YAML: {getattr(err, 'problem', err)}", name, line)
+    if patches:
+        shown = ", ".join(dict.fromkeys(doc.file for doc in patches))
+        patched = config_patch_pool(patches, f"config patches {shown}")
+        if patched is not None:
+            inventory.pools.append(patched)
+    local: dict[str, tuple[Schematic, str]] = {}
+    for schematic, place in inventory.schematic_files:
+        local.setdefault(schematic.id, (schematic, f"{place.file}:{place.line}"))
+        where = f"schematic {schematic.id[:8]}…"
+        check_extension_order(schematic, where, place, out)
+        if talos is not None:
+            check_extension_names(schematic.extensions, talos, where, place, out)
+    for error, place in inventory.schematic_problems:
+        line = place.line + error.line - 1 if error.line else place.line
+        field = f"{error.path}: " if error.path else ""
+        code = "TS135" if is_meta_key_problem(error.path) else "TS004"
+        out.add(code, f"schematic: {field}{error.reason}", place.file, line)
+    failures: list[str] = []
+    ctx = LintContext(
+        SchematicResolver(local, _guarded(fetch, failures)), talos, out, hardware, chart
+    )
+    check_pools(inventory, ctx)
+    check_clusters(inventory, ctx)
+    check_addons(inventory, out, release)
+    check_passthrough(inventory, out)
+    check_manifests(inventory, out)
+    check_url_listings(documents, out)
+    for failure in failures:
+        out.add("TS005", f"the factory was not asked: {failure}", factory, None)
+    files = len(collect_files(paths)) + len(config_patches)
+    return LintReport(findings=tuple(out.findings), files=files)
+
+
+def generated_for(documents: Sequence[Document]) -> ChartTarget | None:
+    """The chart target this tool's own output index (``index.yaml``: ``generator:
+    talos-schematic``, ``cozystack: TARGET``) says the values were generated for, when every
+    such index among the inputs names the same one; None otherwise (``--chart`` decides)."""
+    from schematic.facts.chart_targets import chart_target
+
+    named = set()
+    for document in documents:
+        data = document.data
+        if isinstance(data, dict) and data.get("generator") == "talos-schematic":
+            named.add(data.get("cozystack"))
+    if len(named) != 1:
+        return None
+    try:
+        return chart_target(str(named.pop()))
+    except ValueError:
+        return None
+
+
+def _guarded(
+    fetch: Callable[[str], Schematic | None] | None, failures: list[str]
+) -> Callable[[str], Schematic | None] | None:
+    """``fetch`` that records its first FactoryError in ``failures`` and then answers None for
+    every ID, so one unreachable factory costs one round of retries, not one per ID."""
+    if fetch is None:
+        return None
+    from schematic.errors import FactoryError
+
+    def guarded(schematic_id: str) -> Schematic | None:
+        if failures:
+            return None
+        try:
+            return fetch(schematic_id)
+        except FactoryError as err:
+            failures.append(str(err))
+            return None
+
+    return guarded

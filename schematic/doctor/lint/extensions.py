@@ -1,0 +1,78 @@
+"""Extension-name rules: names the Talos release does not offer (TS150), unsorted lists (TS151)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from schematic.core.model import Schematic, SystemExtensions
+from schematic.doctor.lint.findings import Collector
+from schematic.doctor.lint.inventory import Place
+from schematic.errors import CatalogError
+
+__all__ = ["check_extension_names", "check_extension_order", "short_id"]
+
+
+def short_id(schematic_id: str) -> str:
+    return f"{schematic_id[:8]}…{schematic_id[-4:]}" if len(schematic_id) == 64 else schematic_id
+
+
+def check_extension_names(
+    extensions: Sequence[str],
+    talos: str,
+    where: str,
+    place: Place,
+    out: Collector,
+    obj: str = "",
+) -> bool:
+    """Report every name ``talos`` does not offer; False when the release is not catalogued."""
+    from schematic.facts.catalog import extension_releases, extensions_for, resolve_version
+
+    try:
+        offered = extensions_for(talos)
+        release = resolve_version(talos)
+    except CatalogError as err:
+        out.add(
+            "TS003", f"{where}: extension names not checked: {err}", place.file, place.line, obj
+        )
+        return False
+    for name in extensions:
+        if name in offered:
+            continue
+        elsewhere = extension_releases(name)
+        hint = (
+            f"offered by Talos {elsewhere[0]} … {elsewhere[-1]}"
+            if elsewhere
+            else "not an official extension of any known release"
+        )
+        out.add(
+            "TS150",
+            f"{where}: extension {name!r} is not offered by Talos {release} ({hint})",
+            place.file,
+            place.line,
+            obj,
+        )
+    return True
+
+
+def check_extension_order(
+    schematic: Schematic, where: str, place: Place, out: Collector, obj: str = ""
+) -> None:
+    extensions = schematic.extensions
+    ordered = tuple(sorted(extensions))
+    if extensions != ordered and out.first(f"TS151 {schematic.id}"):
+        custom = schematic.customization
+        resorted = schematic.model_copy(
+            update={
+                "customization": custom.model_copy(
+                    update={"system_extensions": SystemExtensions(official_extensions=ordered)}
+                )
+            }
+        )
+        out.add(
+            "TS151",
+            f"{where}: extensions are not in the factory UI's sorted order; sorted, the same "
+            f"schematic has ID {short_id(resorted.id)}",
+            place.file,
+            place.line,
+            obj,
+        )

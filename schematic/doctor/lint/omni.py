@@ -1,0 +1,161 @@
+"""Omni cluster templates: one pool per machine set (and per machine with its own extensions).
+
+An Omni cluster template is a multi-document YAML file whose documents have a ``kind`` and no
+``apiVersion``: one ``Cluster``, one ``ControlPlane``, any number of ``Workers`` and ``Machine``
+(siderolabs/omni ``client/pkg/template/internal/models``). Omni builds each machine's
+schematic itself from the ``systemExtensions`` (and ``kernelArgs``) of the machine, else of
+its machine set, else of the cluster, and merges the config patches of the cluster, the
+machine set and the machine. A template does not say which GPUs its machines hold, except
+where ``generate -f omni`` recorded them in the machine set's ``talos-schematic/gpus``
+annotation (and the Talos release, which a lone machine set does not name, in
+``talos-schematic/talos-version``); without them the GPU rules that need the hardware do not
+run (``--hardware`` names it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from schematic.core.model import Customization, Schematic, SystemExtensions
+from schematic.doctor.lint.inventory import (
+    GpuUse,
+    Inventory,
+    Place,
+    Pool,
+    SchematicUse,
+    config_patch_pool,
+)
+from schematic.doctor.lint.loader import Document, Path_, parse_yaml
+from schematic.output.render.omni import GPUS_ANNOTATION, TALOS_ANNOTATION
+from schematic.safe_yaml import read_text
+
+__all__ = ["OMNI_KINDS", "add_omni_pools", "is_omni_template"]
+
+OMNI_KINDS = frozenset({"Cluster", "ControlPlane", "Workers", "Machine"})
+_MACHINE_SETS = ("ControlPlane", "Workers")
+
+
+def is_omni_template(data: Any) -> bool:
+    """A document of an Omni cluster template: one of its kinds, and no Kubernetes
+    ``apiVersion`` (Cluster API has a ``Cluster`` and a ``Machine`` of its own)."""
+    return isinstance(data, dict) and data.get("kind") in OMNI_KINDS and "apiVersion" not in data
+
+
+def _part(doc: Document, path: Path_, data: Any) -> Document:
+    """``data`` found at ``path`` of ``doc`` as a document of its own, keeping its lines."""
+    lines = {key[len(path) :]: line for key, line in doc.lines.items() if key[: len(path)] == path}
+    lines[()] = doc.line(path)
+    return Document(doc.file, doc.index, data, lines, doc.text)
+
+
+def _patches(doc: Document) -> list[Document]:
+    """The machine-config documents of ``doc``'s ``patches``: inline (a mapping, a list of
+    mappings, or a YAML text) or a file relative to the template."""
+    found: list[Document] = []
+    patches = doc.get(("patches",))
+    for index, patch in enumerate(patches if isinstance(patches, list) else []):
+        if not isinstance(patch, dict):
+            continue
+        inline: Path_ = ("patches", index, "inline")
+        content = doc.get(inline)
+        try:
+            if isinstance(content, dict):
+                found.append(_part(doc, inline, content))
+            elif isinstance(content, list):
+                found += [
+                    _part(doc, (*inline, i), item)
+                    for i, item in enumerate(content)
+                    if isinstance(item, dict)
+                ]
+            elif isinstance(content, str):
+                found += parse_yaml(content, doc.file, line_offset=doc.line(inline))
+            elif isinstance(patch.get("file"), str):
+                shown = str(Path(doc.file).parent / patch["file"])
+                found += parse_yaml(read_text(shown), shown)
+        except (OSError, yaml.YAMLError):
+            continue  # Omni itself refuses a patch it cannot read
+    return found
+
+
+def _extensions(doc: Document, cluster: Document | None) -> tuple[Document, bool] | None:
+    """The document whose ``systemExtensions`` apply, and whether it is the cluster's."""
+    if isinstance(doc.get(("systemExtensions",)), list):
+        return doc, False
+    if cluster is not None and isinstance(cluster.get(("systemExtensions",)), list):
+        return cluster, True
+    return None
+
+
+def _schematic(where: Document, inventory: Inventory) -> Schematic:
+    """The schematic Omni builds from ``where``'s extensions and kernel arguments.
+
+    Omni orders nothing the user sees by the schematic ID, so the extensions are taken sorted
+    (the ID of the same set a factory's UI submits)."""
+    names = where.get(("systemExtensions",))
+    args = where.get(("kernelArgs",))
+    schematic = Schematic(
+        customization=Customization(
+            system_extensions=SystemExtensions(
+                official_extensions=tuple(sorted({str(n) for n in names if n}))
+            ),
+            extra_kernel_args=tuple(str(a) for a in args if a) if isinstance(args, list) else (),
+        )
+    )
+    inventory.schematic_files.append((schematic, Place(where, ("systemExtensions",))))
+    return schematic
+
+
+def _annotation(doc: Document, key: str) -> tuple[str, Place] | None:
+    path: Path_ = ("annotations", key)
+    value = doc.get(path)
+    return (value, Place(doc, path)) if isinstance(value, str) else None
+
+
+def _pool(doc: Document, name: str, cluster: Document | None, inventory: Inventory) -> Pool:
+    configs = [*(_patches(cluster) if cluster is not None else []), *_patches(doc)]
+    # An empty v1alpha1 document: what loads nothing is read as a config too, so an NVIDIA
+    # machine set without a module patch is found (TS123).
+    configs.append(_part(doc, ("patches",), {"machine": {}}))
+    pool = config_patch_pool(configs, name) or Pool(name, Place(doc))
+    pool.place = Place(doc)
+    gpus = _annotation(doc, GPUS_ANNOTATION)
+    pool.gpus_known = gpus is not None
+    if gpus is not None:
+        text, place = gpus
+        pool.gpus = [GpuUse(n.strip(), place) for n in text.split(",") if n.strip()]
+    talos = _annotation(doc, TALOS_ANNOTATION)
+    if talos is None and cluster is not None and isinstance(cluster.get(("talos", "version")), str):
+        talos = cluster.get(("talos", "version")), Place(cluster, ("talos", "version"))
+    if talos is not None:
+        pool.talos, pool.talos_place = talos
+    found = _extensions(doc, cluster)
+    if found is not None:
+        where, inherited = found
+        schematic = _schematic(where, inventory)
+        role = "cluster systemExtensions" if inherited else "systemExtensions"
+        place = Place(where, ("systemExtensions",))
+        pool.schematics.insert(0, SchematicUse(schematic.id, place, role, inherited))
+    return pool
+
+
+def add_omni_pools(documents: list[Document], inventory: Inventory) -> None:
+    """One pool per ``ControlPlane`` and ``Workers`` document of a template, and one per
+    ``Machine`` that sets its own extensions; ``documents`` are one file's, in order."""
+    by_file: dict[str, list[Document]] = {}
+    for doc in documents:
+        by_file.setdefault(doc.file, []).append(doc)
+    for docs in by_file.values():
+        cluster = next((d for d in docs if d.data.get("kind") == "Cluster"), None)
+        for doc in docs:
+            kind = doc.data["kind"]
+            if kind in _MACHINE_SETS:
+                label = doc.get(("name",)) if isinstance(doc.get(("name",)), str) else ""
+                name = f"omni {kind} {label}".rstrip()
+            elif kind == "Machine" and isinstance(doc.get(("systemExtensions",)), list):
+                name = f"omni Machine {doc.get(('name',))}"
+            else:
+                continue
+            inventory.pools.append(_pool(doc, name, cluster, inventory))

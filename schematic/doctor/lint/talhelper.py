@@ -1,0 +1,186 @@
+"""talhelper's ``talconfig.yaml``: one pool per node, as talhelper would build its config.
+
+A talconfig names the cluster (``clusterName``), its Talos release (``talosVersion``) and its
+``nodes``; ``controlPlane`` and ``worker`` hold what every node of that role gets. A node's own
+key wins over its role's when set; ``patches`` add up — the cluster's, then the role's (unless
+the node says ``overridePatches``), then the node's — in the order talhelper applies them
+(budimanjojo/talhelper ``pkg/config/nodeconfigs.go``, ``mergeNodeConfigs``). Each node becomes
+a pool whose GPUs are unknown (a talconfig does not say), whose installer carries the node's
+``schematic``, and whose machine config is what its ``kernelModules`` and patches load.
+A patch is inline YAML or ``@file`` relative to the talconfig, in strategic-merge or RFC 6902
+form.
+
+A file holding only a node's keys with a ``schematic`` (what ``generate -f talhelper`` writes,
+to paste into a node entry or under ``worker:``) is read as one such node.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from schematic.core.model import Schematic
+from schematic.doctor.lint.inventory import Inventory, Place, Pool, SchematicUse, config_patch_pool
+from schematic.doctor.lint.loader import Document, Path_, parse_yaml
+from schematic.errors import SchematicError
+from schematic.safe_yaml import read_text
+
+__all__ = [
+    "add_talhelper_fragment_pool",
+    "add_talhelper_pools",
+    "is_talconfig",
+    "is_talhelper_fragment",
+]
+
+_ROLES = ("controlPlane", "worker")
+# talhelper's node keys (pkg/config/config.go NodeConfigs): no Cozystack values key among them.
+_NODE_KEYS = frozenset(
+    {
+        "nodeLabels",
+        "nodeAnnotations",
+        "nodeTaints",
+        "machineDisks",
+        "machineFiles",
+        "disableSearchDomain",
+        "kernelModules",
+        "nameservers",
+        "networkInterfaces",
+        "extraManifests",
+        "certSANs",
+        "patches",
+        "talosImageURL",
+        "noSchematicValidate",
+        "schematic",
+        "imageSchematic",
+        "machineSpec",
+        "ingressFirewall",
+        "extensionServices",
+        "volumes",
+        "userVolumes",
+        "filenameTmpl",
+    }
+)
+
+
+def is_talconfig(data: Any) -> bool:
+    """A talhelper config: ``clusterName`` and a ``nodes`` list, and no Kubernetes ``kind``."""
+    return (
+        isinstance(data, dict)
+        and "kind" not in data
+        and isinstance(data.get("clusterName"), str)
+        and isinstance(data.get("nodes"), list)
+    )
+
+
+def is_talhelper_fragment(data: Any) -> bool:
+    """A node's talhelper keys alone, with a ``schematic`` mapping."""
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("schematic"), dict)
+        and set(data) <= _NODE_KEYS
+    )
+
+
+def _setting(doc: Document, node: Path_, role: Path_ | None, key: str) -> Path_ | None:
+    """Where the node's effective ``key`` is written: its own, else its role's."""
+    for base in (node,) if role is None else (node, role):
+        value = doc.get((*base, key))
+        if value not in (None, "", [], {}):
+            return (*base, key)
+    return None
+
+
+def _patches(doc: Document, node: Path_, role: Path_ | None) -> list[Document]:
+    """Every patch of the node, in talhelper's order, as documents with their own lines
+    (a fragment, with no role, is its own and only level)."""
+    bases: list[Path_] = [()]
+    if role is not None:
+        if doc.get((*node, "overridePatches")) is not True:
+            bases.append(role)
+        bases.append(node)
+    found: list[Document] = []
+    for base in bases:
+        patches = doc.get((*base, "patches"))
+        for index, patch in enumerate(patches if isinstance(patches, list) else []):
+            if not isinstance(patch, str):
+                continue
+            path = (*base, "patches", index)
+            try:
+                if patch.startswith("@"):
+                    shown = str(Path(doc.file).parent / patch[1:])
+                    found.extend(parse_yaml(read_text(shown), shown))
+                else:
+                    # An inline patch is a block scalar: its text starts on the next line.
+                    found.extend(parse_yaml(patch, doc.file, line_offset=doc.line(path)))
+            except (OSError, yaml.YAMLError):
+                continue  # talhelper itself reports a patch it cannot read
+    return found
+
+
+def _kernel_modules(doc: Document, where: Path_ | None) -> Document:
+    """The node's ``kernelModules`` as the machine config talhelper writes from them."""
+    modules = doc.get(where) if where is not None else None
+    data = {"machine": {"kernel": {"modules": modules}}} if isinstance(modules, list) else {}
+    lines: dict[Path_, int] = {}
+    if where is not None:
+        for path, line in doc.lines.items():
+            if path[: len(where)] == where:
+                lines[("machine", "kernel", "modules", *path[len(where) :])] = line
+        lines[()] = doc.line(where)
+    return Document(doc.file, doc.index, data or {"machine": {}}, lines, doc.text)
+
+
+def _schematic(doc: Document, where: Path_, inventory: Inventory) -> Schematic | None:
+    try:
+        # Values kept their go-yaml typing when read: dumped and decoded again, they mean the
+        # same to the factory's decoder.
+        text = yaml.safe_dump(doc.get(where), sort_keys=False)
+        schematic = Schematic.from_yaml(text, source=f"{doc.file}:{doc.line(where)}")
+    except SchematicError as err:
+        inventory.schematic_problems.append((err, Place(doc, where)))
+        return None
+    inventory.schematic_files.append((schematic, Place(doc, where)))
+    return schematic
+
+
+def _node_pool(doc: Document, here: Path_, role: Path_ | None, name: str) -> Pool:
+    configs = [*_patches(doc, here, role)]
+    configs.append(_kernel_modules(doc, _setting(doc, here, role, "kernelModules")))
+    pool = config_patch_pool(configs, name) or Pool(name, Place(doc, here), gpus_known=False)
+    pool.place = Place(doc, here)
+    return pool
+
+
+def _add_schematic(
+    doc: Document, here: Path_, role: Path_ | None, pool: Pool, inventory: Inventory
+) -> None:
+    where = _setting(doc, here, role, "schematic")
+    if where is not None and (schematic := _schematic(doc, where, inventory)) is not None:
+        pool.schematics.insert(
+            0, SchematicUse(schematic.id, Place(doc, where), "talhelper schematic")
+        )
+    inventory.pools.append(pool)
+
+
+def add_talhelper_pools(doc: Document, inventory: Inventory) -> None:
+    """One pool per node of the talconfig ``doc``, named by its hostname."""
+    talos = doc.get(("talosVersion",))
+    for index, node in enumerate(doc.data["nodes"]):
+        if not isinstance(node, dict):
+            continue
+        here: Path_ = ("nodes", index)
+        role: Path_ = (_ROLES[0] if node.get("controlPlane") is True else _ROLES[1],)
+        name = node.get("hostname") if isinstance(node.get("hostname"), str) else f"nodes[{index}]"
+        pool = _node_pool(doc, here, role, f"node {name}")
+        if isinstance(talos, str) and pool.talos is None:
+            pool.talos, pool.talos_place = talos, Place(doc, ("talosVersion",))
+        _add_schematic(doc, here, role, pool, inventory)
+
+
+def add_talhelper_fragment_pool(doc: Document, inventory: Inventory) -> None:
+    """The node keys ``doc`` holds as one pool (its Talos release is the talconfig's: unknown
+    here, so ``--talos`` gives it)."""
+    pool = _node_pool(doc, (), None, f"talhelper keys {doc.file}")
+    _add_schematic(doc, (), None, pool, inventory)

@@ -1,0 +1,148 @@
+"""Triage output: text for people, JSON for scripts, Markdown for tickets, SARIF 2.1.0 for
+code-scanning UIs (the conventions of lint's formats: ``file:line``, `explain CODE`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schematic.doctor.triage import TriageReport
+from schematic.doctor.triage.diagnose import Diagnosis
+
+__all__ = ["FORMATS", "render"]
+
+FORMATS = ("text", "json", "markdown", "sarif")
+
+
+def _lines(text: str, indent: str) -> list[str]:
+    return [indent + line if line else "" for line in text.splitlines()]
+
+
+def render_text(report: TriageReport) -> str:
+    out: list[str] = []
+    for d in report.diagnoses:
+        out.append(f"{d.severity} {d.code}: {d.title}")
+        if d.summary:
+            out.append(f"  {d.summary}")
+        out.append(f"  nodes: {', '.join(d.nodes) or '(not known from the inputs)'}")
+        out.append("  evidence:")
+        out += [f"    {e.where}: {e.text}" for e in d.evidence]
+        if d.ruled_out:
+            out.append("  ruled out:")
+            out += [f"    {reason}" for reason in d.ruled_out]
+        out.append("  confirm:")
+        out += _lines(d.confirm, "    ")
+        out.append(f"  fix: {d.fix}  (talos-schematic explain {d.code})")
+        if d.collect:
+            out.append("  collect next:")
+            out += [f"    {item}" for item in d.collect]
+        out.append("")
+    if not report.diagnoses:
+        out.append("no failure recognised in the inputs")
+    return "".join(line + "\n" for line in out)
+
+
+def _diagnosis(d: Diagnosis) -> dict[str, Any]:
+    return {
+        "code": d.code,
+        "severity": d.severity,
+        "title": d.title,
+        "summary": d.summary,
+        "nodes": list(d.nodes),
+        "evidence": [{"file": e.file, "line": e.line, "text": e.text} for e in d.evidence],
+        "ruledOut": list(d.ruled_out),
+        "confirm": d.confirm,
+        "fix": d.fix,
+        "collect": list(d.collect),
+    }
+
+
+def render_json(report: TriageReport) -> str:
+    document = {
+        "diagnoses": [_diagnosis(d) for d in report.diagnoses],
+        "inputs": [
+            {"file": r.file, "format": r.format, "signals": len(r.signals)}
+            for r in report.readings
+            if r.format
+        ],
+        "unrecognised": [
+            {"file": r.file, "reason": r.problem or "no known evidence in it"}
+            for r in report.unrecognised
+        ],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def render_markdown(report: TriageReport) -> str:
+    out = ["# Triage", ""]
+    if not report.diagnoses:
+        out += ["No failure recognised in the inputs.", ""]
+    for d in report.diagnoses:
+        out += [f"## {d.code} ({d.severity}): {d.title}", ""]
+        out += [f"**Nodes:** {', '.join(d.nodes) or '(not known from the inputs)'}", ""]
+        if d.summary:
+            out += [d.summary, ""]
+        out += ["| where | line |", "| --- | --- |"]
+        out += [f"| `{e.where}` | {_cell(e.text)} |" for e in d.evidence]
+        out.append("")
+        if d.ruled_out:
+            out += ["**Ruled out:**", ""] + [f"- {reason}" for reason in d.ruled_out] + [""]
+        out += ["**Confirm:**", "", d.confirm, ""]
+        out += [f"**Fix:** {d.fix} (`talos-schematic explain {d.code}`)", ""]
+        if d.collect:
+            out += ["**Collect next:**", ""] + [f"- {item}" for item in d.collect] + [""]
+    if report.unrecognised:
+        out += ["## Unrecognised inputs", ""]
+        out += [f"- `{r.file}` {r.problem}".rstrip() for r in report.unrecognised] + [""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def render_sarif(report: TriageReport) -> str:
+    """Lint's SARIF log (the same rule list); each diagnosis at its first evidence line."""
+    from schematic.doctor.lint.formats import sarif_log, sarif_rule_index, sarif_uri
+
+    index = sarif_rule_index()
+    results: list[dict[str, Any]] = []
+    for d in report.diagnoses:
+        locations = [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": sarif_uri(e.file)},
+                    "region": {"startLine": e.line},
+                },
+                "message": {"text": e.text},
+            }
+            for e in d.evidence
+        ]
+        nodes = ", ".join(d.nodes) or "unknown nodes"
+        result: dict[str, Any] = {
+            "ruleId": d.code,
+            "ruleIndex": index[d.code],
+            "level": d.severity,
+            "message": {"text": f"{d.title} ({nodes}). Fix: {d.fix}"},
+            "locations": locations[:1],
+            "properties": {"nodes": list(d.nodes), "ruledOut": list(d.ruled_out)},
+        }
+        if len(locations) > 1:
+            result["relatedLocations"] = [
+                {"id": i, **location} for i, location in enumerate(locations[1:], 1)
+            ]
+        results.append(result)
+    return sarif_log(results)
+
+
+_RENDERERS = {
+    "text": render_text,
+    "json": render_json,
+    "markdown": render_markdown,
+    "sarif": render_sarif,
+}
+
+
+def render(report: TriageReport, fmt: str) -> str:
+    """The report in ``fmt`` (one of FORMATS)."""
+    return _RENDERERS[fmt](report)

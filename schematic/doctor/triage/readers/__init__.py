@@ -1,0 +1,105 @@
+"""Evidence readers: one per source format, each chosen by what a file holds, never its name.
+
+    JSON (``{`` or ``[`` first)      documents.read_json   talosctl -o json, kubectl -o json,
+                                                           Prometheus query answers,
+                                                           VictoriaMetrics export lines
+    a known table header, or         tables.read_table     talosctl get / services / service ID,
+    talosctl rows without one                              kubectl top / get pods|events|nodes|vmi
+    ``Name:`` then ``Roles:``        describe.read_describe  kubectl describe node
+    YAML documents of known shape    documents.read_yaml   talosctl -o yaml, kubectl -o yaml
+    anything else                    logs.read_log         consoles, dmesg, service logs,
+                                                           nvidia-smi, /proc/modules, ...
+
+A paste is first cleaned (paste.clean: colour, carriage returns, prompts, tool warnings) and
+split at its shell prompts, so a file holding several commands' outputs is read section by
+section. Notes and READMEs (paste.is_prose) are not evidence. A file none of the readers finds
+anything in is *unrecognised*: listed in the report, not an error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from schematic.doctor.triage.readers.describe import read_describe, recognise_describe
+from schematic.doctor.triage.readers.documents import DocumentError, read_json, read_yaml
+from schematic.doctor.triage.readers.logs import read_log
+from schematic.doctor.triage.readers.paste import is_prose, sections
+from schematic.doctor.triage.readers.tables import read_table, recognise_table
+from schematic.doctor.triage.signals import Signal
+
+__all__ = ["DocumentError", "Reading", "read_evidence"]
+
+# YAML of the shapes the document reader knows: a Kubernetes object or list, a talosctl
+# resource, a query answer. Logs that happen to parse as YAML are not mistaken for it.
+_YAML_SHAPE = re.compile(r"^(?:apiVersion|kind|node|metadata|status):", re.MULTILINE)
+_KERNEL_STAMP = re.compile(r"\s*\[\s*\d+\.\d+\]")
+_FIRST_CHARACTER = re.compile(r"\S")
+# One JSON object per line, each a log record ({"level": ..., "msg": ...}).
+_LOG_OF_OBJECTS = re.compile(r'\s*\{"(?:level|ts|time|msg|severity|L|T)"')
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one file was read as, and what it showed."""
+
+    file: str
+    format: str  # "json", "yaml", "table", "log"; "" when unrecognised
+    signals: tuple[Signal, ...]
+    problem: str = ""  # why a file that looked like JSON or YAML was not read
+
+
+def read_evidence(text: str, file: str) -> Reading:
+    """Read one file's text with the reader its content calls for."""
+    if is_prose(text):
+        return Reading(file, "", (), "notes or documentation for people, not tool output")
+    formats: list[str] = []
+    signals: list[Signal] = []
+    problems: list[str] = []
+    for section in sections(text):
+        reading = _read_section(section.text, file)
+        if reading.problem:
+            problems.append(reading.problem)
+        if not reading.format:
+            continue
+        formats.append(reading.format)
+        if section.node:
+            # The command line names the node its output does not ("talosctl -n X logs ...").
+            signals += [s if s.node else replace(s, node=section.node) for s in reading.signals]
+        else:
+            signals += reading.signals
+    if not signals:
+        return Reading(file, "", (), "; ".join(problems))
+    return Reading(file, "+".join(dict.fromkeys(formats)), tuple(signals))
+
+
+def _read_section(text: str, file: str) -> Reading:
+    first = _FIRST_CHARACTER.search(text)
+    start = first.group() if first else ""
+    try:
+        if start in ("{", "["):
+            try:
+                return _reading(file, "json", list(read_json(text, file)))
+            except DocumentError as err:
+                # "[   12.345678] ..." is a kernel log, not a JSON list; "{...}" lines of a
+                # structured log are read as a log when they are not one JSON stream.
+                if err.fatal or not (_KERNEL_STAMP.match(text) or start == "{"):
+                    raise
+                if start == "{" and not _LOG_OF_OBJECTS.match(text):
+                    raise
+        if recognise_table(text):
+            return _reading(file, "table", list(read_table(text, file)))
+        if recognise_describe(text):
+            return _reading(file, "describe", list(read_describe(text, file)))
+        if _YAML_SHAPE.search(text[:4096]):
+            return _reading(file, "yaml", list(read_yaml(text, file)))
+    except DocumentError as err:
+        if err.fatal:
+            raise
+        where = f"line {err.line}: " if err.line else ""
+        return Reading(file, "", (), f"{where}{err}")
+    return _reading(file, "log", list(read_log(text, file)))
+
+
+def _reading(file: str, kind: str, signals: list[Signal]) -> Reading:
+    return Reading(file, kind if signals else "", tuple(signals))

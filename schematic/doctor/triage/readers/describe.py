@@ -1,0 +1,136 @@
+"""``kubectl describe node[s]``: each node's names and addresses, its Ready condition, boot ID
+and GPUs, and the events printed under it.
+
+The layout is kubectl's describe printer (k8s.io/kubectl ``pkg/describe/describe.go``,
+describeNode): ``Key:  value`` at the left margin, blocks indented by two spaces, the
+Conditions and Events tables with a dashed rule under their header.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from schematic.doctor.triage.readers.messages import message_kinds
+from schematic.doctor.triage.signals import Evidence, Kind, Signal
+
+__all__ = ["read_describe", "recognise_describe"]
+
+_NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
+_ROLES = re.compile(r"^Roles:\s")
+_SECTION = re.compile(r"^(?P<key>[A-Z][A-Za-z ]*):\s*(?P<value>.*?)\s*$")
+_ITEM = re.compile(r"^\s+(?P<key>[\w./ -]+?):\s+(?P<value>\S.*?)\s*$")
+_LABEL = re.compile(r"^\s*(?P<key>[\w./-]+)=(?P<value>\S*)\s*$")
+_RULE = re.compile(r"^\s+-{2,}")
+_MAX_TEXT = 240
+
+
+def recognise_describe(text: str) -> bool:
+    """Whether ``text`` starts like ``kubectl describe node``: Name:, then Roles:."""
+    lines = [line for line in text[:4096].splitlines() if line.strip()][:3]
+    return len(lines) >= 2 and bool(_NAME.match(lines[0])) and bool(_ROLES.match(lines[1]))
+
+
+def read_describe(text: str, file: str) -> Iterator[Signal]:
+    """The signals of every node ``text`` describes."""
+    block: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if _NAME.match(line) and block:
+            yield from _node(block, file)
+            block = []
+        block.append((number, line))
+    if block:
+        yield from _node(block, file)
+
+
+def _evidence(file: str, number: int, line: str) -> Evidence:
+    text = line.strip()
+    return Evidence(file, number, text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…")
+
+
+def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
+    name = ""
+    section = ""
+    first = block[0][0]
+    addresses: list[str] = []
+    hostname = ready = boot = gpus = ""
+    ready_line = boot_line = first
+    event_columns: list[tuple[str, int]] = []
+    events: list[tuple[int, str, dict[str, str]]] = []
+    for number, line in block:
+        if not line.strip():
+            continue
+        top = _SECTION.match(line) if not line[0].isspace() else None
+        if top:
+            section = top["key"]
+            if section == "Name":
+                name = top["value"]
+            elif section == "Labels":
+                # The first label sits on the "Labels:" line itself.
+                hostname = _hostname(top["value"]) or hostname
+            continue
+        if section == "Labels" and _LABEL.match(line):
+            hostname = _hostname(line) or hostname
+        elif section == "Addresses" and (item := _ITEM.match(line)):
+            addresses.append(item["value"])
+        elif section == "Conditions" and line.split()[0] == "Ready":
+            ready, ready_line = line.split()[1], number
+        elif section == "System Info" and (item := _ITEM.match(line)):
+            if item["key"] == "Boot ID":
+                boot, boot_line = item["value"], number
+        elif section == "Allocatable" and (item := _ITEM.match(line)):
+            if item["key"] == "nvidia.com/gpu":
+                gpus = item["value"]
+        elif section == "Events":
+            if line.strip().startswith("Type") and "Reason" in line:
+                event_columns = [(m.group(), m.start()) for m in re.finditer(r"\S+", line)]
+            elif event_columns and not _RULE.match(line):
+                events.append((number, line, _cells(line, event_columns)))
+    if not name:
+        return
+    aliases = [a for a in dict.fromkeys([*addresses, hostname]) if a and a != name]
+    yield Signal(
+        Kind.IDENTITY,
+        name,
+        _evidence(file, first, f"Name: {name}"),
+        name,
+        (("aliases", ",".join(aliases)), ("source", "kubectl-describe-node")),
+    )
+    yield Signal(
+        Kind.NODE,
+        name,
+        _evidence(
+            file, boot_line if boot else ready_line, f"node {name} Ready={ready} bootID={boot}"
+        ),
+        name,
+        (("addresses", ",".join(aliases)), ("ready", ready), ("boot", boot), ("gpus", gpus)),
+    )
+    for number, line, cells in events:
+        reason, message = cells.get("Reason", ""), cells.get("Message", "")
+        evidence = _evidence(file, number, line)
+        yield Signal(
+            Kind.EVENT,
+            name,
+            evidence,
+            reason,
+            (
+                ("object", f"Node/{name}"),
+                ("age", cells.get("Age", "")),
+                ("from", cells.get("From", "")),
+            ),
+        )
+        for kind in message_kinds(message):
+            yield Signal(kind, name, evidence, f"Node/{name}")
+
+
+def _hostname(text: str) -> str:
+    label = _LABEL.match(text)
+    return label["value"] if label and label["key"] == "kubernetes.io/hostname" else ""
+
+
+def _cells(line: str, columns: list[tuple[str, int]]) -> dict[str, str]:
+    cells: dict[str, str] = {}
+    for index, (name, start) in enumerate(columns):
+        end = columns[index + 1][1] if index + 1 < len(columns) else len(line)
+        cells[name] = line[start:end].strip()
+    return cells

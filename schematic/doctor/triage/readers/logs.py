@@ -1,0 +1,283 @@
+"""Line-oriented evidence: serial consoles, `talosctl dmesg`, `talosctl logs`, kernel logs,
+`nvidia-smi`, `/proc/modules`, device-plugin and fabric-manager logs.
+
+Each line loses the prefix its source puts in front of the message — talosctl's
+``<node>: <facility>: <level>: [<time>]: `` (dmesg), ``<node>: `` (logs), a kernel uptime stamp
+``[ 4218.512345] `` (serial console, ``dmesg``), a klog header (``I0114 10:00:00.000 1 x.go:1] ``)
+— and the message is matched against what Talos, the kernel and NVIDIA's tools print (each
+pattern is cited in schematic/data/SOURCES.md). ``talosctl dmesg`` joins the lines of one
+multi-line kernel message with a literal ``\\x0a``; those are matched as one message, as is a
+plain kernel log's continuation line (indented, without its own stamp).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from schematic.doctor.triage.readers.messages import message_kinds
+from schematic.doctor.triage.signals import Evidence, Kind, Signal
+
+__all__ = ["read_log", "recognise_log"]
+
+# A node as talosctl prefixes it: an IPv4 address, or a host name with a digit, dot or dash
+# (so words such as "State" or "Fabric" in nvidia-smi output are not taken for nodes).
+_NODE = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9](?=[A-Za-z0-9._-]*[0-9.-])[A-Za-z0-9._-]*)"
+_DMESG = re.compile(
+    rf"^(?:(?P<node>{_NODE}): )?\s*(?:kern|user|daemon|auth|syslog|local\d):\s*"
+    r"(?:emerg|alert|crit|err|warning|warn|notice|info|debug):\s*\[(?P<time>[^\]]*)\]: (?P<msg>.*)$"
+)
+_UPTIME = re.compile(r"^\[\s*(?P<uptime>\d+\.\d+)\]\s?(?P<msg>.*)$")
+_NODE_PREFIX = re.compile(rf"^(?P<node>{_NODE}): (?P<msg>.*)$")
+_KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\] (?P<msg>.*)$")
+_JOURNAL = re.compile(
+    r"^(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<day>\d{1,2}) "
+    r"(?P<clock>\d\d:\d\d:\d\d)(?:\.\d+)? (?P<host>[\w.-]+) [\w.@/-]+(?:\[\d+\])?: (?P<msg>.*)$"
+)
+_GO_LOG = re.compile(
+    r"^(?P<date>\d{4}/\d\d/\d\d) (?P<clock>\d\d:\d\d:\d\d(?:\.\d+)?)(?P<zone>) (?P<msg>.*)$"
+)
+_ISO_LINE = re.compile(
+    r"^(?P<date>\d{4}-\d\d-\d\d)[T ](?P<clock>\d\d:\d\d:\d\d(?:\.\d+)?)"
+    r"(?P<zone>Z|[+-]\d\d:?\d\d)?\s+(?P<msg>.*)$"
+)
+_RFC3339 = re.compile(
+    r"^(?P<date>\d{4}-\d\d-\d\d)[T ](?P<clock>\d\d:\d\d:\d\d)(?:\.\d+)?"
+    r"(?P<zone>Z|[+-]\d\d:\d\d)?$"
+)
+# nvidia-smi -L ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)") and -q ("Product Name : ...").
+_SMI_GPU = re.compile(r"^GPU \d+: (?P<name>.+?) \(UUID: GPU-[0-9a-fA-F-]+\)")
+_SMI_PRODUCT = re.compile(r"^\s*Product Name\s+: (?P<name>\S.*)$")
+_SMI_FABRIC = re.compile(r"^\s*Fabric\s*$")
+_SMI_COMPLETED = re.compile(r"^\s*State\s*:\s*Completed\s*$")
+_CONTINUATION = re.compile(r"^\s{4,}(?P<msg>NVRM: .*)$")
+
+_SERVICE_WAIT = re.compile(r'service "(?P<service>[^"]+)" to be (?P<state>"[a-z]+"|[a-z/]+)')
+_PCI_ID = re.compile(r"PCI ID: (?P<id>10de:[0-9a-fA-F]{4})")
+_PROC_MODULE = re.compile(
+    r"^(?P<name>\w+) \d+ (?:\d+|-) \S+ (?:Live|Loading|Unloading) 0x[0-9a-f]+"
+    r"(?: \((?P<taint>[A-Z]+)\))?$"
+)
+_STRATEGY = re.compile(r'"deviceListStrategy"\s*:\s*(?P<rest>.*)$')
+_MAX_TEXT = 400
+
+
+class _Line:
+    """One message with its place: the node its prefix names and the kernel uptime, if any."""
+
+    __slots__ = ("message", "node", "number", "raw", "time", "uptime")
+
+    def __init__(
+        self, number: int, raw: str, node: str, uptime: str, message: str, time: str = ""
+    ) -> None:
+        self.number = number
+        self.raw = raw
+        self.node = node
+        self.uptime = uptime
+        self.message = message
+        self.time = time
+
+
+def _split(number: int, raw: str) -> _Line:
+    line = raw.rstrip("\r\n")
+    found = _DMESG.match(line)
+    if found:
+        # Multi-line kernel messages arrive joined by a literal "\x0a".
+        message = found["msg"].replace("\\x0a", "\n")
+        return _Line(number, line, found["node"] or "", "", message, iso_time(found["time"]))
+    node = ""
+    journal = _JOURNAL.match(line)
+    if journal:
+        # journalctl / syslog: the host names the node; the year is not printed.
+        clock = f"{journal['month']} {int(journal['day'])} {journal['clock']}"
+        return _Line(number, raw.rstrip("\r\n"), journal["host"], "", journal["msg"], clock)
+    prefixed = _NODE_PREFIX.match(line)
+    if prefixed and not line.startswith(("NVRM", "nvidia")):
+        node, line = prefixed["node"], prefixed["msg"]
+    stamped = _UPTIME.match(line)
+    if stamped:
+        return _Line(number, raw.rstrip("\r\n"), node, stamped["uptime"], stamped["msg"])
+    klog = _KLOG.match(line)
+    if klog:
+        return _Line(number, raw.rstrip("\r\n"), node, "", klog["msg"])
+    dated = _GO_LOG.match(line) or _ISO_LINE.match(line)
+    if dated:
+        # `talosctl logs <service>`: Go's log stamp; `kubectl logs --timestamps`: RFC 3339.
+        time = iso_time(f"{dated['date'].replace('/', '-')}T{dated['clock']}{dated['zone'] or ''}")
+        return _Line(number, raw.rstrip("\r\n"), node, "", _json_message(dated["msg"]), time)
+    if line.startswith("{"):
+        message, time = _json_line(line)
+        return _Line(number, raw.rstrip("\r\n"), node, "", message, time)
+    return _Line(number, raw.rstrip("\r\n"), node, "", line)
+
+
+def iso_time(text: str) -> str:
+    """An RFC 3339 time as UTC with whole seconds ("2025-10-30T18:20:10Z"); "" if it is not
+    one. Times without a zone are taken as UTC, as talosctl and Go's log print them."""
+    found = _RFC3339.match(text.strip())
+    if not found:
+        return ""
+    try:
+        when = datetime.fromisoformat(
+            f"{found['date']}T{found['clock']}{found['zone'] or ''}".replace("Z", "+00:00")
+        )
+    except ValueError:
+        return ""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _json_message(message: str) -> str:
+    return _json_line(message)[0] if message.startswith("{") else message
+
+
+def _json_line(line: str) -> tuple[str, str]:
+    """The message and time of a structured log line (zap/slog JSON, as kubelet, machined
+    and the NVIDIA operators print it)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return line, ""
+    if not isinstance(value, dict):
+        return line, ""
+    parts = [str(value.get(key)) for key in ("msg", "message", "error", "err") if value.get(key)]
+    stamp = value.get("ts") or value.get("time") or value.get("timestamp") or ""
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        time = datetime.fromtimestamp(float(stamp), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    else:
+        time = iso_time(str(stamp))
+    return (" ".join(parts) or line), time
+
+
+def _lines(text: str) -> Iterator[_Line]:
+    """Messages in order; a kernel continuation line is joined to the message before it."""
+    pending: _Line | None = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        continued = _CONTINUATION.match(raw)
+        if continued and pending is not None:
+            pending.message += "\n" + continued["msg"]
+            pending.raw += "\\x0a" + continued["msg"]
+            continue
+        if pending is not None:
+            yield pending
+        pending = _split(number, raw)
+    if pending is not None:
+        yield pending
+
+
+def _cut(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
+
+
+def recognise_log(text: str) -> bool:
+    """Whether ``text`` holds at least one line this reader knows what to make of."""
+    return any(True for _ in read_log(text, "-"))
+
+
+def read_log(text: str, file: str) -> Iterator[Signal]:
+    """The signals of a line-oriented log."""
+    lines = list(_lines(text))
+    listed_modules: dict[str, int] = {}
+    fabric_until = -1  # the State of nvidia-smi -q's Fabric section is on one of these lines
+    for index, line in enumerate(lines):
+        evidence = Evidence(file, line.number, _cut(line.raw))
+        data: tuple[tuple[str, str], ...] = ()
+        if line.uptime:
+            data = (("uptime", line.uptime),)
+        elif line.time:
+            # A year-less journal stamp is a clock reading, not a time.
+            data = (("time" if line.time[:1].isdigit() else "clock", line.time),)
+        message = line.message
+        smi = _SMI_GPU.match(message) or _SMI_PRODUCT.match(message)
+        if smi:
+            # `nvidia-smi -L` / `-q`: the driver is up and sees this GPU.
+            yield Signal(Kind.GPU_LISTED, line.node, evidence, smi["name"].strip(), data)
+            continue
+        if _SMI_FABRIC.match(message):
+            fabric_until = index + 3
+            continue
+        if index <= fabric_until and _SMI_COMPLETED.match(message):
+            yield Signal(Kind.FABRIC_COMPLETED, line.node, evidence)
+            continue
+        if "startAllServices" in message and " to be " in message:
+            for found in _SERVICE_WAIT.finditer(message):
+                state = found["state"]
+                wording = "quoted" if state.startswith('"') else "plain"
+                yield Signal(
+                    Kind.SERVICE_WAITING,
+                    line.node,
+                    evidence,
+                    found["service"],
+                    (*data, ("state", state.strip('"')), ("wording", wording)),
+                )
+            continue
+        module = _PROC_MODULE.match(message)
+        if module:
+            listed_modules.setdefault(line.node, line.number)
+            yield Signal(
+                Kind.MODULE_LOADED,
+                line.node,
+                evidence,
+                module["name"],
+                (("taint", module["taint"] or ""),),
+            )
+            continue
+        if "Running with config:" in message:
+            strategy = _device_list_strategy(lines, index)
+            if strategy is not None:
+                number, values = strategy
+                yield Signal(
+                    Kind.PLUGIN_STRATEGY,
+                    line.node,
+                    Evidence(file, number, _cut(_lines_text(lines, number))),
+                    ",".join(values),
+                )
+            continue
+        for kind in message_kinds(message):
+            extra = data
+            pci = _PCI_ID.search(message) or (
+                _PCI_ID.search(lines[index - 1].message) if index else None
+            )
+            if pci:
+                extra = (*extra, ("pci", pci["id"].lower()))
+            if kind is Kind.CSR_SIGN_FAILED and ":50001" in message:
+                extra = (*extra, ("port", "50001"))
+            yield Signal(kind, line.node, evidence, "", extra)
+    for node, number in listed_modules.items():
+        yield Signal(Kind.MODULES_LISTED, node, Evidence(file, number, "/proc/modules"))
+
+
+def _lines_text(lines: list[_Line], number: int) -> str:
+    for line in lines:
+        if line.number == number:
+            return line.raw
+    return ""
+
+
+def _device_list_strategy(lines: list[_Line], start: int) -> tuple[int, list[str]] | None:
+    """The ``flags.plugin.deviceListStrategy`` of the JSON printed after ``Running with config:``
+    (the device plugin pretty-prints it over many lines)."""
+    for line in lines[start + 1 : start + 200]:
+        found = _STRATEGY.search(line.message)
+        if not found:
+            continue
+        rest = found["rest"].strip().rstrip(",")
+        collected = rest
+        if rest.startswith("[") and "]" not in rest:
+            for more in lines[lines.index(line) + 1 : lines.index(line) + 20]:
+                collected += more.message.strip()
+                if "]" in more.message:
+                    break
+        try:
+            value = json.loads(collected.rstrip(","))
+        except ValueError:
+            return None
+        values = [value] if isinstance(value, str) else value
+        if isinstance(values, list) and all(isinstance(item, str) for item in values):
+            return line.number, values
+        return None
+    return None

@@ -1,0 +1,100 @@
+"""The messages Talos, the kernel and NVIDIA's tools print, and what each one means.
+
+Used for log lines and for the messages of Kubernetes events alike (a containerd error about
+unresolvable CDI devices reaches the user as an event). Each pattern's source is cited in
+schematic/data/SOURCES.md.
+"""
+
+from __future__ import annotations
+
+import re
+
+from schematic.doctor.triage.signals import Kind
+
+__all__ = ["KEYWORDS", "message_kinds"]
+
+# Which messages mean what; a message means at most one thing, the first that matches.
+_MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
+    (re.compile(r"task startAllServices \(\d+/\d+\): failed"), Kind.BOOT_FAILED),
+    (re.compile(r"phase startEverything \(\d+/\d+\): failed"), Kind.BOOT_FAILED),
+    (re.compile(r"\bboot sequence: failed"), Kind.BOOT_FAILED),
+    (re.compile(r"\brebooting in \d+ seconds"), Kind.REBOOTING),
+    (re.compile(r"reverting failed upgrade"), Kind.UPGRADE_REVERTED),
+    (re.compile(r"failed to sign API server CSR"), Kind.CSR_SIGN_FAILED),
+    (
+        re.compile(r"service\[apid\]\(Waiting\): Waiting for .*api certificates"),
+        Kind.APID_WAITING_CERTIFICATES,
+    ),
+    (re.compile(r"requires use of the NVIDIA open kernel modules"), Kind.NVRM_NEEDS_OPEN),
+    (
+        re.compile(r"does not include the required GPU\W+(?:NVRM: )?System Processor"),
+        Kind.NVRM_NO_GSP,
+    ),
+    (re.compile(r"supported through the NVIDIA \d+\.xx Legacy drivers"), Kind.NVRM_LEGACY),
+    (re.compile(r"RmInitAdapter failed"), Kind.RM_INIT_FAILED),
+    (re.compile(r"^No devices (?:were )?found\b"), Kind.NO_DEVICES),
+    (re.compile(r"couldn't communicate with the NVIDIA driver"), Kind.NO_DRIVER),
+    (re.compile(r"No NVIDIA GPU found"), Kind.NO_GPU_FOUND),
+    (
+        re.compile(r"please load kernel module 'ib_umad'|is ib_umad module loaded"),
+        Kind.FABRIC_IB_UMAD,
+    ),
+    (re.compile(r"NV_WARN_NOTHING_TO_DO"), Kind.FABRIC_NOTHING_TO_DO),
+    # The Talos wrapper (nvidia-fabricmanager-wrapper/main.go, runCommand), NVIDIA's start
+    # script, and systemd: the fabric manager itself stopped with an error.
+    (
+        re.compile(
+            r"command \S*nv-fabricmanager \[\d+\] (?:exited with code [1-9]|was terminated)"
+            r"|nv-fabricmanager[^\"]*\" failed! Exit code: [1-9]"
+            r"|nvidia-fabricmanager\.service: (?:Main|Control) process exited, code=exited"
+        ),
+        Kind.FABRIC_MANAGER_EXITED,
+    ),
+    (re.compile(r"^\s*State\s*:\s*In Progress\s*$"), Kind.FABRIC_IN_PROGRESS),
+    (
+        re.compile(r"CUDA_ERROR_SYSTEM_NOT_READY|cudaErrorSystemNotReady|CUDA error:? 802\b"),
+        Kind.CUDA_NOT_READY,
+    ),
+    (re.compile(r"unresolvable CDI devices"), Kind.CDI_UNRESOLVABLE),
+    (
+        re.compile(r"Sending SIGKILL to cgroup|\bOOMKilled\b|Out of memory: Killed process"),
+        Kind.OOM_KILL,
+    ),
+)
+
+
+# Words one of the patterns above needs: most lines of a log hold none, and a substring test
+# rules them out faster than the patterns would (a test holds every pattern to one of them).
+KEYWORDS = (
+    "startAllServices",
+    "startEverything",
+    "boot sequence",
+    "rebooting in",
+    "reverting failed upgrade",
+    "API server CSR",
+    "api certificates",
+    "NVIDIA",
+    "No devices",
+    "ib_umad",
+    "NV_WARN",
+    "fabricmanager",
+    "In Progress",
+    "CUDA",
+    "cudaError",
+    "RmInitAdapter",
+    "System Processor",
+    "unresolvable CDI",
+    "SIGKILL to cgroup",
+    "OOMKilled",
+    "Out of memory",
+)
+
+
+def message_kinds(message: str) -> list[Kind]:
+    """What ``message`` means: one kind, or none."""
+    if not any(word in message for word in KEYWORDS):
+        return []
+    for pattern, kind in _MESSAGES:
+        if pattern.search(message):
+            return [kind]
+    return []

@@ -1,0 +1,402 @@
+"""Every rendered output of a cluster plan, as file contents or as one printable stream.
+
+``render_files`` gives the ``--out`` tree (relative POSIX path → bytes); ``render_stream`` gives
+what ``generate`` prints without ``--out``. Both are pure: writing is :mod:`schematic.output`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import fields
+from typing import Any, Literal
+
+from schematic.output.outdir import (
+    GENERATOR,
+    HEADER,
+    INDEX,
+    KUSTOMIZATION,
+    LOCK,
+    SUMMARY,
+    OutputIndex,
+    Tree,
+    index_text,
+    pool_record,
+)
+from schematic.output.render import yamltext
+from schematic.output.render.cozystack import (
+    LayoutOrFit,
+    helm_release,
+    image_factory_ca,
+    kubernetes_nodes,
+    layout_and_keys,
+    tool_values,
+    user_values,
+)
+from schematic.output.render.gpupath import (
+    ADDONS_FILE,
+    PLATFORM_FILE,
+    SMOKE_TEST_FILE,
+    SmokeTests,
+    addons_text,
+    operator_release_of,
+    platform_text,
+)
+from schematic.output.render.machineconfig import machine_config_patch
+from schematic.output.render.omni import OMNI_FILE, omni_workers
+from schematic.output.render.summary import summary_json
+from schematic.output.render.talhelper import TALHELPER_FILE, talhelper_fragment
+from schematic.output.render.terraform import TERRAFORM_FILE, terraform_json
+from schematic.output.render.urls import pool_urls
+from schematic.plan.charts import ChartFit
+from schematic.plan.cluster import ClusterPlan, PoolPlan, frozen_value
+
+__all__ = [
+    "CLUSTER_FILES",
+    "DEFAULT_KINDS",
+    "GENERATOR",
+    "INDEX",
+    "KINDS",
+    "KUSTOMIZATION",
+    "LOCK",
+    "POOL_FILES",
+    "SUMMARY",
+    "TENANT_KINDS",
+    "Kind",
+    "render_files",
+    "render_stream",
+    "render_tree",
+]
+
+Kind = Literal[
+    "cozystack",
+    "values",
+    "machine-config",
+    "schematic",
+    "urls",
+    "addons",
+    "platform",
+    "smoke-test",
+    "helmrelease",
+    "json",
+    "talhelper",
+    "omni",
+    "terraform",
+]
+KINDS: tuple[Kind, ...] = (
+    "cozystack",
+    "values",
+    "machine-config",
+    "schematic",
+    "urls",
+    "addons",
+    "platform",
+    "smoke-test",
+    "helmrelease",
+    "json",
+    "talhelper",
+    "omni",
+    "terraform",
+)
+# What --out writes without --format. A HelmRelease deploys the same chart release the
+# KubernetesNodes object makes Cozystack deploy, so the two are never written together; the
+# talhelper fragment, the Omni machine set and the Terraform file are for clusters those tools
+# configure, asked for by name.
+DEFAULT_KINDS: tuple[Kind, ...] = tuple(
+    k for k in KINDS if k not in ("helmrelease", "json", "talhelper", "omni", "terraform")
+)
+# The file each per-pool kind is written to, under <out>/<pool>/.
+POOL_FILES: dict[Kind, str] = {
+    "cozystack": "kubernetes-nodes.yaml",
+    "values": "values.yaml",
+    "machine-config": "machine-config-patch.yaml",
+    "schematic": "schematic.yaml",
+    "urls": "urls.yaml",
+    "helmrelease": "helmrelease.yaml",
+    "talhelper": TALHELPER_FILE,
+    "omni": OMNI_FILE,
+    "terraform": TERRAFORM_FILE,
+}
+# What kustomization.yaml lists: the pools' objects. Not the addons (a partial Kubernetes app
+# to merge, never to apply over the user's) nor the smoke tests (pods run once, by hand).
+MANIFEST_KINDS: tuple[Kind, ...] = ("cozystack", "helmrelease")
+# What only a Cozystack tenant pool (KubeVirt) gets: a bare-metal or board pool is no
+# KubernetesNodes object, so it gets neither the object, its values, nor a HelmRelease.
+TENANT_KINDS: frozenset[Kind] = frozenset({"cozystack", "values", "helmrelease"})
+# The GPU path beyond the pools: one file for the tenant's Kubernetes app, one for the
+# management cluster (only when a GPU needs it), and a smoke test in each GPU pool's directory.
+CLUSTER_FILES: dict[Kind, str] = {"addons": ADDONS_FILE, "platform": PLATFORM_FILE}
+
+
+def _indented(text: str) -> str:
+    return "".join(f"  {line}\n" for line in text.splitlines())
+
+
+# What pools differing only in these render alike: the name is written by the renderers
+# themselves around the shared texts, and of the pass-through values the tool's own texts read
+# only what `_RenderedAlike` adds to the key.
+_NOT_IN_THE_SHARED_TEXTS = frozenset({"name", "passthrough"})
+_SHARED_FIELDS = tuple(f.name for f in fields(PoolPlan) if f.name not in _NOT_IN_THE_SHARED_TEXTS)
+
+
+class _RenderedAlike:
+    """The key under which pools share their tool values, patch and URLs texts.
+
+    Every field of the plan is in it but the name and the pass-through values, so a field added
+    to :class:`PoolPlan` (or one a renderer starts to read) cannot be left out by hand; of the
+    pass-through values, the two the tool's texts read (a pool's own ``talos.registryMirrors``
+    and ``talos.imageFactoryCA``).
+    """
+
+    def __init__(self) -> None:
+        # Pools planned alike share their field values (the same objects): each is made
+        # hashable once, by identity, holding the object so that its id stays its own.
+        self.frozen: dict[int, tuple[Any, Any]] = {}
+
+    def freeze(self, value: Any) -> Any:
+        known = self.frozen.get(id(value))
+        if known is None:
+            known = self.frozen[id(value)] = (value, frozen_value(value))
+        return known[1]
+
+    def __call__(self, pool: PoolPlan) -> tuple[Any, ...]:
+        return (
+            *(self.freeze(getattr(pool, name)) for name in _SHARED_FIELDS),
+            self.freeze(pool.registry_mirrors),
+            image_factory_ca(pool),
+        )
+
+
+class _Renderer:
+    """Renders one plan; pools that render alike (see :class:`_RenderedAlike`) share texts."""
+
+    def __init__(self, plan: ClusterPlan, layout: LayoutOrFit) -> None:
+        self.plan = plan
+        self.layout = layout
+        self.patches: dict[tuple[Any, ...], str] = {}
+        self.tool_texts: dict[tuple[Any, ...], str] = {}
+        self.documents: dict[tuple[Any, ...], str] = {}
+        self.rendered_alike = _RenderedAlike()
+
+    def texts(self, pool: PoolPlan, kinds: Iterable[Kind]) -> dict[Kind, str]:
+        wanted = set(kinds)
+        out: dict[Kind, str] = {}
+        values = ""
+        alike = self.rendered_alike(pool)
+        if wanted & {"cozystack", "values", "helmrelease"}:
+            # The user's keys and the tool's are disjoint, so the two dumps concatenate.
+            values = self.user_text(pool) + self.tool_text(pool, alike)
+        if "cozystack" in wanted:
+            head = kubernetes_nodes(self.plan, pool, spec={})
+            del head["spec"]
+            # Block YAML nests by indentation alone: the values text indented is the spec.
+            out["cozystack"] = f"{yamltext.dump(head)}spec:\n{_indented(values)}"
+        if "values" in wanted:
+            out["values"] = values
+        if "helmrelease" in wanted:
+            head = helm_release(self.plan, pool, self.layout)
+            spec = head.pop("spec")
+            out["helmrelease"] = (
+                f"{yamltext.dump(head)}spec:\n{_indented(yamltext.dump(spec))}"
+                f"  values:\n{_indented(_indented(values))}"
+            )
+        if "machine-config" in wanted:
+            out["machine-config"] = self.patch(pool, alike)
+        if "schematic" in wanted:
+            out["schematic"] = pool.canonical
+        if "talhelper" in wanted:
+            out["talhelper"] = talhelper_fragment(pool)
+        if "omni" in wanted:
+            out["omni"] = omni_workers(pool)
+        if "terraform" in wanted:
+            out["terraform"] = terraform_json(pool)
+        if "urls" in wanted:
+            urls = pool_urls(pool)
+            name = yamltext.dump({"pool": urls.pop("pool")})
+            out["urls"] = name + self.cached(("urls", alike), urls)
+        return out
+
+    def cached(self, key: tuple[Any, ...], document: dict[str, Any]) -> str:
+        if key not in self.documents:
+            self.documents[key] = yamltext.dump(document)
+        return self.documents[key]
+
+    def user_text(self, pool: PoolPlan) -> str:
+        # Pools written alike (same pass-through values) share the text; repr tells 1 from True.
+        key = ("user", repr(pool.passthrough))
+        if key not in self.documents:
+            self.documents[key] = yamltext.dump(user_values(self.plan.cluster, pool))
+        return self.documents[key]
+
+    def tool_text(self, pool: PoolPlan, alike: tuple[Any, ...]) -> str:
+        if alike not in self.tool_texts:
+            values = tool_values(pool, self.layout)
+            self.tool_texts[alike] = yamltext.dump(values) if values else ""
+        return self.tool_texts[alike]
+
+    def patch(self, pool: PoolPlan, alike: tuple[Any, ...]) -> str:
+        if alike not in self.patches:
+            self.patches[alike] = yamltext.dump_all(machine_config_patch(pool))
+        return self.patches[alike]
+
+
+def _gpu_path_files(
+    plan: ClusterPlan, wanted: tuple[Kind, ...], layout: LayoutOrFit
+) -> dict[str, str]:
+    """The GPU path's files among ``wanted``: the addons values (the whole Kubernetes object
+    when only the manifests are asked for), the platform values, the smoke tests."""
+    files: dict[str, str] = {}
+    release = operator_release_of(layout)
+    if "addons" in wanted or "cozystack" in wanted:
+        text = addons_text(plan, release, plan.hami, as_object="addons" not in wanted)
+        if text is not None:
+            files[ADDONS_FILE] = text
+    if "platform" in wanted:
+        text = platform_text(plan)
+        if text is not None:
+            files[PLATFORM_FILE] = text
+    if "smoke-test" in wanted:
+        smoke_tests = SmokeTests(plan)
+        for pool in plan.pools:
+            text = smoke_tests.text(pool)
+            if text is not None:
+                files[f"{pool.name}/{SMOKE_TEST_FILE}"] = text
+    return files
+
+
+def _kustomization(manifests: list[str]) -> str:
+    document = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": manifests,
+    }
+    return HEADER + yamltext.dump(document)
+
+
+def render_tree(
+    plan: ClusterPlan,
+    kinds: Iterable[Kind] = DEFAULT_KINDS,
+    layout: LayoutOrFit = "osimage",
+    *,
+    kustomization: bool = True,
+) -> Tree:
+    """The ``--out`` tree: ``<pool>/<file>`` per pool and kind, the GPU path's files
+    (:data:`CLUSTER_FILES`, ``<pool>/smoke-test.yaml``), ``summary.json``, and
+    ``kustomization.yaml`` listing only the pools' objects (Flux builds a kustomization of
+    every YAML file otherwise, and values, patches, schematics and the index are not objects);
+    with the index describing them (:mod:`schematic.output.outdir` adds each file's digest).
+
+    ``kustomization=False`` leaves it out (the directory holds the user's own)."""
+    wanted = tuple(kind for kind in KINDS if kind in set(kinds))
+    per_pool = [kind for kind in wanted if kind in POOL_FILES]
+    renderer = _Renderer(plan, layout)
+    files: dict[str, bytes] = {}
+    for pool in plan.pools:
+        kinds_here = _pool_kinds(pool, per_pool)
+        texts = renderer.texts(pool, kinds_here)
+        for kind in kinds_here:
+            files[f"{pool.name}/{POOL_FILES[kind]}"] = texts[kind].encode()
+    for name, text in _gpu_path_files(plan, wanted, layout).items():
+        files[name] = text.encode()
+    if "json" in wanted:
+        files[SUMMARY] = summary_json(plan, layout).encode()
+    manifests = [
+        f"{pool.name}/{POOL_FILES[kind]}"
+        for pool in plan.pools
+        for kind in MANIFEST_KINDS
+        if kind in wanted and pool.tenant_pool
+    ]
+    if kustomization and manifests:
+        files[KUSTOMIZATION] = _kustomization(manifests).encode()
+    index = OutputIndex(
+        cluster=plan.cluster,
+        talos=plan.talos.version,
+        image_factory_url=plan.talos.image_factory_url,
+        layout=layout_and_keys(layout)[0],
+        kinds=wanted,
+        pools=tuple(pool_record(pool) for pool in plan.pools),
+        files={},
+        # What `check` needs to regenerate the same files without being told again.
+        chart=layout.target.name if isinstance(layout, ChartFit) else None,
+        allow_ignored_keys=isinstance(layout, ChartFit) and bool(layout.insisted),
+    )
+    return Tree(files, index, _covered(wanted))
+
+
+def _covered(kinds: tuple[Kind, ...]) -> Callable[[str], bool]:
+    """Whether an earlier file at a path is of one of ``kinds`` (this run has the last word on
+    it: if the run does not write it again, it goes)."""
+    pool_files = {POOL_FILES[kind] for kind in kinds if kind in POOL_FILES}
+    if "smoke-test" in kinds:
+        pool_files.add(SMOKE_TEST_FILE)
+    paths = {path for kind, path in CLUSTER_FILES.items() if kind in kinds}
+    if "cozystack" in kinds:
+        paths.add(ADDONS_FILE)  # the whole Kubernetes object when only manifests are written
+    if "json" in kinds:
+        paths.add(SUMMARY)
+    if set(kinds) & set(MANIFEST_KINDS):
+        paths.add(KUSTOMIZATION)
+    paths.add(LOCK)  # every run says whether the lock holds: written with --live-catalogue only
+
+    def covers(path: str) -> bool:
+        folder, _, base = path.rpartition("/")
+        return path in paths or ("/" not in folder and folder != "" and base in pool_files)
+
+    return covers
+
+
+def render_files(
+    plan: ClusterPlan,
+    kinds: Iterable[Kind] = DEFAULT_KINDS,
+    layout: LayoutOrFit = "osimage",
+    *,
+    kustomization: bool = True,
+) -> dict[str, bytes]:
+    """What ``generate --out`` writes into a new directory: :func:`render_tree`'s files and
+    their index."""
+    from dataclasses import replace
+
+    from schematic.output.disk import digest
+
+    tree = render_tree(plan, kinds, layout, kustomization=kustomization)
+    files = dict(tree.files)
+    recorded = {name: digest(content) for name, content in files.items()}
+    files[INDEX] = index_text(replace(tree.index, files=recorded)).encode()
+    return files
+
+
+def _pool_kinds(pool: PoolPlan, kinds: Iterable[Kind]) -> list[Kind]:
+    """The kinds of file a pool gets: all, or for a pool that is not a tenant pool, all but
+    the KubernetesNodes object, its values and its HelmRelease."""
+    return [kind for kind in kinds if pool.tenant_pool or kind not in TENANT_KINDS]
+
+
+def render_stream(plan: ClusterPlan, kind: Kind, layout: LayoutOrFit = "osimage") -> str:
+    """What ``generate --format KIND`` prints: one multi-document YAML stream, or JSON."""
+    if kind == "json":
+        return summary_json(plan, layout)
+    if kind in ("addons", "platform", "smoke-test"):
+        return _gpu_path_stream(plan, kind, layout)
+    renderer = _Renderer(plan, layout)
+    documents = []
+    pools = [pool for pool in plan.pools if _pool_kinds(pool, (kind,))]
+    if not pools:
+        return f"# no KubeVirt pool: nothing is a KubernetesNodes object (--format {kind})\n"
+    for pool in pools:
+        text = renderer.texts(pool, (kind,))[kind]
+        # Values, patches and schematics do not name their pool; a comment does.
+        if kind in ("values", "machine-config", "schematic"):
+            text = f"# pool {pool.name}: schematic {pool.schematic_id}\n{text}"
+        documents.append(text)
+    return "---\n".join(documents)
+
+
+_NOTHING = {
+    "addons": "# no NVIDIA GPU pool: the GPU Operator addon is not needed\n",
+    "platform": "# every pool GPU is permitted by Cozystack's default passthrough list\n",
+    "smoke-test": "# no NVIDIA GPU pool: nothing to smoke-test\n",
+}
+
+
+def _gpu_path_stream(plan: ClusterPlan, kind: Kind, layout: LayoutOrFit) -> str:
+    texts = list(_gpu_path_files(plan, (kind,), layout).values())
+    return "---\n".join(texts) if texts else _NOTHING[kind]

@@ -1,0 +1,118 @@
+"""A pool as the keys a talhelper user pastes into ``talconfig.yaml``.
+
+talhelper (budimanjojo/talhelper) builds each node's machine config from its ``talconfig.yaml``;
+a node entry under ``nodes:`` and the ``worker:`` / ``controlPlane:`` groups take the same keys
+(``NodeConfigs`` in its ``pkg/config/config.go``). The fragment is a mapping of those keys, so it
+pastes unchanged into the pool's node entries, or under ``worker:`` when every worker belongs
+to the pool (a talconfig has one ``worker:`` group, and a cluster has several pools):
+
+- ``schematic``: the pool's schematic, the factory's own text, so the installer talhelper
+  derives from it through its image factory carries the pool's schematic ID;
+  ``imageSchematic`` when the boot media carry a schematic of their own.
+- ``talosImageURL``: only when the installer the pool upgrades with is not the one talhelper
+  derives by default (``<factory host>/installer[-secureboot]/<ID>``), e.g. a custom
+  installer repository or a KubeVirt pool's ``openstack-installer``; talhelper appends its
+  ``talosVersion``.
+- ``machineSpec``: the boot media's platform, architecture and SecureBoot, when not
+  talhelper's defaults (``metal``, ``amd64``, off).
+- ``kernelModules``: talhelper writes them into ``machine.kernel.modules``, so up to Talos 1.13
+  the modules the extensions install but do not load go there.
+- ``patches``: the rest of the pool's machine-config patch
+  (:mod:`schematic.output.render.machineconfig`, the one place that decides it), one inline
+  patch per document: sysctls and pre-1.12 registry
+  mirrors as a v1alpha1 patch, and the typed documents (``KernelModuleConfig`` from Talos 1.14,
+  ``RegistryMirrorConfig`` from 1.12). ``machine.install.image`` is left to talhelper.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from schematic.facts.media import platform_media
+from schematic.output.render import yamltext
+from schematic.output.render.machineconfig import patch_without_installer
+from schematic.output.render.urls import installer_image
+from schematic.plan.cluster import PoolPlan
+
+__all__ = ["TALHELPER_FILE", "talhelper_fragment"]
+
+TALHELPER_FILE = "talhelper.yaml"
+# talhelper's machineSpec defaults (pkg/config/config.go): what the fragment need not say.
+_DEFAULT_MODE = "metal"
+_DEFAULT_ARCH = "amd64"
+
+
+def _nested(key: str, text: str) -> str:
+    """``text`` (block YAML) as the value of ``key``: block YAML nests by indentation alone."""
+    return f"{key}:\n{textwrap.indent(text, '  ')}"
+
+
+def _literal(text: str) -> str:
+    """``text`` as a list item holding a literal block scalar: each patch stays readable YAML."""
+    return f"- |\n{textwrap.indent(text, '    ')}"
+
+
+def _schematic_text(pool: PoolPlan) -> str:
+    # A factory-stamped text carries the factory's owner; talhelper sends its schematic to the
+    # factory itself, so it gets the offline schematic.
+    return pool.canonical if pool.offline_schematic_id is None else pool.schematic.canonical()
+
+
+def _talhelper_installer(pool: PoolPlan) -> str:
+    """The installer talhelper derives from the schematic with its default URL template."""
+    registry = pool.talos.image_factory_url.split("://", 1)[-1].rstrip("/")
+    secure = "-secureboot" if pool.media.secureboot_enabled else ""
+    return f"{registry}/installer{secure}/{pool.schematic_id}"
+
+
+def _machine_spec(pool: PoolPlan) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    mode = platform_media(pool.profile.platform).image_platform
+    if mode != _DEFAULT_MODE:
+        spec["mode"] = mode
+    if pool.profile.architecture != _DEFAULT_ARCH:
+        spec["arch"] = pool.profile.architecture
+    if pool.media.secureboot_enabled:
+        spec["secureboot"] = True
+    return spec
+
+
+def _modules_and_patches(pool: PoolPlan) -> tuple[list[Any], list[dict[str, Any]]]:
+    """The pool's patch split into talhelper's ``kernelModules`` and its remaining documents."""
+    # talhelper writes the installer from schematic / talosImageURL.
+    v1alpha1, *documents = patch_without_installer(pool)
+    machine = dict(v1alpha1["machine"])
+    kernel = machine.pop("kernel", {})
+    modules: list[Any] = list(kernel.get("modules", ()))
+    patches = [{"machine": machine}] if machine else []
+    return modules, [*patches, *documents]
+
+
+def talhelper_fragment(pool: PoolPlan) -> str:
+    """The talconfig keys of ``pool``, after a comment naming the pool and where they go."""
+    installer = installer_image(pool)
+    version = pool.talos.version
+    lines = [
+        f"# talhelper keys for pool {pool.name} (talosVersion {version}): paste them into each",
+        "# of the pool's entries under nodes:, or under worker: when every worker is of this pool.",
+        f"# schematic {pool.schematic_id}",
+        f"# installer {installer}",
+    ]
+    out = "\n".join(lines) + "\n" + _nested("schematic", _schematic_text(pool))
+    if pool.boot_canonical is not None:
+        out += _nested("imageSchematic", pool.boot_canonical)
+    fields: dict[str, Any] = {}
+    pinned = installer.removesuffix(f":{version}")
+    if pinned != _talhelper_installer(pool):
+        fields["talosImageURL"] = pinned
+    if spec := _machine_spec(pool):
+        fields["machineSpec"] = spec
+    modules, patches = _modules_and_patches(pool)
+    if modules:
+        fields["kernelModules"] = modules
+    if fields:
+        out += yamltext.dump(fields)
+    if patches:
+        out += "patches:\n" + "".join(_literal(yamltext.dump(patch)) for patch in patches)
+    return out

@@ -1,0 +1,93 @@
+"""A pool as Terraform JSON for the siderolabs/talos provider.
+
+One ``*.tf.json`` file per pool (Terraform reads JSON configuration from files so named),
+declaring, under one name ``talos_pool_<pool>`` (``-`` becomes ``_``):
+
+- ``resource.talos_image_factory_schematic``: the pool's exact schematic (its ``schematic``
+  attribute, the factory's own text), which registers it with the provider's factory; a
+  postcondition holds the ID the factory answers to the one computed here, so an installer
+  reference built from the offline ID cannot point at another schematic;
+- ``locals``: the schematic ID computed offline, known at plan time (a schematic edited in
+  place changes the resource's ``id`` only at apply), the installer and boot image references,
+  the GPUs the pool was planned for, its Talos release, and ``config_patches``: the pool's
+  machine-config patch (:mod:`schematic.output.render.machineconfig`), one YAML document per item,
+  for ``talos_machine_configuration_apply``'s ``config_patches``;
+- ``output``: the same object, for a root module that uses this file as a module.
+
+Every string the tool writes is a literal: Terraform reads ``${`` and ``%{`` in JSON strings as
+template sequences, so they are escaped (``$${``, ``%%{``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from schematic.output.render import yamltext
+from schematic.output.render.machineconfig import machine_config_patch
+from schematic.output.render.urls import boot_image_url, installer_image
+from schematic.plan.cluster import PoolPlan
+
+__all__ = ["SCHEMATIC_RESOURCE", "TERRAFORM_FILE", "terraform_json", "terraform_name"]
+
+TERRAFORM_FILE = "talos-schematic.tf.json"
+SCHEMATIC_RESOURCE = "talos_image_factory_schematic"
+
+
+def terraform_name(pool: str) -> str:
+    """The name a pool's local value, resource and output share (pool names are DNS labels:
+    ``-`` is the one character to change, and no two pools meet in one name)."""
+    return "talos_pool_" + pool.replace("-", "_")
+
+
+def _literal(text: str) -> str:
+    return text.replace("${", "$${").replace("%{", "%%{")
+
+
+def _schematic_text(pool: PoolPlan) -> str:
+    # A factory-stamped text carries the factory's owner; the provider POSTs the schematic,
+    # and the factory stamps it again.
+    return pool.canonical if pool.offline_schematic_id is None else pool.schematic.canonical()
+
+
+def terraform_json(pool: PoolPlan) -> str:
+    """The Terraform JSON of ``pool``."""
+    name = terraform_name(pool.name)
+    value = {
+        "schematic_id": pool.schematic_id,
+        "talos_version": pool.talos.version,
+        "installer_image": _literal(installer_image(pool)),
+        "boot_image": _literal(boot_image_url(pool)),
+        "gpus": list(pool.gpu_resources),
+        "config_patches": [_literal(yamltext.dump(d)) for d in machine_config_patch(pool)],
+    }
+    schematic: dict[str, Any] = {
+        "schematic": _literal(_schematic_text(pool)),
+        "lifecycle": {
+            "postcondition": [
+                {
+                    "condition": f"${{self.id == local.{name}.schematic_id}}",
+                    "error_message": (
+                        f"The factory answered another ID for pool {pool.name}'s schematic than "
+                        "talos-schematic computed; regenerate with --register against it."
+                    ),
+                }
+            ]
+        },
+    }
+    document = {
+        "//": (
+            f"talos-schematic: pool {pool.name} (Talos {pool.talos.version}), schematic "
+            f"{pool.schematic_id}. Use local.{name}.config_patches in "
+            "talos_machine_configuration_apply.config_patches."
+        ),
+        "locals": {name: value},
+        "resource": {SCHEMATIC_RESOURCE: {name: schematic}},
+        "output": {
+            name: {
+                "description": f"Pool {pool.name}: schematic ID, images, config patches.",
+                "value": f"${{local.{name}}}",
+            }
+        },
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

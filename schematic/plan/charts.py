@@ -1,0 +1,422 @@
+"""The Cozystack chart a cluster's pools land in, and what that chart reads.
+
+Cozystack's ``kubernetes-nodes`` chart has changed shape three times (DOMAIN §4): released
+v1.6.x reads only ``talos.schematicID``; PR #3571 adds a root ``schematicID`` and
+``kernelModules``; PR #4171 adds the per-pool ``osImage`` union. None of the charts refuses a key
+it does not know, so values written for another generation validate and are silently ignored —
+a pool boots the chart's default schematic and its GPUs come up without a driver. A *chart
+target* (``cozystack.version`` in the cluster file, ``--chart`` on the command line) says which
+chart the values are for; the keys each target reads are package data
+(``data/cozystack-charts.json``). :func:`fit_plan` holds a plan against its target: a key the
+chart would ignore is an error (or, when the user insists, a warning saying what will not
+happen), and the chart's own render-time guards are applied here, at generate time.
+
+This module reads no file but its data and imports nothing heavy, so `generate` stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from schematic.errors import ClusterFileError
+from schematic.facts.chart_targets import (
+    LAYOUT_KEYS,
+    LAYOUTS,
+    ChartTarget,
+    Layout,
+    assumed_target,
+    chart_target,
+    chart_targets,
+    check_chart_name,
+    release_note,
+)
+from schematic.facts.nvidia import NVIDIA_MODULES
+
+if TYPE_CHECKING:
+    from schematic.plan.cluster import ClusterPlan, PoolPlan
+
+__all__ = [
+    "LAYOUTS",
+    "LAYOUT_KEYS",
+    "VALUES_FILES",
+    "ChartFit",
+    "ChartTarget",
+    "Layout",
+    "assumed_target",
+    "chart_target",
+    "chart_targets",
+    "charts_with",
+    "check_chart_name",
+    "check_module_guards",
+    "fit_plan",
+    "ignored_consequence",
+    "resolve_target",
+    "unreachable_changes",
+]
+
+# The target a layout implies when no chart is named.
+_LAYOUT_TARGETS: dict[Layout, str] = {
+    "osimage": "osimage",
+    "schematicid": "pr3571",
+    "talos": "v1.6",
+}
+# PR #3571's render-time guards on kernelModules (its chart refuses anything else).
+MODULE_NAME = re.compile(r"[a-z0-9_-]+")
+_PARAMETER_FORBIDDEN = re.compile(r"""[$`\\'"\s]""")
+_DEFAULT_SCHEMATIC = "ce4c9805…7515"
+
+
+@dataclass(frozen=True)
+class ChartFit:
+    """A plan held against its chart: the target, the layout, and what to tell the user."""
+
+    target: ChartTarget
+    layout: Layout
+    # Said on stderr before anything else: which target was assumed and why.
+    assumption: str | None = None
+    # Loud warnings: things that will not happen on this chart (the user insisted, or the
+    # chart offers no way). Printed with a "warning:" prefix.
+    warnings: tuple[str, ...] = ()
+    # Notes: facts worth knowing that are not problems of this run.
+    notes: tuple[str, ...] = ()
+    # Keys the chart ignores that the user insisted on: written anyway.
+    insisted: frozenset[str] = frozenset()
+
+    def writes(self, key: str) -> bool:
+        """Whether the values carry ``key``: the chart reads it, or the user insisted."""
+        return self.target.accepts(key) or key in self.insisted
+
+
+def resolve_target(
+    chart: str | None, layout: Layout | None, *, source: str = "cluster.yaml"
+) -> tuple[ChartTarget, Layout, str | None]:
+    """The target, the layout and the sentence saying what was assumed (None if nothing).
+
+    A named chart decides the layout unless one is given; a layout alone implies the chart it
+    was made for; with neither, :func:`assumed_target`.
+    """
+    if chart is not None:
+        try:
+            target = chart_target(chart)
+        except ValueError as err:
+            raise ClusterFileError(f"{source}: cozystack.version: {err}") from None
+        return target, layout or target.layout, None
+    if layout is not None:
+        target = chart_target(_LAYOUT_TARGETS[layout])
+        said = (
+            f"{source}: no chart target given (cozystack.version, or --chart); assuming "
+            f"{target.name} ({target.title}) from --layout {layout}"
+        )
+        return target, layout, said
+    target = assumed_target()
+    said = (
+        f"{source}: no chart target given (cozystack.version, or --chart); assuming "
+        f"{target.name} ({target.title}: the schematic in {LAYOUT_KEYS[target.layout]}, "
+        "kernelModules). Released Cozystack v1.6.x ignores both: set cozystack.version: v1.6 "
+        "for it"
+    )
+    return target, target.layout, said
+
+
+# --- why a key matters when the chart ignores it ---------------------------------------------
+
+
+def _layout_consequence(layout: Layout) -> str:
+    return (
+        f"{LAYOUT_KEYS[layout]} would be silently ignored: every pool would boot the chart's "
+        f"default schematic ({_DEFAULT_SCHEMATIC}, qemu-guest-agent only) at the chart's default "
+        "Talos version, and GPU pools would come up without a driver"
+    )
+
+
+_CONSEQUENCES = {
+    "kernelModules": "the chart would load none of these modules: the extensions install "
+    "them but never load them",
+    "talos.registryMirrors": "the workers would pull every image from the upstream "
+    "registries, not from these mirrors",
+    "talos.imageFactoryCA": "CDI would not trust the factory's certificate: the worker disk "
+    "import fails with 'x509: certificate signed by unknown authority' and no worker boots",
+}
+
+
+def _consequence(key: str) -> str:
+    return _CONSEQUENCES.get(key, "the setting would have no effect")
+
+
+def ignored_consequence(key: str) -> str:
+    """What does not happen when a chart ignores the value ``key`` (``talos.x`` for talos)."""
+    for layout, layout_key in LAYOUT_KEYS.items():
+        if key == layout_key:
+            return _layout_consequence(layout).replace(" every pool ", " the pool ")
+    return _consequence(key)
+
+
+def charts_with(key: str) -> str:
+    """The targets whose chart reads ``key``, for a message ("pr3571 or osimage")."""
+    return _charts_with(key)
+
+
+def _layouts_for(target: ChartTarget) -> str:
+    return ", ".join(
+        f"--layout {layout} ({LAYOUT_KEYS[layout]})"
+        for layout in LAYOUTS
+        if target.accepts_layout(layout)
+    )
+
+
+def _charts_with(key: str) -> str:
+    names = [
+        target.name
+        for target in chart_targets()
+        if target.accepts(key) and key not in target.unverified_keys
+    ]
+    return " or ".join(names) if names else "none of the known charts"
+
+
+def _unverified_modules(where: str, target: ChartTarget, names: str) -> str:
+    """Why a GPU pool's kernelModules may not load on a chart whose reading of them the
+    sources do not settle, how to check, and the durable way to load them."""
+    return (
+        f"{where}: kernelModules ({names}) is written, but whether {target.title}'s "
+        "kubernetes-nodes chart reads kernelModules is not settled by the sources this tool was "
+        "checked against (pull request #3571 adds it; its release is not known). If the chart "
+        "ignores it, the GPUs come up without a driver: the extensions install the modules but "
+        "never load them. Check before rolling out: `kubectl get applicationdefinitions "
+        "kubernetes-nodes -o jsonpath='{.spec.application.openAPISchema}' | grep -c "
+        "kernelModules` prints 0 where the chart does not read it. The durable way to load them "
+        "is the chart's kernelModules value (the chart renders it into the TalosConfigTemplate "
+        "on every reconcile; a machine-config patch applied by hand is undone); where the "
+        f"chart lacks it, move to one that has it (--chart {_charts_with('kernelModules')})"
+    )
+
+
+# --- the chart's own guards, at generate time --------------------------------------------------
+
+
+def check_module_guards(where: str, modules: Iterable[Any]) -> None:
+    """Refuse kernel modules the chart refuses at render time (PR #3571): names outside
+    ``^[a-z0-9_-]+$``, parameters with ``$``, backticks, backslashes, quotes or whitespace.
+
+    ``modules`` are items with ``name`` and ``parameters``; ``where`` names file and pool.
+    """
+    for index, module in enumerate(modules):
+        if not MODULE_NAME.fullmatch(module.name):
+            raise ClusterFileError(
+                f"{where}: kernelModules[{index}].name: {module.name!r} is not a kernel "
+                "module name: the chart accepts only lowercase letters, digits, '_' and '-' "
+                "(^[a-z0-9_-]+$) and refuses to render anything else"
+            )
+        for number, parameter in enumerate(module.parameters):
+            bad = _PARAMETER_FORBIDDEN.search(parameter)
+            if bad:
+                raise ClusterFileError(
+                    f"{where}: kernelModules[{index}].parameters[{number}]: {parameter!r} "
+                    f"holds {bad[0]!r}: the chart refuses module parameters with '$', "
+                    "backticks, backslashes, quotes or whitespace; write key=value"
+                )
+
+
+def _check_nvidia_modules_without_gpu(where: str, pool: PoolPlan) -> None:
+    """What lint calls TS122, refused before anything is written."""
+    if pool.kernel_modules_state != "override" or pool.nvidia is not None:
+        return
+    listed = [m.name for m in pool.kernel_modules if m.name in NVIDIA_MODULES]
+    if listed:
+        raise ClusterFileError(
+            f"{where}: kernelModules: loads {', '.join(listed)}, but this pool has no NVIDIA "
+            "GPU, so its schematic carries no NVIDIA kernel modules and Talos fails to load "
+            "them. Remove them, or give the pool its GPUs (talos-schematic explain TS122)"
+        )
+
+
+def _dropped_parameters(where: str, pool: PoolPlan) -> list[str]:
+    """A note per NVIDIA module whose computed parameters a custom list leaves out."""
+    if pool.kernel_modules_state != "override" or pool.nvidia is None:
+        return []
+    listed = {module.name: module for module in pool.kernel_modules}
+    notes = []
+    for needed in pool.nvidia.kernel_modules:
+        given = listed.get(needed.name)
+        if given is None:
+            continue  # an unloaded module has its own note
+        missing = [p for p in needed.parameters if p not in given.parameters]
+        if missing:
+            notes.append(
+                f"{where}: kernelModules lists {needed.name} without {', '.join(missing)}; "
+                "the GPUs are passed through to a VM, whose NVLink is not usable, and the "
+                "driver may fail to bring them up while it waits for NVLink"
+            )
+    return notes
+
+
+# --- fitting a plan to its chart -----------------------------------------------------------------
+
+
+def fit_plan(
+    plan: ClusterPlan,
+    *,
+    chart: str | None = None,
+    layout: Layout | None = None,
+    insist: bool = False,
+) -> ChartFit:
+    """Hold ``plan`` against its chart target; ClusterFileError naming file, pool and key when
+    the values would carry a key the chart ignores (with ``insist``, a warning instead).
+
+    ``chart`` overrides the cluster file's ``cozystack.version``; ``layout`` the target's
+    layout. The chart's guards (module names, parameters) and the NVIDIA-modules-without-a-GPU
+    refusal apply on every target.
+    """
+    source = plan.source
+    named = chart if chart is not None else plan.cozystack_version
+    target, chosen, assumption = resolve_target(named, layout, source=source)
+    warnings: list[str] = []
+    notes: list[str] = []
+    said = release_note(named) if named is not None else None
+    if said:
+        notes.append(f"{source}: cozystack.version: {said}")
+    insisted: set[str] = set()
+
+    def ignored(where: str, key: str, consequence: str, fix: str) -> None:
+        message = (
+            f"{where}: {key}: {target.title}'s kubernetes-nodes chart has no {key} value and "
+            f"ignores unknown keys, so {consequence}"
+        )
+        if not insist:
+            raise ClusterFileError(f"{message}. {fix} (or --allow-ignored-keys to write it anyway)")
+        insisted.add(key)
+        warnings.append(f"{message}; written anyway (--allow-ignored-keys)")
+
+    if not target.accepts_layout(chosen):
+        ignored(
+            source,
+            LAYOUT_KEYS[chosen],
+            _layout_consequence(chosen),
+            f"Use {_layouts_for(target)}, or a chart with {LAYOUT_KEYS[chosen]} "
+            f"(--chart {_charts_with(LAYOUT_KEYS[chosen])})",
+        )
+    talos = plan.talos
+    cluster_wide = {
+        "talos.registryMirrors": talos.registry_mirrors is not None,
+        "talos.imageFactoryCA": getattr(talos, "image_factory_ca", None) is not None,
+    }
+    for key, given in cluster_wide.items():
+        if given and not target.accepts(key):
+            fix = f"Remove it, or target a chart with it (--chart {_charts_with(key)})"
+            ignored(f"{source}: talos", key, _consequence(key), fix)
+        elif given and key in target.unverified_keys:
+            warnings.append(
+                f"{source}: talos: {key} is written, but whether {target.title}'s chart reads "
+                f"it is not settled by the sources this tool was checked against; if it does "
+                f"not, {_consequence(key)}"
+            )
+    seen: set[tuple[str, ...]] = set()
+    for pool in plan.pools:
+        where = f'{source}: pool "{pool.name}"'
+        check_module_guards(where, pool.kernel_modules)
+        _check_nvidia_modules_without_gpu(where, pool)
+        notes += _dropped_parameters(where, pool)
+        unverified = target.kernel_modules_support == "unverified"
+        if unverified and pool.nvidia is not None and pool.kernel_modules:
+            names = ", ".join(module.name for module in pool.kernel_modules)
+            warnings.append(_unverified_modules(where, target, names))
+        for key in pool.passthrough:
+            keys = [key]
+            if key == "talos" and isinstance(pool.passthrough[key], Mapping):
+                keys = [f"talos.{sub}" for sub in pool.passthrough[key]]
+            for name in keys:
+                if not target.accepts(name) and (pool.name, name) not in seen:
+                    seen.add((pool.name, name))
+                    fix = f"Remove it, or target a chart with it (--chart {_charts_with(name)})"
+                    ignored(where, name, _consequence(name), fix)
+        if target.kernel_modules or not pool.kernel_modules:
+            continue
+        if pool.kernel_modules_state == "override":
+            ignored(
+                where,
+                "kernelModules",
+                _consequence("kernelModules"),
+                f"There is no durable way to load them on {target.title} (its talos-reconcile "
+                "Job rewrites the TalosConfigTemplate from a fixed template); remove the list, "
+                f"or target a chart with kernelModules (--chart {_charts_with('kernelModules')})",
+            )
+        elif pool.kernel_modules_state == "computed":
+            names = ", ".join(module.name for module in pool.kernel_modules)
+            warnings.append(
+                f"{where}: {target.title}'s chart has no kernelModules value and its "
+                "talos-reconcile Job rewrites the TalosConfigTemplate from a fixed template, so "
+                f"there is no durable way to load {names} on these workers: the extensions "
+                "install the modules but never load them, and a machine-config patch applied "
+                "by hand is undone by the next reconcile. Target a chart with kernelModules "
+                f"(--chart {_charts_with('kernelModules')}) for the modules to load"
+            )
+    return ChartFit(
+        target=target,
+        layout=chosen,
+        assumption=assumption,
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+        insisted=frozenset(insisted),
+    )
+
+
+# --- changes the nodes will not see ------------------------------------------------------------
+
+
+# The files that carry a pool's values, in the order they are looked for.
+VALUES_FILES = ("values.yaml", "kubernetes-nodes.yaml")
+
+
+def _pool_values(files: Mapping[str, bytes], pool: str) -> dict[str, Any] | None:
+    import yaml
+
+    from schematic.safe_yaml import load
+
+    for name, inner in zip(VALUES_FILES, (False, True), strict=True):
+        text = files.get(f"{pool}/{name}")
+        if text is None:
+            continue
+        try:
+            document = load(text)
+        except yaml.YAMLError:
+            return None
+        if inner and isinstance(document, dict):
+            document = document.get("spec")
+        return document if isinstance(document, dict) else None
+    return None
+
+
+def unreachable_changes(
+    source: str,
+    old_ids: Mapping[str, str],
+    before: Mapping[str, bytes],
+    new_ids: Mapping[str, str],
+    after: Mapping[str, bytes],
+    target: ChartTarget | None = None,
+) -> list[str]:
+    """A note per pool whose kernelModules change while its schematic does not.
+
+    ``before`` and ``after`` are output trees (relative path → bytes): what the directory held
+    and what is written now; ``old_ids`` and ``new_ids`` their pools' offline schematic IDs
+    (:meth:`schematic.output.outdir.OutputIndex.schematic_ids`). A new schematic (a new disk image
+    URL) rolls the pool anyway; without one, how the change reaches the workers depends on how
+    ``target``'s chart names the TalosConfigTemplate (:meth:`ChartTarget.config_change_reach`).
+    """
+    chart = target or assumed_target()
+    notes = []
+    for pool, schematic in new_ids.items():
+        if old_ids.get(pool) != schematic:
+            continue
+        if all(before.get(f"{pool}/{n}") == after.get(f"{pool}/{n}") for n in VALUES_FILES):
+            continue  # unchanged text: nothing to parse (the usual re-run)
+        old, new = _pool_values(before, pool), _pool_values(after, pool)
+        if old is None or new is None:
+            continue
+        if old.get("kernelModules") != new.get("kernelModules"):
+            notes.append(
+                f'{source}: pool "{pool}": kernelModules change and the schematic does not: '
+                f"{chart.config_change_reach()}"
+            )
+    return notes
