@@ -1,4 +1,11 @@
-"""The package's imports point one way: no module reaches itself through its imports.
+"""The package's imports point one way, down the pipeline, and no module reaches itself.
+
+The folders are layers, each importing only its own layer or those below it:
+
+    base < core < facts < inputs < plan < output < factory < doctor < api < cli
+
+(base is ``errors``, ``safe_yaml`` and the package itself). An import from a lower layer into a
+higher one is an arrow up; running ``python tests/test_import_graph.py`` prints the measure.
 
 Read from the source (``ast``), not by importing: every ``import`` counts, at module level,
 inside functions (the lazy imports that keep start-up fast) and under ``TYPE_CHECKING``, because a
@@ -11,12 +18,28 @@ runs the package first, whatever it imports), nor are imports by name in a strin
 from __future__ import annotations
 
 import ast
+import sys
+import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "schematic"
+
+# Bottom to top; a module belongs to the layer of its longest matching name.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("schematic", "schematic.errors", "schematic.safe_yaml", "schematic.data")),
+    ("core", ("schematic.core",)),
+    ("facts", ("schematic.facts",)),
+    ("inputs", ("schematic.inputs",)),
+    ("plan", ("schematic.plan",)),
+    ("output", ("schematic.output",)),
+    ("factory", ("schematic.factory",)),
+    ("doctor", ("schematic.doctor",)),
+    ("api", ("schematic.api",)),
+    ("cli", ("schematic.cli", "schematic.__main__")),
+)
 
 
 def _module_name(path: Path) -> str:
@@ -88,6 +111,72 @@ def find_circle(graph: Mapping[str, set[str]]) -> list[str] | None:
     return None
 
 
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of the module's layer; None for a module in none."""
+    matches = [
+        (len(prefix), index)
+        for index, (_, prefixes) in enumerate(LAYERS)
+        for prefix in prefixes
+        # `schematic` alone is the package's own module, not everything below it.
+        if module == prefix or (prefix != "schematic" and module.startswith(prefix + "."))
+    ]
+    return max(matches)[1] if matches else None
+
+
+def arrows_up(graph: Mapping[str, set[str]]) -> list[tuple[str, str]]:
+    """Every import from a module into a higher layer than its own."""
+    found = []
+    for module in sorted(graph):
+        here = layer_of(module)
+        for target in sorted(graph[module]):
+            there = layer_of(target)
+            if here is not None and there is not None and there > here:
+                found.append((module, target))
+    return found
+
+
+def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, targets = work[-1]
+            target = next(targets, None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph.get(target, ())))))
+                elif target in on_stack:
+                    low[module] = min(low[module], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == module:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return sorted(groups)
+
+
 def test_the_graph_is_read() -> None:
     graph = import_graph()
     # Anchors that show the reader sees each kind of import: module level, function level
@@ -101,6 +190,42 @@ def test_the_graph_is_read() -> None:
 def test_no_import_circle_in_the_package() -> None:
     circle = find_circle(import_graph())
     assert circle is None, "import circle: " + " -> ".join(circle or [])
+
+
+def test_every_module_is_in_a_layer() -> None:
+    # A new module or folder is placed in the pipeline's order, not left beside it.
+    assert [m for m in import_graph() if layer_of(m) is None] == []
+
+
+# Arrows up that are on main and being removed: the list may only shrink (a test below fails
+# when one of them is gone, so it is taken off here).
+KNOWN_ARROWS_UP: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("schematic.plan.upgrade", "schematic.output.render.cozystack"),
+        ("schematic.plan.upgrade", "schematic.output.render.machineconfig"),
+        ("schematic.plan.upgrade", "schematic.output.render.urls"),
+    }
+)
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    up = set(arrows_up(import_graph()))
+    new = sorted(up - KNOWN_ARROWS_UP)
+    assert new == [], "imports into a higher layer: " + ", ".join(f"{a} -> {b}" for a, b in new)
+    gone = sorted(KNOWN_ARROWS_UP - up)
+    assert gone == [], "no longer on main, take off KNOWN_ARROWS_UP: " + repr(gone)
+
+
+def test_no_group_of_modules_imports_each_other() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_every_package_is_installed() -> None:
+    # A folder left out of pyproject's package list is missing from a non-editable install.
+    pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text("utf-8"))
+    listed = set(pyproject["tool"]["setuptools"]["packages"]) - {"schematic.shipped_profiles"}
+    folders = {_module_name(init) for init in PACKAGE.rglob("__init__.py")}
+    assert folders == listed
 
 
 def test_reading_the_input_files_does_not_import_planning() -> None:
@@ -134,3 +259,36 @@ def test_command_modules_import_none_of_each_other() -> None:
 )
 def test_find_circle(graph: dict[str, set[str]], circle: list[str] | None) -> None:
     assert find_circle(graph) == circle
+    assert bool(circles(graph)) == (circle is not None)
+
+
+def test_circles_names_each_group_once() -> None:
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": {"d"}, "d": {"c"}, "e": {"a"}}
+    assert circles(graph) == [["a", "b"], ["c", "d"]]
+
+
+def test_an_import_into_a_higher_layer_is_an_arrow_up() -> None:
+    graph = {
+        "schematic.inputs.reading": {"schematic.plan.cluster", "schematic.errors"},
+        "schematic.cli.base": {"schematic.doctor.lint", "schematic"},
+        "schematic.output.outdir": {"schematic.output.disk"},
+    }
+    assert arrows_up(graph) == [("schematic.inputs.reading", "schematic.plan.cluster")]
+    assert layer_of("schematic.safe_yaml") == 0
+    assert layer_of("schematic.coreish") is None
+
+
+def main() -> int:
+    """Print the structure as measured: modules, imports, arrows up, circles."""
+    graph = import_graph()
+    up = arrows_up(graph)
+    groups = circles(graph)
+    print(f"modules {len(graph)}, imports {sum(len(t) for t in graph.values())}")
+    print(f"layers  {' < '.join(name for name, _ in LAYERS)}")
+    print(f"arrows up {len(up)}" + "".join(f"\n  {a} -> {b}" for a, b in up))
+    print(f"circles {len(groups)}" + "".join(f"\n  {' <-> '.join(g)}" for g in groups))
+    return 1 if up or groups else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
