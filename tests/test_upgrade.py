@@ -369,3 +369,38 @@ pools:
     assert old_a.refusal is not None and old_b.refusal is not None
     assert (old_a.refusal.name, old_b.refusal.name) == ("old-a", "old-b")
     assert old_a.refusal.reason == old_b.refusal.reason
+
+
+SECUREBOOT_BESIDE_PLAIN = """\
+cluster: c
+talos: {version: v1.12.6}
+pools:
+  - name: plain
+    profile: metal-intel
+  - name: secure
+    profile: metal-intel
+    secureboot: {enabled: true}
+"""
+# A Volta pool on the production tier, which the 1.13 driver drops: the target plan of the
+# file then has a pool that breaks.
+_BREAKING_POOL = "  - name: v100\n    profile: kubevirt-v100-pcie-16gb\n    nvidia: {tier: production}\n"
+
+
+@pytest.mark.parametrize("breaking", [False, True], ids=["alone", "beside-a-breaking-pool"])
+def test_a_secureboot_pool_sharing_a_plain_pools_schematic_upgrades_from_secureboot(
+    breaking: bool,
+) -> None:
+    # SecureBoot alone does not change the schematic: both pools share one ID, yet only the
+    # SecureBoot one installs from the factory's installer-secureboot image.
+    text = SECUREBOOT_BESIDE_PLAIN + (_BREAKING_POOL if breaking else "")
+    report = report_for(text, "v1.13.9")
+    assert report.breaking is breaking
+    plain, secure = pool_named(report, "plain"), pool_named(report, "secure")
+    assert plain.schematic_after == secure.schematic_after
+    assert secure.installer_before is not None and secure.installer_after is not None
+    assert "/installer-secureboot/" in secure.installer_before
+    assert "/installer-secureboot/" in secure.installer_after
+    assert secure.installer_after.endswith(f"/{secure.schematic_after}:v1.13.9")
+    assert "/installer/" in str(plain.installer_after)
+    commands = [action.command for action in secure.actions if action.kind == "image"]
+    assert commands == [f"talosctl upgrade --nodes <node> --image {secure.installer_after}"]
