@@ -4,6 +4,7 @@ Every error a user can act on derives from :class:`TalosSchematicError`; the CLI
 message (one line or a few, never a traceback) to stderr and exits with its ``exit_code``.
 
     TalosSchematicError                 any user-fixable failure (exit 1)
+    ├── UsageError                      a request that contradicts itself or its input (exit 2)
     ├── SchematicError                  a schematic the Image Factory would reject (HTTP 400)
     ├── ProfileError                    a hardware profile that does not validate or is not found
     ├── ClusterFileError                a cluster file that does not validate (file, pool, key)
@@ -37,6 +38,7 @@ __all__ = [
     "TalosSchematicError",
     "TriageInputError",
     "UnknownDeviceError",
+    "UsageError",
     "printable",
 ]
 
@@ -45,6 +47,17 @@ class TalosSchematicError(Exception):
     """Base of every user-fixable failure; ``str(err)`` is the complete message."""
 
     exit_code = 1
+
+
+class UsageError(TalosSchematicError):
+    """A request the library cannot act on as given (an option naming a pool the file lacks,
+    kinds that do not fit one stream); ``option`` names the option at fault."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, option: str) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 class SchematicError(TalosSchematicError):

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from schematic.cli import app
 
-for _module in ("id_command", "generate_command", "upgrade_command", "factory_commands"):
+for _module in ("id_command", "generate_command", "check_command", "upgrade_command"):
     importlib.import_module(f"schematic.cli.{_module}")
-for _module in ("lint_command", "detect_command", "gpu_command"):
+for _module in ("factory_commands", "lint_command", "detect_command", "gpu_command"):
     importlib.import_module(f"schematic.cli.{_module}")
 
 EXAMPLES = Path(__file__).parent.parent / "examples"

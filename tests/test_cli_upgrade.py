@@ -251,7 +251,10 @@ def test_live_catalogue_checks_names_against_the_factory(
         )
     assert route.call_count == 1
     assert result.exit_code == 3
-    assert f"{URL} offers no siderolabs/nonfree-kmod-nvidia-lts" in result.stdout
+    # The one live-catalogue check generate and check use, with its wording.
+    assert f"{URL}: Talos v1.13.9 offers no extension siderolabs/nonfree-kmod-nvidia-lts" in (
+        result.stdout
+    )
     assert "pool cpu: changes" in result.stdout
 
 

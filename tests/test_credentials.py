@@ -30,7 +30,7 @@ from schematic.inputs.factory_url import (
     without_userinfo,
 )
 
-for _module in ("generate_command", "factory_commands"):
+for _module in ("generate_command", "check_command", "factory_commands"):
     importlib.import_module(f"schematic.cli.{_module}")
 
 URL = "https://factory.example.test"

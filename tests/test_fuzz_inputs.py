@@ -25,6 +25,7 @@ from schematic.cli import app
 for _module in (
     "id_command",
     "generate_command",
+    "check_command",
     "lint_command",
     "detect_command",
     "factory_commands",

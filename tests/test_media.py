@@ -17,8 +17,9 @@ from schematic.errors import ClusterFileError, ProfileError, TalosSchematicError
 from schematic.facts.media import MetaValue
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.inputs.profiles import load_profile
-from schematic.output.render.urls import PXE_FACTORY_URL, pool_media, pool_urls
+from schematic.output.render.urls import pool_urls
 from schematic.plan.cluster import PoolPlan, plan_cluster
+from schematic.plan.references import PXE_FACTORY_URL
 
 register_all_commands()
 runner = CliRunner()
@@ -106,7 +107,7 @@ def test_secureboot_alone_keeps_the_schematic_and_changes_the_media() -> None:
     plain = one("profile: metal-intel")
     secure = one("profile: metal-intel, secureboot: {enabled: true}")
     assert secure.schematic_id == plain.schematic_id
-    kinds = [(m.kind, m.secureboot) for m in pool_media(secure)]
+    kinds = [(m.kind, m.secureboot) for m in secure.references.media]
     assert kinds == [
         ("disk", True),
         ("iso", True),
@@ -114,7 +115,7 @@ def test_secureboot_alone_keeps_the_schematic_and_changes_the_media() -> None:
         ("pxe", True),
         ("installer", True),
     ]
-    assert [(m.kind, m.secureboot) for m in pool_media(plain)] == [
+    assert [(m.kind, m.secureboot) for m in plain.references.media] == [
         ("disk", False),
         ("iso", False),
         ("pxe", False),
@@ -132,7 +133,7 @@ def test_a_pool_overrides_its_profiles_media_keys() -> None:
 
 
 def _check_media(pool: PoolPlan) -> None:
-    for medium in pool_media(pool):
+    for medium in pool.references.media:
         if medium.kind == "installer":
             repository, tag = medium.url.rsplit("/", 1)
             _platform, secure = parse_installer_name(repository.rsplit("/", 1)[1])
@@ -179,7 +180,7 @@ def test_a_boot_schematic_adds_to_the_installers() -> None:
     assert pool.boot_schematic_id != pool.schematic_id
     assert "talos.config=http://c/x" in pool.boot_canonical
     assert "talos.config" not in pool.canonical
-    media = {m.kind: m for m in pool_media(pool)}
+    media = {m.kind: m for m in pool.references.media}
     assert media["iso"].schematic_id == media["pxe"].schematic_id == pool.boot_schematic_id
     assert media["installer"].schematic_id == pool.schematic_id
     assert Schematic.from_yaml(pool.boot_canonical).id == pool.boot_schematic_id

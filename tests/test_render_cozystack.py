@@ -11,7 +11,6 @@ import pytest
 
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.output.render.cozystack import LAYOUTS, Layout, kubernetes_nodes, pool_values
-from schematic.output.render.urls import boot_image_url, installer_image
 from schematic.plan.cluster import ClusterPlan, plan_cluster
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
@@ -176,8 +175,10 @@ def test_values_image_and_installer_name_the_same_schematic(example: ClusterPlan
                 else values.get("schematicID", values["talos"]["schematicID"])
             )
             assert carried == pool.schematic_id
-        assert f"/image/{pool.schematic_id}/v1.13.9/" in boot_image_url(pool)
-        assert installer_image(pool) == f"factory.talos.dev/installer/{pool.schematic_id}:v1.13.9"
+        assert f"/image/{pool.schematic_id}/v1.13.9/" in pool.references.boot_image
+        assert (
+            pool.references.installer == f"factory.talos.dev/installer/{pool.schematic_id}:v1.13.9"
+        )
 
 
 @pytest.mark.skipif(

@@ -12,8 +12,7 @@ import yaml
 from schematic.errors import ClusterFileError
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.output.render import yamltext
-from schematic.output.render.machineconfig import install_form, machine_config_patch
-from schematic.output.render.urls import installer_image
+from schematic.output.render.machineconfig import machine_config_patch
 from schematic.plan.cluster import PoolPlan, plan_cluster
 
 TALOS = Path(__file__).resolve().parents[2] / "shared" / "reference" / "talos"
@@ -115,7 +114,9 @@ def test_talos_1_14_module_documents_validate_against_the_1_14_schema() -> None:
 @pytest.mark.skipif(not TALOS.is_dir(), reason=f"Talos config schemas not available at {TALOS}")
 def test_talos_1_14_b200_patch_validates_and_installs_from_the_metal_installer() -> None:
     plan = pool("metal-hgx-b200-8x", "v1.14.0")
-    assert install_form(plan) == "unattended"  # bare metal on 1.14: the gen config 1.14 form
+    assert (
+        plan.references.install_form == "unattended"
+    )  # bare metal on 1.14: the gen config 1.14 form
     unattended, *modules = machine_config_patch(plan)
     image = unattended["installer"]["image"]
     assert image == f"factory.talos.dev/metal-installer/{plan.schematic_id}:v1.14.0"
@@ -146,7 +147,7 @@ def test_talos_1_14_unattended_form_validates_against_the_1_14_schema(profile: s
     plan = pool(profile, "v1.14.0", top="  installConfig: unattended\n")
     documents = machine_config_patch(plan)
     (unattended,) = [d for d in documents if d.get("kind") == "UnattendedInstallConfig"]
-    assert unattended["installer"]["image"] == installer_image(plan)
+    assert unattended["installer"]["image"] == plan.references.installer
     assert not any("install" in d.get("machine", {}) for d in documents)
     # Every field validates; the kind is the one the schema misnames.
     assert _unattended_errors(unattended) == [SCHEMA_KIND_ERROR]
@@ -162,7 +163,7 @@ def test_talos_1_14_unattended_form_validates_against_the_1_14_schema(profile: s
 def test_talos_1_14_machine_install_form_against_the_1_14_schema(profile: str) -> None:
     plan = pool(profile, "v1.14.0", top="  installConfig: machine-install\n")
     first, *documents = machine_config_patch(plan)
-    assert first["machine"]["install"] == {"image": installer_image(plan)}
+    assert first["machine"]["install"] == {"image": plan.references.installer}
     assert not any(d.get("kind") == "UnattendedInstallConfig" for d in documents)
     # The 1.14 schema leaves out the deprecated v1alpha1 fields Talos still reads: machine.install
     # is the one error it reports; the rest of the document validates, and the whole against 1.13.
@@ -186,7 +187,7 @@ def test_talos_1_14_machine_install_form_against_the_1_14_schema(profile: str) -
 def test_install_form_defaults_per_release_and_platform(
     profile: str, talos: str, form: str
 ) -> None:
-    assert install_form(pool(profile, talos)) == form
+    assert pool(profile, talos).references.install_form == form
 
 
 def test_unattended_before_1_14_is_refused_naming_the_key() -> None:
@@ -314,7 +315,7 @@ def test_talos_1_14_kubevirt_patch_keeps_machine_install_by_default() -> None:
     assert "install" not in schema["$defs"]["v1alpha1.MachineConfig"]["properties"]
     plan = pool("kubevirt-l40s", "v1.14.0")
     first, *documents = machine_config_patch(plan)
-    assert first["machine"]["install"] == {"image": installer_image(plan)}
+    assert first["machine"]["install"] == {"image": plan.references.installer}
     assert [d["kind"] for d in documents] == ["KernelModuleConfig"] * 4
     validator = jsonschema.Draft202012Validator(schema)
     for document in documents:
@@ -330,5 +331,8 @@ def test_a_pool_held_back_before_1_14_keeps_machine_install() -> None:
         "  - {name: old, profile: metal-hgx-h100-8x, talos: {version: v1.13.9}}\n"
     )
     new, old = plan_cluster(parse_cluster(text, "c.yaml")).pools
-    assert (install_form(new), install_form(old)) == ("unattended", "machine-install")
-    assert machine_config_patch(old)[0]["machine"]["install"] == {"image": installer_image(old)}
+    assert (new.references.install_form, old.references.install_form) == (
+        "unattended",
+        "machine-install",
+    )
+    assert machine_config_patch(old)[0]["machine"]["install"] == {"image": old.references.installer}

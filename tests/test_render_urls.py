@@ -8,16 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schematic.facts.media import _table, platform_media
+from schematic.facts.talos import TalosVersion
 from schematic.inputs.cluster_file import parse_cluster
-from schematic.output.render.urls import (
-    PXE_FACTORY_URL,
-    boot_image_url,
-    installer_image,
-    iso_url,
-    medium_reference,
-    pool_urls,
-)
+from schematic.output.render.urls import pool_urls
 from schematic.plan.cluster import PoolPlan, plan_cluster
+from schematic.plan.references import PXE_FACTORY_URL, installer_reference, medium_reference
 
 
 def pool(spec: str, top: str = "", talos: str = "v1.13.9") -> PoolPlan:
@@ -39,16 +34,16 @@ def test_kubevirt_boots_the_openstack_image() -> None:
 def test_metal_has_a_raw_zst_disk_and_an_iso() -> None:
     plan = pool("profile: metal-dgx-spark")
     base = f"https://factory.talos.dev/image/{plan.schematic_id}/v1.13.9"
-    assert boot_image_url(plan) == f"{base}/metal-arm64.raw.zst"
-    assert iso_url(plan) == f"{base}/metal-arm64.iso"
+    assert plan.references.boot_image == f"{base}/metal-arm64.raw.zst"
+    assert plan.references.iso == f"{base}/metal-arm64.iso"
 
 
 def test_metal_before_talos_1_8_is_a_raw_xz_disk() -> None:
     # Talos 1.8 moved disk images from xz to zstd; older imagers have no zstd output.
     plan = pool("profile: metal-intel", talos="v1.7.7")
     base = f"https://factory.talos.dev/image/{plan.schematic_id}/v1.7.7"
-    assert boot_image_url(plan) == f"{base}/metal-amd64.raw.xz"
-    assert boot_image_url(pool("profile: metal-intel", talos="v1.8.0")).endswith(".raw.zst")
+    assert plan.references.boot_image == f"{base}/metal-amd64.raw.xz"
+    assert pool("profile: metal-intel", talos="v1.8.0").references.boot_image.endswith(".raw.zst")
 
 
 def test_self_hosted_factory_and_installer_repository() -> None:
@@ -57,8 +52,10 @@ def test_self_hosted_factory_and_installer_repository() -> None:
         ", imageFactoryURL: 'https://factory.internal/'"
         ", installerRepository: reg.internal/installer",
     )
-    assert boot_image_url(plan).startswith(f"https://factory.internal/image/{plan.schematic_id}/")
-    assert installer_image(plan) == f"reg.internal/installer/{plan.schematic_id}:v1.13.9"
+    assert plan.references.boot_image.startswith(
+        f"https://factory.internal/image/{plan.schematic_id}/"
+    )
+    assert plan.references.installer == f"reg.internal/installer/{plan.schematic_id}:v1.13.9"
 
 
 PROFILES = [
@@ -83,8 +80,8 @@ def test_image_installer_and_nvidia_extensions_follow_the_pool(
     profile: str, extras: list[str], args: list[str]
 ) -> None:
     plan = pool(f"profile: {profile}, extensions: {extras}, kernelArgs: {args}")
-    assert f"/image/{plan.schematic_id}/" in boot_image_url(plan)
-    assert installer_image(plan).endswith(f"/{plan.schematic_id}:v1.13.9")
+    assert f"/image/{plan.schematic_id}/" in plan.references.boot_image
+    assert plan.references.installer.endswith(f"/{plan.schematic_id}:v1.13.9")
     assert plan.schematic.id == plan.schematic_id
     assert list(plan.extensions) == sorted(set(plan.extensions))
     # NVIDIA extensions exactly when the pool holds an NVIDIA GPU.
@@ -163,7 +160,7 @@ def test_every_medium_of_every_platform_parses_back(platform: str, version: str)
                 url = medium_reference(
                     kind,  # type: ignore[arg-type]
                     schematic_id=ID,
-                    version=version,
+                    version=TalosVersion.parse(version),
                     platform=platform,
                     architecture=arch,
                     secureboot=secure,
@@ -184,7 +181,7 @@ def test_board_images_are_raw_xz_with_no_board_in_the_name() -> None:
     url = medium_reference(
         "disk",
         schematic_id=ID,
-        version="v1.13.9",
+        version=TalosVersion.parse("v1.13.9"),
         platform="metal",
         architecture="arm64",
         board=True,
@@ -207,14 +204,8 @@ def test_board_images_are_raw_xz_with_no_board_in_the_name() -> None:
 def test_installer_names_are_ones_the_registry_reads(
     repository: str, secure: bool, name: str
 ) -> None:
-    ref = medium_reference(
-        "installer",
-        schematic_id=ID,
-        version="v1.14.0",
-        platform="metal",
-        architecture="amd64",
-        secureboot=secure,
-        installer_repository=repository,
+    ref = installer_reference(
+        repository, schematic_id=ID, version=TalosVersion.parse("v1.14.0"), secureboot=secure
     )
     image = ref.rsplit("/", 2)
     assert image[1] == name and image[2] == f"{ID}:v1.14.0"
@@ -223,21 +214,22 @@ def test_installer_names_are_ones_the_registry_reads(
 
 def test_a_secureboot_pool_needs_a_factory_installer_repository() -> None:
     with pytest.raises(ValueError, match="names no factory installer image"):
-        medium_reference(
-            "installer",
+        installer_reference(
+            "reg.internal/talos",
             schematic_id=ID,
-            version="v1.13.9",
-            platform="metal",
-            architecture="amd64",
+            version=TalosVersion.parse("v1.13.9"),
             secureboot=True,
-            installer_repository="reg.internal/talos",
         )
 
 
 def test_uki_is_secureboot_only() -> None:
     with pytest.raises(ValueError, match="SecureBoot media only"):
         medium_reference(
-            "uki", schematic_id=ID, version="v1.13.9", platform="metal", architecture="amd64"
+            "uki",
+            schematic_id=ID,
+            version=TalosVersion.parse("v1.13.9"),
+            platform="metal",
+            architecture="amd64",
         )
 
 
@@ -245,7 +237,7 @@ def test_pxe_of_a_self_hosted_factory_is_on_the_factory() -> None:
     url = medium_reference(
         "pxe",
         schematic_id=ID,
-        version="v1.13.9",
+        version=TalosVersion.parse("v1.13.9"),
         platform="metal",
         architecture="amd64",
         image_factory_url="https://factory.internal",
@@ -255,7 +247,7 @@ def test_pxe_of_a_self_hosted_factory_is_on_the_factory() -> None:
 
 def test_talos_1_14_installs_from_the_factorys_metal_installer() -> None:
     plan = pool("profile: metal-hgx-b200-8x", talos="v1.14.0")
-    assert installer_image(plan) == (
+    assert plan.references.installer == (
         f"factory.talos.dev/metal-installer/{plan.schematic_id}:v1.14.0"
     )
     assert parse_installer_name("metal-installer") == ("metal", False)
@@ -263,8 +255,10 @@ def test_talos_1_14_installs_from_the_factorys_metal_installer() -> None:
     mirrored = pool(
         "profile: metal-intel", ", installerRepository: reg.internal/installer", talos="v1.14.0"
     )
-    assert installer_image(mirrored) == f"reg.internal/installer/{mirrored.schematic_id}:v1.14.0"
-    assert installer_image(pool("profile: metal-intel", talos="v1.13.9")).startswith(
+    assert (
+        mirrored.references.installer == f"reg.internal/installer/{mirrored.schematic_id}:v1.14.0"
+    )
+    assert pool("profile: metal-intel", talos="v1.13.9").references.installer.startswith(
         "factory.talos.dev/installer/"
     )
 
@@ -291,18 +285,18 @@ def test_talos_1_14_upgrades_from_the_installer_of_the_platform_it_booted(
     assert booted.platform == platform
     # The user's repository is theirs on every platform.
     chosen = pool(f"{spec}", ", installerRepository: factory.talos.dev/metal-installer", "v1.14.0")
-    assert installer_image(chosen).startswith("factory.talos.dev/metal-installer/")
+    assert chosen.references.installer.startswith("factory.talos.dev/metal-installer/")
 
 
 def test_talos_1_14_secureboot_upgrades_from_the_platform_secureboot_installer() -> None:
     plan = pool("profile: metal-intel, secureboot: {enabled: true}", talos="v1.14.0")
-    assert installer_image(plan) == (
+    assert plan.references.installer == (
         f"factory.talos.dev/metal-installer-secureboot/{plan.schematic_id}:v1.14.0"
     )
 
 
 def test_owner_stamped_schematics_get_the_enterprise_download_urls() -> None:
-    from schematic.output.render.urls import boot_image_url, enterprise_urls, pool_urls
+    from schematic.output.render.urls import enterprise_urls, pool_urls
     from schematic.plan.cluster import with_factory_schematics
 
     text = "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - {name: cpu, profile: kubevirt-cpu}\n"
@@ -311,7 +305,7 @@ def test_owner_stamped_schematics_get_the_enterprise_download_urls() -> None:
     assert enterprise_urls(pool) is None and "enterprise" not in pool_urls(pool)
     stamped = "owner: team@example.com\n" + pool.canonical
     (owned,) = with_factory_schematics(offline, {pool.schematic_id: ("f" * 64, stamped)}).pools
-    disk = boot_image_url(owned)
+    disk = owned.references.boot_image
     assert pool_urls(owned)["enterprise"] == {
         "downloadToken": "https://factory.talos.dev/download-token",
         "sha256": disk + ".sha256",
@@ -321,9 +315,8 @@ def test_owner_stamped_schematics_get_the_enterprise_download_urls() -> None:
 
 
 def test_alibabacloud_boots_a_qcow2_disk_image_from_talos_1_14() -> None:
-    from schematic.output.render.urls import boot_image_url
 
     plan = pool("hardware: {platform: alibabacloud}", talos="v1.14.0")
-    assert boot_image_url(plan).endswith("/v1.14.0/alibabacloud-amd64.qcow2")
+    assert plan.references.boot_image.endswith("/v1.14.0/alibabacloud-amd64.qcow2")
     media = platform_media("alibabacloud")
     assert media.boot_methods == frozenset({"disk-image"}) and not media.secureboot

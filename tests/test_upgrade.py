@@ -7,21 +7,23 @@ from dataclasses import replace
 import pytest
 
 from schematic.errors import CatalogError, GpuRefusal
+from schematic.factory.client import ExtensionInfo
+from schematic.factory.live import LiveCatalogue, check_live_catalogue
 from schematic.facts.catalog import talos_versions
 from schematic.facts.nvidia import describe_nvidia_extension
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.inputs.cluster_values import ClusterFile
+from schematic.output.render.cozystack import tool_values
 from schematic.plan.cluster import ClusterPlan, plan_cluster
+from schematic.plan.release import target_release
 from schematic.plan.upgrade import (
     COZYSTACK_IMMUTABLE_CONFIG_ISSUE,
     PoolChange,
     PoolRefusal,
     UpgradeReport,
-    check_live_names,
     compare_plans,
     plan_at,
     plan_target,
-    target_release,
 )
 
 NEWEST = talos_versions()[-1]
@@ -35,7 +37,7 @@ def report_for(text: str, to: str) -> UpgradeReport:
     cluster = cluster_of(text)
     old = plan_cluster(cluster, source="cluster.yaml")
     target = plan_target(cluster, to, source="cluster.yaml", stay_on=cluster.talos.version)
-    return compare_plans(old, target)
+    return compare_plans(old, target, values_of=tool_values)
 
 
 def pool_named(report: UpgradeReport, name: str) -> PoolChange:
@@ -187,7 +189,7 @@ pools:
     cluster = cluster_of(text)
     old = plan_cluster(cluster_of(text.replace("    nvidia: {gdrdrv: true}\n", "")))
     target = plan_target(cluster, "v1.13.9")
-    l40s = compare_plans(old, target).pools[0]
+    l40s = compare_plans(old, target, values_of=tool_values).pools[0]
     assert l40s.added == ("siderolabs/nvidia-gdrdrv-device",)
     assert l40s.modules_after[-1].name == "gdrdrv"
     recreate = [action for action in l40s.actions if action.kind == "recreate"]
@@ -208,7 +210,9 @@ pools:
 """
     old = plan_cluster(cluster_of(text))
     changed = text + "    kernelModules: [{name: nvidia}, {name: nvidia_uvm}]\n"
-    l40s = compare_plans(old, plan_target(cluster_of(changed), "v1.13.9")).pools[0]
+    l40s = compare_plans(
+        old, plan_target(cluster_of(changed), "v1.13.9"), values_of=tool_values
+    ).pools[0]
     assert l40s.schematic_after == l40s.schematic_before
     assert [action.kind for action in l40s.actions] == ["recreate", "patch"]
     assert "with the same image" in l40s.actions[0].text
@@ -231,7 +235,11 @@ def test_a_module_change_reaches_the_workers_as_the_chart_names_its_template(
     text += "pools:\n  - name: l40s\n    profile: kubevirt-l40s\n"
     changed = text + "    kernelModules: [{name: nvidia}, {name: nvidia_uvm}]\n"
     old = plan_cluster(cluster_of(text))
-    (action, _) = compare_plans(old, plan_target(cluster_of(changed), "v1.13.9")).pools[0].actions
+    (action, _) = (
+        compare_plans(old, plan_target(cluster_of(changed), "v1.13.9"), values_of=tool_values)
+        .pools[0]
+        .actions
+    )
     assert says in action.text
 
 
@@ -245,7 +253,9 @@ def test_a_chart_naming_its_template_by_hash_rolls_the_pool() -> None:
     text += "    profile: kubevirt-l40s\n"
     changed = text + "    kernelModules: [{name: nvidia}]\n"
     old = plan_cluster(cluster_of(text))
-    report = compare_plans(old, plan_target(cluster_of(changed), "v1.13.9"), hashed)
+    report = compare_plans(
+        old, plan_target(cluster_of(changed), "v1.13.9"), hashed, values_of=tool_values
+    )
     action = report.pools[0].actions[0]
     assert HASHED_TEMPLATE_PR in action.text and "replaces every worker" in action.text
     assert "by hand" not in action.text and "scale the pool" not in action.text
@@ -318,14 +328,14 @@ pools:
 """
     cluster = cluster_of(text)
     target = plan_target(cluster, NEWEST)
-    checked = check_live_names(
-        target, ["siderolabs/qemu-guest-agent"], factory="https://factory.example.test"
-    )
+    offered = ExtensionInfo(name="siderolabs/qemu-guest-agent", ref="r", digest="d")
+    live = LiveCatalogue("https://factory.example.test", NEWEST, (offered,))
+    checked = check_live_catalogue(target, live)
     storage, cpu = checked.pools
     assert isinstance(storage, PoolRefusal)
-    assert "offers no siderolabs/iscsi-tools" in storage.reason
+    assert "offers no extension siderolabs/iscsi-tools" in storage.reason
     assert not isinstance(cpu, PoolRefusal)
-    report = compare_plans(plan_cluster(cluster), checked)
+    report = compare_plans(plan_cluster(cluster), checked, values_of=tool_values)
     assert [pool.status for pool in report.pools] == ["breaking", "changed"]
 
 
@@ -334,7 +344,9 @@ def test_pools_only_on_one_side_are_removed_or_added() -> None:
     old = plan_cluster(cluster)
     target = plan_target(cluster, "v1.12.6")
     cpu = target.pools[1]
-    report = compare_plans(replace(old, pools=old.pools[:1]), replace(target, pools=(cpu,)))
+    report = compare_plans(
+        replace(old, pools=old.pools[:1]), replace(target, pools=(cpu,)), values_of=tool_values
+    )
     assert [(pool.name, pool.status) for pool in report.pools] == [
         ("v100", "removed"),
         ("cpu", "added"),
@@ -383,7 +395,9 @@ pools:
 """
 # A Volta pool on the production tier, which the 1.13 driver drops: the target plan of the
 # file then has a pool that breaks.
-_BREAKING_POOL = "  - name: v100\n    profile: kubevirt-v100-pcie-16gb\n    nvidia: {tier: production}\n"
+_BREAKING_POOL = (
+    "  - name: v100\n    profile: kubevirt-v100-pcie-16gb\n    nvidia: {tier: production}\n"
+)
 
 
 @pytest.mark.parametrize("breaking", [False, True], ids=["alone", "beside-a-breaking-pool"])

@@ -29,7 +29,7 @@ _COMMAND_MODULES = {
     "id": "id_command",
     "gpu": "gpu_command",
     "generate": "generate_command",
-    "check": "generate_command",
+    "check": "check_command",
     "upgrade": "upgrade_command",
     "register": "factory_commands",
     "verify": "factory_commands",

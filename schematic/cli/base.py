@@ -9,27 +9,38 @@ import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperGroup
 
-from schematic.errors import TalosSchematicError, printable
+from schematic.errors import TalosSchematicError, UsageError, printable
+from schematic.facts.chart_targets import chart_choices
+
+if TYPE_CHECKING:
+    from schematic.api import Request, Result
 
 __all__ = [
     "CREDENTIALS_HELP",
+    "AllowIgnoredOption",
+    "ChartOption",
+    "ClusterArgument",
     "JsonAliasOption",
+    "LayoutChoice",
+    "LayoutOption",
+    "LiveCatalogueOption",
     "MaxInputSizeOption",
     "PoolOption",
     "ProfilesOption",
     "TextFormat",
     "TextFormatOption",
     "app",
-    "check_pool_names",
     "describe_os_error",
     "fail",
     "json_alias",
+    "out_directory",
     "progress_line",
+    "run_library",
 ]
 
 # Said once here, for every command that asks a factory (register, verify, versions,
@@ -81,8 +92,11 @@ app = typer.Typer(
 )
 
 
-def fail(err: TalosSchematicError) -> typer.Exit:
-    """Print a user-fixable error to stderr; the caller raises the returned Exit."""
+def fail(err: TalosSchematicError) -> typer.Exit | typer.BadParameter:
+    """Print a user-fixable error to stderr; the caller raises the returned Exit. A request
+    the library refused as given is a usage error naming its option (exit 2)."""
+    if isinstance(err, UsageError):
+        return typer.BadParameter(str(err), param_hint=err.option)
     print(f"talos-schematic: {printable(str(err))}", file=sys.stderr)
     return typer.Exit(err.exit_code)
 
@@ -185,16 +199,6 @@ PoolOption = Annotated[
 ]
 
 
-def check_pool_names(source: str, known: list[str], wanted: list[str] | None) -> None:
-    """A usage error naming each --pool the cluster file does not have, and the ones it has."""
-    unknown = [name for name in dict.fromkeys(wanted or ()) if name not in known]
-    if unknown:
-        raise typer.BadParameter(
-            f"{source} has no pool {', '.join(map(repr, unknown))}; its pools: {', '.join(known)}",
-            param_hint="--pool",
-        )
-
-
 ProfilesOption = Annotated[
     list[Path] | None,
     typer.Option(
@@ -203,3 +207,90 @@ ProfilesOption = Annotated[
         help="Directory of hardware profiles, searched before the shipped ones (repeatable).",
     ),
 ]
+
+
+class LayoutChoice(StrEnum):
+    osimage = "osimage"
+    schematicid = "schematicid"
+    talos = "talos"
+
+
+ClusterArgument = Annotated[
+    Path,
+    typer.Argument(help="Cluster file (YAML): cluster, talos, nvidia, pools.", metavar="CLUSTER"),
+]
+LayoutOption = Annotated[
+    LayoutChoice | None,
+    typer.Option(
+        "--layout",
+        help=(
+            "Where values carry the schematic: osimage (osImage.factory), schematicid "
+            "(root schematicID, cozystack PR #3571), talos (talos.schematicID, Cozystack v1.6.x); "
+            "default: the chart target's."
+        ),
+        show_default=False,
+    ),
+]
+ChartOption = Annotated[
+    str | None,
+    typer.Option(
+        "--chart",
+        metavar="TARGET",
+        help=(
+            f"The Cozystack release or chart the values are for: {chart_choices()}; overrides "
+            "the cluster file's cozystack.version."
+        ),
+        show_default=False,
+    ),
+]
+AllowIgnoredOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-ignored-keys",
+        help=(
+            "Write keys the chart target ignores instead of refusing them, with a warning "
+            "naming what will not happen."
+        ),
+    ),
+]
+LiveCatalogueOption = Annotated[
+    bool,
+    typer.Option(
+        "--live-catalogue",
+        help=(
+            "Check every pool's extensions (cached on disk for a day) and board overlay "
+            "against the factory's lists for the Talos version; with --out, also write "
+            "extensions.lock.yaml pinning each "
+            "extension's image ref and digest."
+        ),
+    ),
+]
+
+
+def out_directory(out: str | None) -> Path | None:
+    """``--out`` as a path; an empty one (an unset shell variable) is a usage error, not the
+    current directory."""
+    if out is None:
+        return None
+    if not out:
+        raise typer.BadParameter(
+            "is empty (an unset variable?); give the directory to write", param_hint="--out"
+        )
+    return Path(out)
+
+
+def run_library(call: str, request: Request) -> Result:
+    """The library's ``generate`` or ``check``: its text and messages printed, its errors
+    mapped to exit codes."""
+    from schematic import api
+
+    try:
+        result: Result = getattr(api, call)(request)
+    except TalosSchematicError as err:
+        raise fail(err) from None
+    # Text first: what a run tells follows the artifact it tells about, as on a terminal.
+    sys.stdout.write(result.text)
+    sys.stdout.flush()
+    for line in result.messages:
+        print(f"talos-schematic: {line}", file=sys.stderr)
+    return result

@@ -87,7 +87,8 @@ def urls(
     """
     from schematic.facts.talos import TalosVersion
     from schematic.output.render import yamltext
-    from schematic.output.render.urls import schematic_urls
+    from schematic.output.render.urls import media_urls
+    from schematic.plan.references import schematic_media
 
     if platform not in PLATFORMS:
         raise typer.BadParameter(
@@ -103,8 +104,8 @@ def urls(
             "board images are metal-arm64: add --platform metal --arch arm64", param_hint="--board"
         )
     try:
-        version = str(TalosVersion.parse(talos))
-        document = {"schematicID": wanted, "talos": version} | schematic_urls(
+        version = TalosVersion.parse(talos)
+        media = schematic_media(
             wanted,
             version,
             platform,
@@ -114,6 +115,7 @@ def urls(
             image_factory_url=factory.rstrip("/"),
             installer_repository=installer_repository,
         )
+        document = {"schematicID": wanted, "talos": str(version)} | media_urls(media)
     except TalosSchematicError as err:
         raise fail(err) from None
     except ValueError as err:

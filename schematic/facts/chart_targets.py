@@ -24,6 +24,7 @@ __all__ = [
     "Layout",
     "Support",
     "assumed_target",
+    "chart_choices",
     "chart_target",
     "chart_targets",
     "check_chart_name",
@@ -181,6 +182,19 @@ def assumed_target() -> ChartTarget:
 
 def _choices() -> str:
     return ", ".join(f"{target.name} ({target.title})" for target in chart_targets())
+
+
+def chart_choices() -> str:
+    """The targets as ``--chart`` help names them: ``v1.6, main, pr3571, osimage (PR #4171),
+    v1.7``: each target's name, with the pull request it stands for when the name does not say
+    it (any alias and any release of a target's line are taken too)."""
+    named = []
+    for target in chart_targets():
+        pull = target.title.removeprefix("Cozystack ")
+        number = pull.removeprefix("PR #")
+        shown = pull.startswith("PR #") and number not in target.name
+        named.append(f"{target.name} ({pull})" if shown else target.name)
+    return ", ".join(named)
 
 
 def release_note(value: str) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
@@ -189,7 +189,7 @@ class NvidiaDecision:
     container_toolkit: str
     extensions: tuple[str, ...]
     kernel_modules: tuple[KernelModule, ...]
-    sysctls: dict[str, str]
+    sysctls: dict[str, str] = field(hash=False)  # a mapping has no hash; equal ones match
     kernel_args: tuple[str, ...]
     reasons: tuple[str, ...]
     # Where the sources disagree (the rules table says so): check the answer on the hardware.

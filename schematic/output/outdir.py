@@ -10,7 +10,7 @@ What the tool owns is what it can prove it wrote: a regular file, reached throug
 at a path the index lists, that still has the digest the index records. The tool replaces or
 removes nothing else; an edited file is kept (and replaced only with ``--force``), a symbolic
 link is never followed, and an index entry naming a path outside the directory is refused.
-The mechanics (bounded no-follow reads, the journal, the lock) are :mod:`schematic.output.disk`'s.
+The mechanics (bounded no-follow reads, the journal, the lock) are :mod:`schematic.output`'s.
 """
 
 from __future__ import annotations
@@ -21,14 +21,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from schematic.errors import OutputError
-from schematic.output import disk
+from schematic.output import disk as output
 from schematic.output.disk import Drift
-
-if TYPE_CHECKING:
-    from schematic.plan.cluster import PoolPlan
 
 __all__ = [
     "GENERATOR",
@@ -45,7 +42,6 @@ __all__ = [
     "compare_directory",
     "index_text",
     "parse_index",
-    "pool_record",
     "profile_records",
     "read_index",
     "read_owned_file",
@@ -107,26 +103,6 @@ class OutputIndex:
     @property
     def owns_kustomization(self) -> bool:
         return KUSTOMIZATION in self.files
-
-
-def pool_record(pool: PoolPlan) -> dict[str, Any]:
-    """A pool's index entry: its name, its schematic IDs, extensions and media options."""
-    from schematic.output.render.urls import media_summary
-
-    entry: dict[str, Any] = {"name": pool.name, "schematicID": pool.schematic_id}
-    if pool.offline_schematic_id is not None:
-        # A factory stamped the schematic: `check` matches the pool by its offline ID.
-        entry["offlineSchematicID"] = pool.offline_schematic_id
-    entry["extensions"] = list(pool.extensions)
-    # The NVIDIA decision (null without an NVIDIA GPU), for CI to show and assert on.
-    from schematic.output.render.summary import pool_decision
-
-    entry["nvidia"] = pool_decision(pool)
-    entry.update(media_summary(pool))
-    if pool.offline_boot_schematic_id is not None:
-        # Likewise for the boot media's schematic (its stamped body is in urls.yaml).
-        entry["offlineBootSchematicID"] = pool.offline_boot_schematic_id
-    return entry
 
 
 def index_text(index: OutputIndex) -> str:
@@ -221,7 +197,7 @@ def _pools(value: object, source: str) -> tuple[Mapping[str, Any], ...]:
         if not isinstance(entry, dict):
             raise _edited(source, where, f"must be a mapping, not {_kind(entry)}")
         name = entry.get("name")
-        if not isinstance(name, str) or "/" in name or not disk.plain_path(name):
+        if not isinstance(name, str) or "/" in name or not output.plain_path(name):
             raise _edited(source, f"{where}.name", f"must be a pool name, not {_kind(name)}")
         if name in seen:
             raise _edited(source, f"{where}.name", f"pool {name!r} is listed twice")
@@ -240,7 +216,7 @@ def _files(value: object, source: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise _edited(source, "files", f"must be a mapping of path to digest, not {_kind(value)}")
     for path, recorded in value.items():
-        if not disk.plain_path(path) or path == INDEX:
+        if not output.plain_path(path) or path == INDEX:
             raise _edited(source, "files", f"{path!r} is not a path inside the directory")
         if not isinstance(recorded, str) or not _DIGEST.fullmatch(recorded):
             raise _edited(source, f"files.{path}", "must be a SHA-256 digest (64 hex digits)")
@@ -262,7 +238,7 @@ def _profiles(value: object, source: str) -> tuple[ProfileRecord, ...]:
 
 def _read_locked(root: Path) -> OutputIndex | None:
     try:
-        text = disk.read_file(root, INDEX)
+        text = output.read_file(root, INDEX)
     except OSError as err:
         raise OutputError(f"{root / INDEX}: cannot read: {err.strerror or err}") from None
     return None if text is None else parse_index(text, str(root / INDEX))
@@ -274,17 +250,17 @@ def read_index(directory: Path) -> OutputIndex | None:
     Read without following a symbolic link and within the input-size limit; OutputError when
     it is not this tool's or not in the tool's shape.
     """
-    root, exists = disk.resolve_root(directory)
+    root, exists = output.resolve_root(directory)
     if not exists:
         return None
-    with disk.locked(root, shared=True):
+    with output.locked(root, shared=True):
         return _read_locked(root)
 
 
 def read_owned_file(directory: Path, name: str) -> bytes | None:
     """A file of the directory as the tool reads its own: never through a symbolic link, never
     a FIFO or device, within the input-size limit (OSError otherwise); None when absent."""
-    return disk.read_file(directory, name)
+    return output.read_file(directory, name)
 
 
 def profile_records(out: Path, directories: Iterable[Path]) -> tuple[ProfileRecord, ...]:
@@ -306,7 +282,7 @@ def _profiles_digest(directory: Path) -> str:
     try:
         names = sorted(e.name for e in os.scandir(directory) if e.name.endswith((".yaml", ".yml")))
     except OSError:
-        return disk.digest(b"")
+        return output.digest(b"")
     for name in names:
         try:
             content = read_bytes(directory / name)
@@ -393,7 +369,7 @@ def _compose(
             remove.append(name)
         else:
             recorded[name] = digest
-    recorded.update({name: disk.digest(content) for name, content in files.items()})
+    recorded.update({name: output.digest(content) for name, content in files.items()})
     entries = []
     for entry in tree.index.pools:
         name = str(entry["name"])
@@ -419,10 +395,10 @@ def write_directory(
     that changed since the tool wrote it where the run writes.
     """
     selected = None if pools is None else frozenset(pools)
-    root = disk.prepare_root(directory)
-    with disk.locked(root, shared=False):
+    root = output.prepare_root(directory)
+    with output.locked(root, shared=False):
         exists = os.path.lexists(root)
-        claims = disk.recover(root) if exists else {}
+        claims = output.recover(root) if exists else {}
         try:
             old = _read_locked(root) if exists else None
         except OutputError:
@@ -443,9 +419,9 @@ def write_directory(
             owned[name] = owned.get(name, frozenset()) | {digest}
         if old is not None:
             # The index's own digest is not recorded: it is owned by its marker.
-            text = disk.read_file(root, INDEX) or b""
-            owned[INDEX] = owned.get(INDEX, frozenset()) | {disk.digest(text)}
-        applied = disk.apply(root, files, remove, owned, last=INDEX, force=force)
+            text = output.read_file(root, INDEX) or b""
+            owned[INDEX] = owned.get(INDEX, frozenset()) | {output.digest(text)}
+        applied = output.apply(root, files, remove, owned, last=INDEX, force=force)
     names = frozenset(str(entry["name"]) for entry in tree.index.pools)
     gone = {
         pool
@@ -468,14 +444,14 @@ def compare_directory(
     changed or missing, and files the tool wrote that it would now remove), and those files.
     Files the tool did not write are not drift."""
     selected = None if pools is None else frozenset(pools)
-    root, exists = disk.resolve_root(directory)
+    root, exists = output.resolve_root(directory)
     if not exists:
         files, _, _ = _compose(None, tree, selected)
         return Drift(missing=tuple(sorted(files))), files
-    with disk.locked(root, shared=True):
+    with output.locked(root, shared=True):
         old = _read_locked(root)
         files, remove, _ = _compose(old, tree, selected)
-        return disk.compare(root, files, frozenset(remove)), files
+        return output.compare(root, files, frozenset(remove)), files
 
 
 def recorded_registrations(

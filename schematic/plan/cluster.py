@@ -12,19 +12,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from schematic.core.canonical import sha256_hex
 from schematic.core.decode import canonical_schematic
-from schematic.errors import ClusterFileError, NvidiaError, TalosSchematicError
+from schematic.errors import ClusterFileError, NvidiaError, TalosSchematicError, UsageError
 from schematic.facts.catalog import (
     check_extensions,
     normalise_extension_name,
     overlay_image,
     overlay_releases,
-    overlays_for,
-    resolve_version,
 )
 from schematic.facts.chart_targets import ChartTarget, assumed_target, chart_target
 from schematic.facts.media import ImageOptions, MetaValue, check_options, installer_repository_for
@@ -36,6 +35,7 @@ from schematic.facts.nvidia import (
     describe_nvidia_extension,
     resolve_gpus,
 )
+from schematic.facts.talos import TalosVersion
 from schematic.inputs.cluster_values import (
     ClusterFile,
     HamiRequest,
@@ -45,6 +45,8 @@ from schematic.inputs.cluster_values import (
 )
 from schematic.inputs.profile_values import HardwareProfile
 from schematic.inputs.profiles import load_profile
+from schematic.plan.references import PoolReferences, plan_references
+from schematic.plan.release import Release, release_of
 
 if TYPE_CHECKING:
     from schematic.core.model import Schematic
@@ -54,6 +56,7 @@ __all__ = [
     "KernelModulesState",
     "PoolPlan",
     "baseline_extensions",
+    "check_pool_names",
     "hami_notes",
     "non_nvidia_gpu_notes",
     "plan_cluster",
@@ -92,11 +95,18 @@ KernelModulesState = Literal["computed", "override", "opt-out", "none"]
 
 @dataclass(frozen=True)
 class PoolPlan:
-    """Everything one pool needs, resolved; renderers read only this."""
+    """Everything one pool needs, resolved; renderers read only this.
+
+    Frozen and compared by value: two pools plan alike exactly when their plans are equal
+    but for the name (what :mod:`schematic.plan.upgrade` relies on). Mappings are left out of the
+    hash (they have none), so equal plans still hash alike.
+    """
 
     name: str
     profile: HardwareProfile
+    # The pool's Talos settings (the file's, at the pool's own release) and that release.
     talos: TalosSettings
+    release: Release
     # The schematic's official extensions (sorted) and extra kernel arguments.
     extensions: tuple[str, ...]
     kernel_args: tuple[str, ...]
@@ -109,8 +119,8 @@ class PoolPlan:
     gpu_resources: tuple[str, ...]
     kernel_modules: tuple[KernelModule, ...]
     kernel_modules_state: KernelModulesState
-    sysctls: Mapping[str, str]
-    passthrough: Mapping[str, Any] = field(default_factory=dict)
+    sysctls: Mapping[str, str] = field(hash=False)
+    passthrough: Mapping[str, Any] = field(default_factory=dict, hash=False)
     # The offline ID, when the factory that registered the schematic stamped it and so
     # answered ``schematic_id`` instead (see :func:`with_factory_schematics`).
     offline_schematic_id: str | None = None
@@ -121,6 +131,22 @@ class PoolPlan:
     boot_schematic_id: str | None = None
     # The boot schematic's offline ID, when the factory that registered it stamped it.
     offline_boot_schematic_id: str | None = None
+
+    @cached_property
+    def references(self) -> PoolReferences:
+        """What the pool's nodes boot and install from (every image reference carries the
+        schematic ID, so the factory's stamped ID replaces it everywhere at once), and where
+        the machine config pins the installer. Derived from the fields, so a plan with
+        another ID or release never keeps a stale reference."""
+        return plan_references(
+            release=self.release,
+            talos=self.talos,
+            platform=self.profile.platform,
+            architecture=self.profile.architecture,
+            media=self.media,
+            schematic_id=self.schematic_id,
+            boot_schematic_id=self.boot_schematic_id,
+        )
 
     @property
     def schematic(self) -> Schematic:
@@ -222,7 +248,7 @@ class _Resolver:
         return name
 
     def decision(
-        self, gpus: tuple[GpuRequest, ...], profile: HardwareProfile, talos: str, nv: Any
+        self, gpus: tuple[GpuRequest, ...], profile: HardwareProfile, talos: TalosVersion, nv: Any
     ) -> NvidiaDecision | None:
         key = (gpus, talos, profile.architecture, profile.passthrough, profile.nvswitch, nv)
         if key not in self.decisions:
@@ -277,21 +303,41 @@ class _Resolver:
         return self.schematics[key]
 
 
+def pool_shape(pool: PoolSpec) -> tuple[Any, ...]:
+    """What a pool's plan depends on besides its name and pass-through values: pools of one
+    shape plan alike (and fail alike), so each shape is planned once."""
+    return (
+        pool.profile,
+        frozen_value(pool.hardware),
+        pool.extensions,
+        pool.kernel_args,
+        pool.kernel_modules,
+        pool.nvidia,
+        pool.media,
+        frozen_value(pool.media.overlay_fields()),
+        pool.boot,
+        pool.talos_version,
+    )
+
+
 def plan_cluster(
     cluster: ClusterFile,
     *,
     source: str = "cluster.yaml",
     base_dir: Path | None = None,
     profile_dirs: Sequence[Path] = (),
+    tables: str | None = None,
 ) -> ClusterPlan:
     """Resolve every pool; raises ClusterFileError naming the file, the pool and the problem.
 
     ``base_dir`` is where relative profile paths are looked up (the cluster file's directory);
-    ``profile_dirs`` are searched for profile names before the shipped profiles.
+    ``profile_dirs`` are searched for profile names before the shipped profiles. ``tables``
+    plans the file's release with another release's packaged tables (a release beyond them;
+    see :func:`schematic.plan.release.target_release`).
     """
     talos = cluster.talos
     try:
-        resolve_version(talos.version)
+        release = release_of(talos.version, tables)
     except TalosSchematicError as err:
         raise ClusterFileError(f"{source}: talos.version: {err}") from None
     resolver = _Resolver(source, base_dir or Path.cwd(), profile_dirs)
@@ -299,24 +345,14 @@ def plan_cluster(
     shapes: dict[tuple[Any, ...], PoolPlan] = {}
     for pool in cluster.pools:
         # Pools differing only in name and pass-through values resolve alike.
-        shape = (
-            pool.profile,
-            frozen_value(pool.hardware),
-            pool.extensions,
-            pool.kernel_args,
-            pool.kernel_modules,
-            pool.nvidia,
-            pool.media,
-            frozen_value(pool.media.overlay_fields()),
-            pool.boot,
-            pool.talos_version,
-        )
+        shape = pool_shape(pool)
         known = shapes.get(shape)
         if known is not None:
             pools.append(replace(known, name=pool.name, passthrough=pool.passthrough))
             continue
         try:
-            shapes[shape] = _plan_pool(pool, _pool_release(pool, cluster, source), resolver)
+            pool_cluster, pool_release = _pool_release(pool, cluster, release, source)
+            shapes[shape] = _plan_pool(pool, pool_cluster, pool_release, resolver)
             pools.append(shapes[shape])
         except ClusterFileError:
             raise
@@ -421,6 +457,16 @@ def unloaded_module_notes(plan: ClusterPlan) -> list[str]:
     return notes
 
 
+def check_pool_names(source: str, known: Sequence[str], wanted: Sequence[str]) -> None:
+    """A UsageError (``--pool``) naming each pool ``source`` does not have, and its pools."""
+    unknown = [name for name in dict.fromkeys(wanted) if name not in known]
+    if unknown:
+        raise UsageError(
+            f"{source} has no pool {', '.join(map(repr, unknown))}; its pools: {', '.join(known)}",
+            "--pool",
+        )
+
+
 def pools_label(source: str, names: Sequence[str]) -> str:
     """``cluster.yaml: pool "a"`` or ``cluster.yaml: pools "a", "b", "c" and 9 more``."""
     if len(names) == 1:
@@ -453,16 +499,18 @@ def boot_media_schematics(plan: ClusterPlan) -> list[tuple[str, str, str]]:
     ]
 
 
-def _pool_release(pool: PoolSpec, cluster: ClusterFile, source: str) -> ClusterFile:
-    """The cluster as the pool sees it: at the pool's own ``talos.version``, when it has one
-    (a pool upgraded ahead of, or held behind, the others)."""
+def _pool_release(
+    pool: PoolSpec, cluster: ClusterFile, release: Release, source: str
+) -> tuple[ClusterFile, Release]:
+    """The cluster as the pool sees it, and its release: at the pool's own ``talos.version``,
+    when it has one (a pool upgraded ahead of, or held behind, the others)."""
     if pool.talos_version is None or pool.talos_version == cluster.talos.version:
-        return cluster
+        return cluster, release
     try:
-        resolve_version(pool.talos_version)
+        own = release_of(pool.talos_version)
     except TalosSchematicError as err:
         raise ClusterFileError(f"{_pool_where(source, pool)}: talos.version: {err}") from None
-    return replace(cluster, talos=replace(cluster.talos, version=pool.talos_version))
+    return replace(cluster, talos=replace(cluster.talos, version=pool.talos_version)), own
 
 
 def _pool_where(source: str, pool: PoolSpec) -> str:
@@ -478,10 +526,13 @@ def _in_pool(source: str, pool: PoolSpec, message: str) -> str:
     return "\n".join(line if line.startswith(prefix) else prefix + line for line in lines)
 
 
-def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> PoolPlan:
+def _plan_pool(
+    pool: PoolSpec, cluster: ClusterFile, release: Release, resolver: _Resolver
+) -> PoolPlan:
     source = resolver.source
     where = _pool_where(source, pool)
-    talos = cluster.talos.version
+    # The release whose tables plan the pool (its own, unless it is beyond the tables).
+    talos = str(release.tables)
     profile = resolver.profile(pool)
 
     extras = [normalise_extension_name(name) for name in (*profile.extensions, *pool.extensions)]
@@ -506,8 +557,8 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
             bool(settings.gds),
             bool(settings.peermem),
         )
-        decision = resolver.decision(gpus, profile, talos, nv)
-    media = _pool_media(pool, profile, cluster, where)
+        decision = resolver.decision(gpus, profile, release.tables, nv)
+    media = _pool_media(pool, profile, cluster, release, where)
     jetson = "jetson" in profile.name or (
         media.overlay is not None and media.overlay.name.startswith("jetson")
     )
@@ -571,6 +622,7 @@ def _plan_pool(pool: PoolSpec, cluster: ClusterFile, resolver: _Resolver) -> Poo
         name=pool.name,
         profile=profile,
         talos=cluster.talos,
+        release=release,
         extensions=extensions,
         kernel_args=kernel_args,
         canonical=canonical,
@@ -638,7 +690,7 @@ def non_nvidia_gpu_notes(plan: ClusterPlan) -> list[str]:
 
 
 def _pool_media(
-    pool: PoolSpec, profile: HardwareProfile, cluster: ClusterFile, where: str
+    pool: PoolSpec, profile: HardwareProfile, cluster: ClusterFile, release: Release, where: str
 ) -> ImageOptions:
     """The pool's media options over its profile's, checked, with the overlay image filled."""
     media = pool.media.over(profile.media)
@@ -648,7 +700,7 @@ def _pool_media(
             media,
             platform=profile.platform,
             architecture=profile.architecture,
-            talos=talos.version,
+            talos=str(release.tables),
             factory_version=talos.image_factory_version,
         )
         if media.secureboot_enabled:
@@ -658,7 +710,7 @@ def _pool_media(
     overlay = media.overlay
     if overlay is None:
         return media
-    offered = overlays_for(talos.version)
+    offered = release.overlays
     if overlay.name not in offered:
         hints = difflib.get_close_matches(overlay.name, sorted(offered), n=3)
         elsewhere = overlay_releases(overlay.name)
@@ -671,7 +723,7 @@ def _pool_media(
             detail += "; did you mean " + ", ".join(hints) + "?"
         raise ClusterFileError(
             f"{where}: overlay.name: {overlay.name!r} is not an official overlay of Talos "
-            f"{talos.version}: {detail}"
+            f"{release.tables}: {detail}"
         )
     if not overlay.image:
         overlay = replace(overlay, image=overlay_image(overlay.name))

@@ -12,25 +12,18 @@ is :mod:`schematic.output.render.upgrade`'s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from schematic.errors import CatalogError, ClusterFileError, GpuRefusal, TalosSchematicError
-from schematic.facts.catalog import resolve_version, talos_versions
+from schematic.errors import ClusterFileError, GpuRefusal, TalosSchematicError
 from schematic.facts.chart_targets import IMMUTABLE_TEMPLATE_ISSUE, ChartTarget, Layout
 from schematic.facts.nvidia import KernelModule, describe_nvidia_extension
 from schematic.facts.talos import METAL_INSTALLER_FROM, TalosVersion
 from schematic.inputs.cluster_values import ClusterFile, NvidiaSettings, PoolSpec
-from schematic.output.render.cozystack import image_factory_ca, tool_values
-from schematic.output.render.machineconfig import (
-    KERNEL_MODULE_DOCUMENTS_FROM,
-    MIRROR_DOCUMENTS_FROM,
-    patch_without_installer,
-)
-from schematic.output.render.urls import boot_image_url, installer_image, pool_installer_repository
-from schematic.plan.cluster import ClusterPlan, PoolPlan, plan_cluster
+from schematic.plan.cluster import ClusterPlan, PoolPlan, check_pool_names, plan_cluster, pool_shape
+from schematic.plan.release import target_release
 
 __all__ = [
     "COZYSTACK_IMMUTABLE_CONFIG_ISSUE",
@@ -40,12 +33,11 @@ __all__ = [
     "PoolRefusal",
     "TargetPlan",
     "UpgradeReport",
-    "check_live_names",
+    "ValuesOf",
     "compare_plans",
     "direction_notes",
     "plan_at",
     "plan_target",
-    "target_release",
 ]
 
 # A TalosConfigTemplate's spec cannot change: how a changed machine config reaches a pool depends
@@ -53,6 +45,8 @@ __all__ = [
 COZYSTACK_IMMUTABLE_CONFIG_ISSUE = IMMUTABLE_TEMPLATE_ISSUE
 
 Status = Literal["unchanged", "changed", "breaking", "added", "removed"]
+# The values the output writes for a pool in a layout: what the report compares key by key.
+ValuesOf = Callable[[PoolPlan, Layout], Mapping[str, Any]]
 _PINNABLE_TIERS: tuple[Literal["lts", "production"], ...] = ("lts", "production")
 # Refusals of the card itself at the target release: another card is a way out.
 _CARD_REFUSALS = frozenset({GpuRefusal.DRIVER, GpuRefusal.FLAVOUR, GpuRefusal.UNSUPPORTED_GPU})
@@ -158,58 +152,11 @@ class UpgradeReport:
         return any(pool.status == "breaking" for pool in self.pools)
 
 
-# --- the target release ------------------------------------------------------------------------
-
-
-def target_release(wanted: str) -> tuple[str, str, str]:
-    """``(release, planned_as, note)`` for a ``--to``/``--from`` release.
-
-    ``planned_as`` is the release whose packaged tables the plan uses: the release itself when
-    the catalogue knows it or a newer patch of a known minor (the tables say which patch they
-    use), and the newest known release for anything beyond the tables, with a note saying so.
-    Raises CatalogError for text that is not a release.
-    """
-    version = TalosVersion.parse(wanted)
-    if version.prerelease:
-        raise CatalogError(
-            f"{wanted!r} is a pre-release; upgrade plans are for releases such as v1.13.9"
-        )
-    known = talos_versions()
-    newest = TalosVersion.parse(known[-1])
-    if version.minor_line > newest.minor_line:
-        note = (
-            f"Talos {version} is newer than the packaged tables (newest {newest}); planned with "
-            f"{newest}'s extensions and NVIDIA drivers, which may differ from {version}'s: check "
-            "with --live-catalogue and the release notes"
-        )
-        return str(version), str(newest), note
-    resolve_version(str(version))  # raises, naming the closest known releases
-    if str(version) not in known:
-        same_line = [v for v in known if TalosVersion.parse(v).minor_line == version.minor_line]
-        if same_line and TalosVersion.parse(same_line[-1]) < version:
-            note = (
-                f"Talos {version} is newer than the packaged tables' last "
-                f"{version.major}.{version.minor} release ({same_line[-1]}); planned with its "
-                "extensions and NVIDIA drivers"
-            )
-            return str(version), str(version), note
-    return str(version), str(version), ""
-
-
 # --- planning at the target ------------------------------------------------------------------
 
 
 def _at(cluster: ClusterFile, version: str) -> ClusterFile:
     return replace(cluster, talos=replace(cluster.talos, version=version))
-
-
-def _retarget(plan: PoolPlan, planned_as: str, version: str) -> PoolPlan:
-    """A pool planned with another release's tables, carrying the release actually asked for
-    (the installer and the machine-config form follow the real version). A pool on its own
-    ``talos.version`` keeps it."""
-    if plan.talos.version == version or plan.talos.version != planned_as:
-        return plan
-    return replace(plan, talos=replace(plan.talos, version=version))
 
 
 def _reason(source: str, pool: str, err: TalosSchematicError) -> str:
@@ -230,15 +177,12 @@ def plan_at(
     the note of :func:`target_release`."""
     release, planned_as, note = target_release(version)
     plan = plan_cluster(
-        _at(cluster, planned_as), source=source, base_dir=base_dir, profile_dirs=profile_dirs
+        _at(cluster, release),
+        source=source,
+        base_dir=base_dir,
+        profile_dirs=profile_dirs,
+        tables=planned_as,
     )
-    if planned_as != release:
-        talos = replace(plan.talos, version=release)
-        plan = replace(
-            plan,
-            talos=talos,
-            pools=tuple(_retarget(pool, planned_as, release) for pool in plan.pools),
-        )
     return plan, note
 
 
@@ -257,24 +201,22 @@ def plan_target(
     Errors that are not the pool's (an unreadable profile) are raised as in planning.
     """
     release, planned_as, note = target_release(to)
-    target = _at(cluster, planned_as)
+    target = _at(cluster, release)
     options: dict[str, Any] = {
         "source": source,
         "base_dir": base_dir,
         "profile_dirs": profile_dirs,
+        "tables": planned_as,
     }
     try:
-        whole = plan_cluster(target, **options)
-        pools: tuple[PoolPlan | PoolRefusal, ...] = tuple(
-            _retarget(pool, planned_as, release) for pool in whole.pools
-        )
+        pools: tuple[PoolPlan | PoolRefusal, ...] = plan_cluster(target, **options).pools
     except ClusterFileError:
-        # Some pool cannot follow: plan them one by one to tell which, and why. Pools alike
-        # but for their name and pass-through values plan alike, so each shape is planned once.
+        # Some pool cannot follow: plan them one by one to tell which, and why. Pools of one
+        # shape plan alike (planning's own key), so each shape is planned once.
         shapes: dict[tuple[Any, ...], PoolPlan | PoolRefusal] = {}
         planned: list[PoolPlan | PoolRefusal] = []
         for pool in cluster.pools:
-            shape = _shape(pool)
+            shape = pool_shape(pool)
             if shape not in shapes:
                 shapes[shape] = _plan_one(target, pool, release, options, stay_on=stay_on)
             known = shapes[shape]
@@ -291,19 +233,6 @@ def plan_target(
     )
 
 
-def _shape(pool: PoolSpec) -> tuple[Any, ...]:
-    """What a pool's plan depends on besides its name and pass-through values."""
-    return (
-        pool.profile,
-        repr(pool.hardware),
-        pool.extensions,
-        pool.kernel_args,
-        pool.kernel_modules,
-        pool.nvidia,
-        pool.talos_version,
-    )
-
-
 def _plan_pool(cluster: ClusterFile, pool: PoolSpec, options: Mapping[str, Any]) -> PoolPlan:
     return plan_cluster(replace(cluster, pools=(pool,)), **options).pools[0]
 
@@ -317,7 +246,7 @@ def _plan_one(
     stay_on: str | None,
 ) -> PoolPlan | PoolRefusal:
     try:
-        return _retarget(_plan_pool(cluster, pool, options), cluster.talos.version, release)
+        return _plan_pool(cluster, pool, options)
     except ClusterFileError as err:
         reason = _reason(options["source"], pool.name, err)
         refusal = err.gpu_refusal
@@ -356,37 +285,6 @@ def _setting_fixes(
             f"pin nvidia.{key}: {value} on this pool (Talos {release} then runs "
             f"{DriverState(plan.nvidia.flavour, plan.nvidia.tier, plan.nvidia.driver, '')})"
         )
-
-
-def check_live_names(target: TargetPlan, offered: Iterable[str], *, factory: str) -> TargetPlan:
-    """The target plan with every pool whose extensions ``factory`` does not offer for the
-    target release refused (the factory builds no image for such a schematic)."""
-    names = frozenset(offered)
-    pools: list[PoolPlan | PoolRefusal] = []
-    for pool in target.pools:
-        missing = (
-            sorted(name for name in pool.extensions if name not in names)
-            if isinstance(pool, PoolPlan)
-            else []
-        )
-        if isinstance(pool, PoolPlan) and missing:
-            pools.append(
-                PoolRefusal(
-                    name=pool.name,
-                    reason=(
-                        f"{factory} offers no {', '.join(missing)} for Talos {target.talos}: "
-                        "it would build no image for this schematic"
-                    ),
-                    fixes=(
-                        "remove the extension from the pool or its profile, or use the name "
-                        "the factory lists for that release (talos-schematic extensions "
-                        f"--talos {target.talos} --live)",
-                    ),
-                )
-            )
-        else:
-            pools.append(pool)
-    return replace(target, pools=tuple(pools))
 
 
 # --- the comparison ----------------------------------------------------------------------------
@@ -436,13 +334,13 @@ def _config_changes(old: PoolPlan, new: PoolPlan) -> list[str]:
             f"kernel modules: {_module_text(old.kernel_modules)} → "
             f"{_module_text(new.kernel_modules)}"
         )
-    before, after = TalosVersion.parse(old.talos.version), TalosVersion.parse(new.talos.version)
-    form = KERNEL_MODULE_DOCUMENTS_FROM
-    if new.kernel_modules and (before >= form) != (after >= form):
+    before, after = old.release, new.release
+    documents = after.kernel_module_documents
+    if new.kernel_modules and before.kernel_module_documents != documents:
         changes.append(
             "kernel modules written as KernelModuleConfig documents (Talos 1.14 and later; "
             "machine.kernel.modules is deprecated there, still merged)"
-            if after >= form
+            if documents
             else "kernel modules written as machine.kernel.modules (before Talos 1.14)"
         )
     for key in sorted({*old.sysctls, *new.sysctls}):
@@ -456,30 +354,39 @@ def _config_changes(old: PoolPlan, new: PoolPlan) -> list[str]:
         else:
             changes.append(f"sysctl {key}: {was} → {now}")
     mirrors = new.registry_mirrors
-    if mirrors and (before >= MIRROR_DOCUMENTS_FROM) != (after >= MIRROR_DOCUMENTS_FROM):
+    if mirrors and before.mirror_documents != after.mirror_documents:
         changes.append(
             "registry mirrors written as RegistryMirrorConfig documents (Talos 1.12 and later)"
-            if after >= MIRROR_DOCUMENTS_FROM
+            if after.mirror_documents
             else "registry mirrors written as machine.registries.mirrors (before Talos 1.12)"
         )
-    if not changes and _patch_without_image(old) != _patch_without_image(new):
+    if not changes and _patch_inputs(old) != _patch_inputs(new):
         changes.append("the machine-config patch changes (compare machine-config-patch.yaml)")
     return changes
 
 
-def _patch_without_image(pool: PoolPlan) -> list[dict[str, Any]]:
-    return patch_without_installer(pool)
+def _patch_inputs(pool: PoolPlan) -> tuple[Any, ...]:
+    """What the machine-config patch is written from, besides the installer pin: the modules,
+    the sysctls, the registry mirrors and the forms the release writes them in."""
+    modules, mirrors = pool.kernel_modules, pool.registry_mirrors
+    return (
+        modules,
+        pool.release.kernel_module_documents if modules else None,
+        dict(pool.sysctls),
+        mirrors,
+        pool.release.mirror_documents if mirrors else None,
+    )
 
 
 def _actions(
     old: PoolPlan, new: PoolPlan, config: Sequence[str], chart: ChartTarget
 ) -> list[NodeAction]:
     actions: list[NodeAction] = []
-    image = installer_image(new)
+    image = new.references.installer
     # On Cozystack a new boot-disk URL (schematic or release) rolls the pool: its machines are
     # replaced, booting the new image with the new machine config.
-    rolls = boot_image_url(new) != boot_image_url(old)
-    if image != installer_image(old):
+    rolls = new.references.boot_image != old.references.boot_image
+    if image != old.references.installer:
         actions.append(
             NodeAction(
                 "image",
@@ -517,7 +424,7 @@ def _actions(
 def _replacement(old: PoolPlan, new: PoolPlan) -> tuple[str, ...]:
     """Why Cozystack replaces a KubeVirt pool's machines: its boot-disk URL changes (the
     schematic, the release, or both), and a VM boots only the disk it was created from."""
-    if new.profile.platform != "kubevirt" or boot_image_url(old) == boot_image_url(new):
+    if new.profile.platform != "kubevirt" or old.references.boot_image == new.references.boot_image:
         return ()
     why = []
     if old.schematic_id != new.schematic_id:
@@ -537,16 +444,18 @@ def _value_keys(values: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     }
 
 
-def _output_changes(old: PoolPlan, new: PoolPlan, layout: Layout) -> tuple[str, ...]:
+def _output_changes(
+    old: PoolPlan, new: PoolPlan, layout: Layout, values_of: ValuesOf
+) -> tuple[str, ...]:
     """The installer repository and the values keys that change between the two plans."""
     changes: list[str] = []
-    repository_before = pool_installer_repository(old)
-    repository_after = pool_installer_repository(new)
+    repository_before = old.references.installer_repository
+    repository_after = new.references.installer_repository
     if repository_before != repository_after:
         line = f"installer repository {repository_before} → {repository_after}"
         if (
-            TalosVersion.parse(new.talos.version) >= METAL_INSTALLER_FROM
-            and TalosVersion.parse(old.talos.version) < METAL_INSTALLER_FROM
+            new.release.platform_installers
+            and not old.release.platform_installers
             and old.talos.installer_repository_default
         ):
             line += (
@@ -556,8 +465,8 @@ def _output_changes(old: PoolPlan, new: PoolPlan, layout: Layout) -> tuple[str, 
                 "arguments"
             )
         changes.append(line)
-    before = _value_keys(tool_values(old, layout))
-    after = _value_keys(tool_values(new, layout))
+    before = _value_keys(values_of(old, layout))
+    after = _value_keys(values_of(new, layout))
     for key, inner in after.items():
         if key not in before:
             keys = f" ({', '.join(inner)})" if inner else ""
@@ -589,7 +498,9 @@ def direction_notes(before: str, after: str) -> list[str]:
     ]
 
 
-def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal, chart: ChartTarget) -> PoolChange:
+def _compare_pool(
+    old: PoolPlan, new: PoolPlan | PoolRefusal, chart: ChartTarget, values_of: ValuesOf
+) -> PoolChange:
     driver_before = _driver(old)
     if isinstance(new, PoolRefusal):
         return PoolChange(
@@ -599,7 +510,7 @@ def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal, chart: ChartTarget
             schematic_after=None,
             driver_before=driver_before,
             modules_before=old.kernel_modules,
-            installer_before=installer_image(old),
+            installer_before=old.references.installer,
             refusal=new,
         )
     before, after = set(old.extensions), set(new.extensions)
@@ -615,13 +526,13 @@ def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal, chart: ChartTarget
         ]
     config = _config_changes(old, new)
     replaced = _replacement(old, new)
-    output = _output_changes(old, new, chart.layout)
+    output = _output_changes(old, new, chart.layout, values_of)
     same = (
         old.schematic_id == new.schematic_id
         and driver_before == driver_after
         and not config
         and old.kernel_args == new.kernel_args
-        and installer_image(old) == installer_image(new)
+        and old.references.installer == new.references.installer
         and not replaced
         and not output
     )
@@ -641,8 +552,8 @@ def _compare_pool(old: PoolPlan, new: PoolPlan | PoolRefusal, chart: ChartTarget
         modules_before=old.kernel_modules,
         modules_after=new.kernel_modules,
         machine_config=tuple(config),
-        installer_before=installer_image(old),
-        installer_after=installer_image(new),
+        installer_before=old.references.installer,
+        installer_after=new.references.installer,
         actions=tuple(_actions(old, new, config, chart)),
         replaced=replaced,
         output=output,
@@ -672,7 +583,7 @@ def _added_pool(new: PoolPlan | PoolRefusal) -> PoolChange:
         kernel_args_added=new.kernel_args,
         driver_after=_driver(new),
         modules_after=new.kernel_modules,
-        installer_after=installer_image(new),
+        installer_after=new.references.installer,
     )
 
 
@@ -686,51 +597,43 @@ def _removed_pool(old: PoolPlan) -> PoolChange:
         kernel_args_removed=old.kernel_args,
         driver_before=_driver(old),
         modules_before=old.kernel_modules,
-        installer_before=installer_image(old),
+        installer_before=old.references.installer,
     )
 
 
-def _comparison_key(pool: PoolPlan | PoolRefusal) -> tuple[Any, ...]:
-    """What a comparison reads of a pool besides its name. Pools planned alike share their
-    profile and NVIDIA decision objects (planning caches them), so identity stands for them
-    while the plans are alive."""
-    if isinstance(pool, PoolRefusal):
-        return ("refused", pool.reason, pool.fixes)
-    return (
-        pool.schematic_id,
-        pool.extensions,
-        pool.kernel_args,
-        id(pool.nvidia),
-        id(pool.profile),
-        pool.kernel_modules,
-        tuple(pool.sysctls.items()),
-        pool.talos,
-        repr(pool.registry_mirrors),
-        image_factory_ca(pool),
-    )
+def _alike(pool: PoolPlan | PoolRefusal) -> PoolPlan | PoolRefusal:
+    """The pool's plan (or refusal) without its name: equal for pools that plan alike."""
+    return replace(pool, name="")
 
 
 def compare_plans(
-    old: ClusterPlan, new: TargetPlan, chart: ChartTarget | None = None
+    old: ClusterPlan,
+    new: TargetPlan,
+    chart: ChartTarget | None = None,
+    *,
+    values_of: ValuesOf,
 ) -> UpgradeReport:
     """Compare a cluster's plan with its plan at another release (or another revision of the
     file), pool by pool: matched by name, in the old plan's order, then the pools only the
     target has. A pool the target plan refuses is breaking. ``chart`` (default: the file's
-    chart target) says how a machine-config change reaches the workers."""
+    chart target) says how a machine-config change reaches the workers; ``values_of`` gives the
+    values the output writes for a pool (``schematic.output.render.cozystack.tool_values``), whose
+    gained and lost keys the report names."""
     chart = chart or old.cozystack_target
     by_name = {pool.name: pool for pool in new.pools}
     changes = []
-    # Thousands of pools share a few shapes: compare each pair of shapes once.
-    compared: dict[tuple[Any, ...], PoolChange] = {}
+    # Thousands of pools share a few plans: compare each pair of plans (by value, all but
+    # the name) once.
+    compared: dict[tuple[PoolPlan | PoolRefusal, PoolPlan | PoolRefusal], PoolChange] = {}
     for pool in old.pools:
         target = by_name.pop(pool.name, None)
         if target is None:
             changes.append(_removed_pool(pool))
             continue
-        key = (_comparison_key(pool), _comparison_key(target))
+        key = (_alike(pool), _alike(target))
         known = compared.get(key)
         if known is None:
-            compared[key] = known = _compare_pool(pool, target, chart)
+            compared[key] = known = _compare_pool(pool, target, chart, values_of)
         elif isinstance(target, PoolPlan):
             # The patch command names the pool's directory.
             actions = tuple(_actions(pool, target, known.machine_config, chart))
@@ -747,3 +650,81 @@ def compare_plans(
         pools=tuple(changes),
         notes=(*new.notes, *direction_notes(old.talos.version, new.talos)),
     )
+
+
+def _contradictions(
+    cluster_file: Path, base: Path | None, to: str | None, since: str | None, now: str, was: str
+) -> list[str]:
+    """With ``base``, each file states its own release: a ``to`` or ``since`` that says
+    otherwise plans an upgrade that neither file describes."""
+    if base is None:
+        return []
+    notes = []
+    if to is not None and to != now:
+        notes.append(
+            f"--to {to} contradicts {cluster_file}'s talos.version {now}: planned at {to}, but "
+            f"generate writes {now} from this file; drop --to, or set talos.version"
+        )
+    if since is not None and since != was:
+        notes.append(
+            f"--from {since} contradicts {base}'s talos.version {was}: planned from {since}; "
+            "drop --from, or pass the --base the nodes run"
+        )
+    return notes
+
+
+def plan_upgrade(
+    cluster_file: Path,
+    values_of: ValuesOf,
+    to: str | None = None,
+    since: str | None = None,
+    base: Path | None = None,
+    pools: Sequence[str] = (),
+    profiles: Sequence[Path] = (),
+    live: Callable[[TargetPlan, str], TargetPlan] | None = None,
+) -> tuple[UpgradeReport, list[str]]:
+    """The report of upgrading CLUSTER's pools to ``to`` (default: its talos.version) from
+    ``since`` (default: the nodes' release, from ``base`` or CLUSTER), and the notes to tell.
+    ``pools`` (default: all) are the pools reported.
+    ``base`` is the file as deployed (its relative profile paths resolve against CLUSTER's
+    directory); ``live(target, imageFactoryURL)`` is the target held against a factory's live
+    catalogue (:func:`schematic.factory.consult.live_catalogue_of`)."""
+    from schematic.errors import UsageError
+    from schematic.inputs.cluster_file import load_cluster
+
+    if to is None and since is None and base is None:
+        raise UsageError("give the release to upgrade to (or --from, or --base)", "--to")
+    for option, value in (("--to", to), ("--from", since)):
+        try:
+            if value is not None:
+                target_release(value)
+        except TalosSchematicError as err:
+            raise UsageError(str(err), option) from None
+    cluster = load_cluster(cluster_file)
+    deployed = cluster if base is None else load_cluster(base)
+    options: dict[str, Any] = {"base_dir": cluster_file.parent, "profile_dirs": tuple(profiles)}
+    old, old_note = plan_at(
+        deployed,
+        since or deployed.talos.version,
+        source=str(cluster_file if base is None else base),
+        **options,
+    )
+    target = plan_target(
+        cluster,
+        to or cluster.talos.version,
+        source=str(cluster_file),
+        stay_on=old.talos.version,
+        **options,
+    )
+    if live is not None:
+        target = live(target, cluster.talos.image_factory_url)
+    report = compare_plans(old, target, values_of=values_of)
+    said = _contradictions(
+        cluster_file, base, to, since, cluster.talos.version, deployed.talos.version
+    )
+    if said:
+        report = replace(report, notes=(*said, *report.notes))
+    if pools:
+        check_pool_names(str(cluster_file), [pool.name for pool in report.pools], pools)
+        report = replace(report, pools=tuple(pool for pool in report.pools if pool.name in pools))
+    return report, [f"note: {old_note}"] if old_note else []

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 from schematic.inputs.cluster_values import DEFAULT_INSTALLER_REPOSITORY
-from schematic.output.render.urls import pool_installer_repository
 from schematic.plan.charts import LAYOUTS, ChartFit, Layout, assumed_target
 from schematic.plan.cluster import ClusterPlan, PoolPlan
 
@@ -78,7 +77,7 @@ def _talos(
     if with_schematic:
         talos["schematicID"] = pool.schematic_id
     talos["imageFactoryURL"] = pool.talos.image_factory_url
-    talos["installerRepository"] = pool_installer_repository(pool)
+    talos["installerRepository"] = pool.references.installer_repository
     mirrors = pool.registry_mirrors
     if (mirrors is not None or mirrors_required) and writes("talos.registryMirrors"):
         talos["registryMirrors"] = dict(mirrors or {})
@@ -118,7 +117,7 @@ def tool_values(pool: PoolPlan, layout: LayoutOrFit = "osimage") -> dict[str, An
         # The installer repository and mirrors still live under talos. The charts require
         # every talos key once talos is given, so it is written whole, and only when a setting
         # differs from the chart's defaults.
-        custom_installer = pool_installer_repository(pool) != DEFAULT_INSTALLER_REPOSITORY
+        custom_installer = pool.references.installer_repository != DEFAULT_INSTALLER_REPOSITORY
         custom = pool.registry_mirrors is not None or image_factory_ca(pool) is not None
         if custom_installer or custom:
             values["talos"] = _talos(pool, writes, with_schematic=True, mirrors_required=True)

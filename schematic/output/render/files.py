@@ -20,7 +20,6 @@ from schematic.output.outdir import (
     OutputIndex,
     Tree,
     index_text,
-    pool_record,
 )
 from schematic.output.render import yamltext
 from schematic.output.render.cozystack import (
@@ -43,7 +42,7 @@ from schematic.output.render.gpupath import (
 )
 from schematic.output.render.machineconfig import machine_config_patch
 from schematic.output.render.omni import OMNI_FILE, omni_workers
-from schematic.output.render.summary import summary_json
+from schematic.output.render.summary import pool_record, summary_json
 from schematic.output.render.talhelper import TALHELPER_FILE, talhelper_fragment
 from schematic.output.render.terraform import TERRAFORM_FILE, terraform_json
 from schematic.output.render.urls import pool_urls

@@ -1,10 +1,9 @@
 """Talos machine-config patches per pool, for ``talosctl patch mc --patch @file``.
 
-The patch pins the pool's installer (same schematic as its boot image) in one of two forms
-(:func:`install_form`): ``machine.install.image`` (every release) or, from Talos 1.14, an
-``UnattendedInstallConfig`` document's ``installer.image`` — a 1.14 config carrying that
-document refuses ``machine.install`` beside it, and a config made before 1.14 has
-``machine.install``. It loads the modules the extensions install but do not load
+The patch pins the pool's installer (same schematic as its boot image) in the form its plan
+chose (``PoolPlan.references.install_form``): ``machine.install.image`` (every release) or,
+from Talos 1.14, an ``UnattendedInstallConfig`` document's ``installer.image``. It loads the
+modules the extensions install but do not load
 (``machine.kernel.modules``, or one ``KernelModuleConfig`` document per module from Talos
 1.14), sets the sysctls the NVIDIA decision asks for (``net.core.bpf_jit_harden`` up to Talos
 1.12), and carries the cluster file's registry mirrors (``machine.registries.mirrors``, or one
@@ -14,26 +13,11 @@ document refuses ``machine.install`` beside it, and a config made before 1.14 ha
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-from schematic.facts.talos import TalosVersion
-from schematic.inputs.cluster_values import unattended_install_offered
-from schematic.output.render.urls import installer_image
 from schematic.plan.cluster import PoolPlan
 
-__all__ = [
-    "KERNEL_MODULE_DOCUMENTS_FROM",
-    "MIRROR_DOCUMENTS_FROM",
-    "InstallForm",
-    "install_form",
-    "machine_config_patch",
-    "patch_without_installer",
-]
-
-KERNEL_MODULE_DOCUMENTS_FROM = TalosVersion(1, 14, 0)
-# Talos 1.12 moved registry settings to their own documents; 1.13's schema no longer has
-# machine.registries.
-MIRROR_DOCUMENTS_FROM = TalosVersion(1, 12, 0)
+__all__ = ["machine_config_patch", "patch_without_installer"]
 
 
 def _module(name: str, parameters: tuple[str, ...]) -> dict[str, Any]:
@@ -58,33 +42,13 @@ def _mirror_document(host: str, mirror: Mapping[str, Any]) -> dict[str, Any]:
     return document
 
 
-InstallForm = Literal["machine-install", "unattended"]
-# Cozystack's KubeVirt workers: the chart's TalosConfigTemplate writes machine.install itself.
-_CHART_WRITES_MACHINE_INSTALL = frozenset({"kubevirt"})
-
-
-def install_form(pool: PoolPlan) -> InstallForm:
-    """Where the patch pins the installer: the cluster file's ``talos.installConfig``, or by
-    default ``unattended`` from Talos 1.14 (what ``talosctl gen config`` 1.14 writes) except on
-    KubeVirt pools, whose Cozystack chart writes ``machine.install``; ``machine-install`` for a
-    pool before 1.14 whatever the file says (no UnattendedInstallConfig there)."""
-    # A pool on an older release than the file's (its own talos.version) has no such document.
-    if not unattended_install_offered(pool.talos.version):
-        return "machine-install"
-    chosen = pool.talos.install_config
-    if chosen != "auto":
-        return chosen
-    if pool.profile.platform in _CHART_WRITES_MACHINE_INSTALL:
-        return "machine-install"
-    return "unattended"
-
-
 def machine_config_patch(pool: PoolPlan) -> list[dict[str, Any]]:
     """The patch documents: the v1alpha1 part first, then any typed documents."""
     machine: dict[str, Any] = {}
     documents: list[dict[str, Any]] = []
-    if install_form(pool) == "machine-install":
-        machine["install"] = {"image": installer_image(pool)}
+    installer = pool.references.installer
+    if pool.references.install_form == "machine-install":
+        machine["install"] = {"image": installer}
     else:
         # Merged into the config's own UnattendedInstallConfig (which holds the disk
         # selector Talos requires); only the image is this tool's.
@@ -92,12 +56,11 @@ def machine_config_patch(pool: PoolPlan) -> list[dict[str, Any]]:
             {
                 "apiVersion": "v1alpha1",
                 "kind": "UnattendedInstallConfig",
-                "installer": {"image": installer_image(pool)},
+                "installer": {"image": installer},
             }
         )
-    talos = TalosVersion.parse(pool.talos.version)
     if pool.kernel_modules:
-        if talos >= KERNEL_MODULE_DOCUMENTS_FROM:
+        if pool.release.kernel_module_documents:
             documents += [
                 {"apiVersion": "v1alpha1", "kind": "KernelModuleConfig"}
                 | _module(module.name, module.parameters)
@@ -111,7 +74,7 @@ def machine_config_patch(pool: PoolPlan) -> list[dict[str, Any]]:
         machine["sysctls"] = dict(pool.sysctls)
     mirrors = pool.registry_mirrors
     if mirrors:
-        if talos >= MIRROR_DOCUMENTS_FROM:
+        if pool.release.mirror_documents:
             documents += [_mirror_document(host, mirror) for host, mirror in mirrors.items()]
         else:
             machine["registries"] = {"mirrors": mirrors}

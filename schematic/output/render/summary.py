@@ -7,12 +7,19 @@ from typing import Any
 
 from schematic.output.render.cozystack import LayoutOrFit, pool_values
 from schematic.output.render.gpupath import operator_release_of
-from schematic.output.render.urls import boot_image_url, installer_image, media_summary, pool_media
+from schematic.output.render.urls import media_summary
 from schematic.plan.charts import ChartFit
 from schematic.plan.cluster import ClusterPlan, PoolPlan, pools_label
 from schematic.plan.gpupath import management_gpus, platform_values, smoke_test_pod, tenant_addons
 
-__all__ = ["chart_summary", "decision_lines", "pool_decision", "summary", "summary_json"]
+__all__ = [
+    "chart_summary",
+    "decision_lines",
+    "pool_decision",
+    "pool_record",
+    "summary",
+    "summary_json",
+]
 
 
 def chart_summary(fit: ChartFit) -> dict[str, Any]:
@@ -54,10 +61,10 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
                     {"name": module.name, "parameters": list(module.parameters)}
                     for module in pool.kernel_modules
                 ],
-                "installer": installer_image(pool),
-                "image": boot_image_url(pool),
+                "installer": pool.references.installer,
+                "image": pool.references.boot_image,
                 **media_summary(pool),
-                "media": {medium.kind: medium.url for medium in pool_media(pool)},
+                "media": {medium.kind: medium.url for medium in pool.references.media},
                 # A bare-metal or board pool is no KubernetesNodes object: no values.
                 "values": pool_values(plan.cluster, pool, layout) if pool.tenant_pool else None,
                 # The tenant-cluster Pod that proves the pool's GPUs work (None: no GPU).
@@ -89,6 +96,22 @@ def pool_decision(pool: PoolPlan) -> dict[str, Any] | None:
         "reasons": list(decision.reasons),
         "notes": list(decision.notes),
     }
+
+
+def pool_record(pool: PoolPlan) -> dict[str, Any]:
+    """A pool's index entry: its name, its schematic IDs, extensions and media options."""
+    entry: dict[str, Any] = {"name": pool.name, "schematicID": pool.schematic_id}
+    if pool.offline_schematic_id is not None:
+        # A factory stamped the schematic: `check` matches the pool by its offline ID.
+        entry["offlineSchematicID"] = pool.offline_schematic_id
+    entry["extensions"] = list(pool.extensions)
+    # The NVIDIA decision (null without an NVIDIA GPU), for CI to show and assert on.
+    entry["nvidia"] = pool_decision(pool)
+    entry.update(media_summary(pool))
+    if pool.offline_boot_schematic_id is not None:
+        # Likewise for the boot media's schematic (its stamped body is in urls.yaml).
+        entry["offlineBootSchematicID"] = pool.offline_boot_schematic_id
+    return entry
 
 
 def decision_lines(plan: ClusterPlan) -> list[str]:

@@ -19,9 +19,9 @@ to the pool (a talconfig has one ``worker:`` group, and a cluster has several po
   the modules the extensions install but do not load go there.
 - ``patches``: the rest of the pool's machine-config patch
   (:mod:`schematic.output.render.machineconfig`, the one place that decides it), one inline
-  patch per document: sysctls and pre-1.12 registry
-  mirrors as a v1alpha1 patch, and the typed documents (``KernelModuleConfig`` from Talos 1.14,
-  ``RegistryMirrorConfig`` from 1.12). ``machine.install.image`` is left to talhelper.
+  patch per document: sysctls and pre-1.12 registry mirrors as a v1alpha1 patch, and the typed
+  documents (``KernelModuleConfig`` from Talos 1.14, ``RegistryMirrorConfig`` from 1.12).
+  ``machine.install.image`` is left to talhelper.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from typing import Any
 from schematic.facts.media import platform_media
 from schematic.output.render import yamltext
 from schematic.output.render.machineconfig import patch_without_installer
-from schematic.output.render.urls import installer_image
 from schematic.plan.cluster import PoolPlan
 
 __all__ = ["TALHELPER_FILE", "talhelper_fragment"]
@@ -91,7 +90,7 @@ def _modules_and_patches(pool: PoolPlan) -> tuple[list[Any], list[dict[str, Any]
 
 def talhelper_fragment(pool: PoolPlan) -> str:
     """The talconfig keys of ``pool``, after a comment naming the pool and where they go."""
-    installer = installer_image(pool)
+    installer = pool.references.installer
     version = pool.talos.version
     lines = [
         f"# talhelper keys for pool {pool.name} (talosVersion {version}): paste them into each",
@@ -103,7 +102,7 @@ def talhelper_fragment(pool: PoolPlan) -> str:
     if pool.boot_canonical is not None:
         out += _nested("imageSchematic", pool.boot_canonical)
     fields: dict[str, Any] = {}
-    pinned = installer.removesuffix(f":{version}")
+    pinned = pool.references.installer_unversioned
     if pinned != _talhelper_installer(pool):
         fields["talosImageURL"] = pinned
     if spec := _machine_spec(pool):

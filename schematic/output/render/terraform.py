@@ -25,7 +25,6 @@ from typing import Any
 
 from schematic.output.render import yamltext
 from schematic.output.render.machineconfig import machine_config_patch
-from schematic.output.render.urls import boot_image_url, installer_image
 from schematic.plan.cluster import PoolPlan
 
 __all__ = ["SCHEMATIC_RESOURCE", "TERRAFORM_FILE", "terraform_json", "terraform_name"]
@@ -56,8 +55,8 @@ def terraform_json(pool: PoolPlan) -> str:
     value = {
         "schematic_id": pool.schematic_id,
         "talos_version": pool.talos.version,
-        "installer_image": _literal(installer_image(pool)),
-        "boot_image": _literal(boot_image_url(pool)),
+        "installer_image": _literal(pool.references.installer),
+        "boot_image": _literal(pool.references.boot_image),
         "gpus": list(pool.gpu_resources),
         "config_patches": [_literal(yamltext.dump(d)) for d in machine_config_patch(pool)],
     }

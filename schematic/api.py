@@ -1,0 +1,146 @@
+"""The library entry point: ``generate``, ``check`` and ``upgrade``, each a request to a result.
+
+    result = generate(Request(Path("cluster.yaml"), out=Path("deploy/gpu")))
+
+Each plans the cluster file, asks an Image Factory only when the request says so, then writes,
+compares or reports. Errors a user can fix raise :class:`schematic.errors.TalosSchematicError`
+(``exit_code``: the command's exit); what a run has to tell is ``Result.messages``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from schematic.errors import UsageError
+from schematic.factory.consult import consult_factory
+from schematic.output import emit
+
+__all__ = ["Request", "Result", "UpgradeRequest", "check", "generate", "upgrade"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """What ``generate`` or ``check`` is asked; ``out`` None: ``generate`` renders one kind."""
+
+    cluster_file: Path
+    out: Path | None = None
+    kinds: tuple[str, ...] = ()  # () writes the default kinds, or renders cozystack
+    pools: tuple[str, ...] = ()  # () is every pool
+    chart: str | None = None
+    layout: str | None = None
+    allow_ignored_keys: bool = False
+    profiles: tuple[Path, ...] = ()
+    register: bool = False
+    live_catalogue: bool = False
+    factory: str | None = None
+    force: bool = False
+    progress: Callable[[int, int], None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class UpgradeRequest:
+    """What ``upgrade`` is asked: CLUSTER at ``to`` against the nodes' release ``since`` (or
+    the ``base`` file as deployed)."""
+
+    cluster_file: Path
+    to: str | None = None
+    since: str | None = None
+    base: Path | None = None
+    pools: tuple[str, ...] = ()
+    profiles: tuple[Path, ...] = ()
+    live_catalogue: bool = False
+    factory: str | None = None
+
+
+@dataclass(frozen=True)
+class Result:
+    """``status`` 0: done; 3: ``check`` found drift or ``upgrade`` a pool that would break.
+    ``detail``: the Written, Drift or UpgradeReport; ``request``: ``check``'s, as run."""
+
+    status: int = 0
+    text: str = ""
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    messages: tuple[str, ...] = ()
+    lock: str | None = None
+    detail: Any = None
+    plan: Any = None
+    fit: Any = None
+    request: Request | None = None
+
+
+def _start(request: Request, kind: Any = None) -> tuple[Any, Any, list[str]]:
+    """The plan (one document's worth, for a ``kind`` that is one) held against its chart,
+    after the factory was asked; what to tell."""
+    plan = emit.load_plan(request.cluster_file, request.profiles)
+    shown = emit.select_pools(plan, request.pools)
+    if kind is not None:
+        emit.one_document_check(shown, kind)
+    fit = emit.fit_chart(plan, request.chart, request.layout, insist=request.allow_ignored_keys)
+    asked = consult_factory(
+        plan, request.factory, request.register, request.live_catalogue, request.progress
+    )
+    return asked, fit, [*([f"note: {fit.assumption}"] if fit.assumption else []), *asked.notes]
+
+
+def generate(request: Request) -> Result:
+    """Plan the cluster file and write its files into ``request.out`` (only the pools and
+    kinds asked for), or render one kind as ``Result.text``."""
+    out, kinds = request.out, emit.kinds_of(request.kinds)
+    if out is None and len(set(request.kinds)) > 1:
+        raise UsageError(
+            "several kinds go to files: add --out DIR, or print one at a time", "--format"
+        )
+    with emit.paused_collector():
+        kind = emit.kinds_of(request.kinds or ("cozystack",))[0]
+        asked, fit, said = _start(request, kind if out is None else None)
+        plan = asked.plan
+        if out is None:
+            from schematic.output.render.files import render_stream
+
+            text = render_stream(emit.select_pools(plan, request.pools), kind, fit)
+            said += emit.run_notes(plan, fit, kind == "platform")
+            return Result(0, text, {}, tuple(said), asked.lock, None, plan, fit)
+        written = emit.write_plan(
+            out, plan, fit, kinds, asked.lock, request.pools, request.profiles, request.force
+        )
+    said += emit.run_notes(plan, fit, "platform" in kinds, written[1].removed_pools, written[2])
+    return Result(0, "", written[0].files, tuple(said), asked.lock, written[1], plan, fit)
+
+
+def check(request: Request) -> Result:
+    """Compare ``request.out`` with what ``generate`` would write there now: status 3 and the
+    drift when they differ. The settings DIR's index records are the defaults."""
+    from schematic.output.outdir import compare_directory
+
+    out = request.out
+    if out is None:
+        raise UsageError("check compares a directory: give it", "--out")
+    recorded, settings, said = emit.recorded_settings(out, request)
+    request = replace(request, register=False, **settings)
+    with emit.paused_collector():
+        asked, fit, more = _start(request)
+        kinds, profiles = emit.kinds_of(request.kinds), request.profiles if recorded else ()
+        tree = emit.expected_tree(
+            out, asked.plan, fit, kinds, recorded, asked.lock, request.pools, profiles
+        )
+        drift, expected = compare_directory(out, tree, pools=list(request.pools) or None)
+    messages = tuple(said + more)
+    return Result(
+        3 if drift else 0, "", expected, messages, asked.lock, drift, asked.plan, fit, request
+    )
+
+
+def upgrade(request: UpgradeRequest) -> Result:
+    """What the release bump (or the change from ``base``) does to each pool; status 3 when a
+    pool would break. ``Result.detail`` is the :class:`schematic.plan.upgrade.UpgradeReport`."""
+    from schematic.factory.consult import live_catalogue_of
+    from schematic.output.render.cozystack import tool_values
+    from schematic.plan.upgrade import plan_upgrade
+
+    live = live_catalogue_of(request.factory) if request.live_catalogue else None
+    asked = (request.to, request.since, request.base, request.pools, request.profiles)
+    report, said = plan_upgrade(request.cluster_file, tool_values, *asked, live)
+    return Result(3 if report.breaking else 0, messages=tuple(said), detail=report)

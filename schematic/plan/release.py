@@ -1,0 +1,165 @@
+"""A Talos release resolved once: what planning and every output read of it.
+
+A cluster file names its release as text (``talos.version``, or a pool's own). Planning turns
+each distinct one into a frozen :class:`Release` here, once: the packaged tables that plan it
+(its extension catalogue, its NVIDIA driver row, the NVIDIA rules' answers for it) and every
+release-dependent form the outputs take (the installer repository's default, where the
+installer is pinned, how kernel modules and registry mirrors are written, the disk images'
+compression). Nothing after planning parses a version again: it reads these fields.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from schematic.errors import CatalogError, TalosSchematicError
+from schematic.facts.catalog import extensions_for, overlays_for, resolve_version, talos_versions
+from schematic.facts.nvidia_rules import RuleAnswer, release_rule, rules_table
+from schematic.facts.talos import (
+    METAL_INSTALLER_FROM,
+    DriverTableMatch,
+    TalosVersion,
+    default_installer_repository,
+    driver_row,
+)
+
+__all__ = [
+    "KERNEL_MODULE_DOCUMENTS_FROM",
+    "MIRROR_DOCUMENTS_FROM",
+    "UNATTENDED_INSTALL_FROM",
+    "ZSTD_FROM",
+    "Release",
+    "release_of",
+    "target_release",
+]
+
+# Talos 1.14 loads modules from KernelModuleConfig documents (machine.kernel.modules is
+# deprecated there) and reads the installer from an UnattendedInstallConfig document.
+KERNEL_MODULE_DOCUMENTS_FROM = TalosVersion(1, 14, 0)
+UNATTENDED_INSTALL_FROM = TalosVersion(1, 14, 0)
+# Talos 1.12 moved registry settings to their own documents; 1.13's schema no longer has
+# machine.registries.
+MIRROR_DOCUMENTS_FROM = TalosVersion(1, 12, 0)
+# The factory reads the format from the file name; zstd exists from Talos 1.8 (when the metal
+# images moved to it from xz), so older releases get those images as .xz.
+ZSTD_FROM = TalosVersion(1, 8, 0)
+
+
+@dataclass(frozen=True)
+class Release:
+    """One Talos release, resolved: the facts of its tables and the forms its outputs take."""
+
+    # The release the nodes run: what every image reference and values key carries.
+    version: TalosVersion
+    # The release whose tables plan it: ``version`` itself, or the newest known one for a
+    # release beyond the tables (see :func:`target_release`).
+    tables: TalosVersion
+    # The official extensions and overlays of ``tables``.
+    extensions: frozenset[str] = field(default=frozenset(), repr=False)
+    overlays: frozenset[str] = field(default=frozenset(), repr=False)
+    # The NVIDIA driver row; None for a release before the NVIDIA extensions.
+    drivers: DriverTableMatch | None = None
+    # Each NVIDIA rule's answer for this release (None: no row applies).
+    rules: Mapping[str, RuleAnswer | None] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def name(self) -> str:
+        """``v1.13.9``: the release as every output writes it."""
+        return str(self.version)
+
+    @property
+    def kernel_module_documents(self) -> bool:
+        """Whether the machine config loads modules with KernelModuleConfig documents."""
+        return self.version >= KERNEL_MODULE_DOCUMENTS_FROM
+
+    @property
+    def mirror_documents(self) -> bool:
+        """Whether registry mirrors are RegistryMirrorConfig documents."""
+        return self.version >= MIRROR_DOCUMENTS_FROM
+
+    @property
+    def unattended_install(self) -> bool:
+        """Whether the release has the UnattendedInstallConfig document."""
+        return self.version.release >= UNATTENDED_INSTALL_FROM
+
+    @property
+    def zstd_images(self) -> bool:
+        """Whether the factory builds zstd-compressed disk images for the release."""
+        return self.version >= ZSTD_FROM
+
+    @property
+    def platform_installers(self) -> bool:
+        """Whether a node upgrades from its platform's installer (``metal-installer``) by
+        default: from Talos 1.14, when the plain ``installer`` is no longer published."""
+        return self.version.release >= METAL_INSTALLER_FROM
+
+    def default_installer_repository(self, image_platform: str) -> str:
+        """The repository a pool booting ``image_platform`` upgrades from when the user names
+        none."""
+        return default_installer_repository(self.version, image_platform)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def target_release(wanted: str) -> tuple[str, str, str]:
+    """``(release, planned_as, note)`` for a release to plan at.
+
+    ``planned_as`` is the release whose packaged tables the plan uses: the release itself when
+    the catalogue knows it or a newer patch of a known minor (the tables say which patch they
+    use), and the newest known release for anything beyond the tables, with a note saying so.
+    Raises CatalogError for text that is not a release.
+    """
+    version = TalosVersion.parse(wanted)
+    if version.prerelease:
+        raise CatalogError(
+            f"{wanted!r} is a pre-release; upgrade plans are for releases such as v1.13.9"
+        )
+    known = talos_versions()
+    newest = TalosVersion.parse(known[-1])
+    if version.minor_line > newest.minor_line:
+        note = (
+            f"Talos {version} is newer than the packaged tables (newest {newest}); planned with "
+            f"{newest}'s extensions and NVIDIA drivers, which may differ from {version}'s: check "
+            "with --live-catalogue and the release notes"
+        )
+        return str(version), str(newest), note
+    resolve_version(str(version))  # raises, naming the closest known releases
+    if str(version) not in known:
+        same_line = [v for v in known if TalosVersion.parse(v).minor_line == version.minor_line]
+        if same_line and TalosVersion.parse(same_line[-1]) < version:
+            note = (
+                f"Talos {version} is newer than the packaged tables' last "
+                f"{version.major}.{version.minor} release ({same_line[-1]}); planned with its "
+                "extensions and NVIDIA drivers"
+            )
+            return str(version), str(version), note
+    return str(version), str(version), ""
+
+
+@functools.cache
+def release_of(version: str, tables: str | None = None) -> Release:
+    """The release ``version`` (``v1.13.9``), resolved once per run and cached.
+
+    ``tables`` names the packaged release that plans it when that is not ``version`` itself
+    (a release beyond the tables, planned with the newest known one). Raises CatalogError for
+    a release the tables cannot plan.
+    """
+    parsed = TalosVersion.parse(version)
+    planned_as = tables or version
+    catalogue = resolve_version(planned_as)
+    try:
+        drivers: DriverTableMatch | None = driver_row(planned_as)
+    except TalosSchematicError:
+        drivers = None  # before the NVIDIA extensions: a GPU pool is refused when decided
+    names = {row.rule for row in rules_table() if row.scope == "talos"}
+    return Release(
+        version=parsed,
+        tables=TalosVersion.parse(planned_as),
+        extensions=extensions_for(catalogue),
+        overlays=overlays_for(catalogue),
+        drivers=drivers,
+        rules={name: release_rule(name, planned_as) for name in sorted(names)},
+    )
