@@ -197,23 +197,9 @@ def test_every_module_is_in_a_layer() -> None:
     assert [m for m in import_graph() if layer_of(m) is None] == []
 
 
-# Arrows up that are on main and being removed: the list may only shrink (a test below fails
-# when one of them is gone, so it is taken off here).
-KNOWN_ARROWS_UP: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("schematic.plan.upgrade", "schematic.output.render.cozystack"),
-        ("schematic.plan.upgrade", "schematic.output.render.machineconfig"),
-        ("schematic.plan.upgrade", "schematic.output.render.urls"),
-    }
-)
-
-
 def test_no_import_runs_up_the_layers() -> None:
-    up = set(arrows_up(import_graph()))
-    new = sorted(up - KNOWN_ARROWS_UP)
-    assert new == [], "imports into a higher layer: " + ", ".join(f"{a} -> {b}" for a, b in new)
-    gone = sorted(KNOWN_ARROWS_UP - up)
-    assert gone == [], "no longer on main, take off KNOWN_ARROWS_UP: " + repr(gone)
+    up = sorted(arrows_up(import_graph()))
+    assert up == [], "imports into a higher layer: " + ", ".join(f"{a} -> {b}" for a, b in up)
 
 
 def test_no_group_of_modules_imports_each_other() -> None:
