@@ -81,12 +81,18 @@ def test_bare_nvrm_lines_without_a_dmesg_prefix() -> None:
 def test_nvidia_smi_list_and_query() -> None:
     listed = facts("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-2f5a1c41-7a3c-2d1e-3b8e)\r\n")
     assert listed == [("GPU_LISTED", "", "NVIDIA H100 80GB HBM3")]
+    (gpu,) = read_evidence("GPU 0: NVIDIA B200 (UUID: GPU-d1b93026-6d5b)\n", "p").signals
+    assert gpu.get("uuid") == "GPU-d1b93026-6d5b"
     # The Fabric section as pasted in NVIDIA/gpu-operator#2511 and kubernetes-sigs/
     # dra-driver-nvidia-gpu#626.
     completed = "    Fabric\n        State                             : Completed\n"
     pending = "    Fabric\n        State                                          : In Progress\n"
-    assert facts(completed) == [("FABRIC_COMPLETED", "", "")]
-    assert facts(pending) == [("FABRIC_IN_PROGRESS", "", "")]
+    assert facts(completed) == [("FABRIC_STATE", "", "Completed")]
+    assert facts(pending) == [("FABRIC_STATE", "", "In Progress"), ("FABRIC_IN_PROGRESS", "", "")]
+    # A100 (NVLink 3) under a running fabric manager: https://github.com/bottlerocket-os/bottlerocket/pull/3873
+    not_applicable = "    Fabric\n        State      : N/A\n        Status     : N/A\n"
+    (state,) = read_evidence(not_applicable, "p").signals
+    assert (state.value, state.get("status")) == ("N/A", "N/A")
 
 
 def test_talosctl_logs_carry_node_and_time() -> None:
@@ -98,7 +104,7 @@ def test_talosctl_logs_carry_node_and_time() -> None:
         "/usr/bin/nv-fabricmanager [412] exited with code 1\n"
     )
     (signal,) = read_evidence(text, "p").signals
-    assert (signal.kind, signal.node) == (Kind.FABRIC_MANAGER_EXITED, "192.168.4.14")
+    assert (signal.kind, signal.node) == (Kind.FABRIC_FAILED, "192.168.4.14")
     assert signal.get("time") == "2025-10-30T18:20:11Z"
 
 
@@ -152,7 +158,11 @@ DESCRIBE = """\
 Name:               worker-gpu-1
 Roles:              <none>
 Labels:             beta.kubernetes.io/arch=amd64
+                    extensions.talos.dev/nvidia-container-toolkit-production=580.105.08-v1.18.0
                     kubernetes.io/hostname=worker-gpu-1
+Annotations:        extensions.talos.dev/schematic: a4a9b6cd2e2b5bd4b0ae7d15a2b7d4c4f0d78b3c1e2f3a4b5c6d7e8f9a0b1c2d
+                    node.alpha.kubernetes.io/ttl: 0
+ProviderID:         kubevirt://kubernetes-tenant-f-gpu-1
 Conditions:
   Type             Status  LastHeartbeatTime                 LastTransitionTime                Reason                       Message
   ----             ------  -----------------                 ------------------                ------                       -------
@@ -178,6 +188,11 @@ def test_kubectl_describe_node() -> None:
     assert by_kind[Kind.IDENTITY].get("aliases") == "10.244.3.17"
     assert by_kind[Kind.NODE].get("boot").startswith("6c0c2d5e")
     assert by_kind[Kind.NODE].get("gpus") == "0"
+    assert by_kind[Kind.NODE].get("schematic").startswith("a4a9b6cd")
+    assert by_kind[Kind.NODE].get("provider") == "kubevirt://kubernetes-tenant-f-gpu-1"
+    assert "extensions.talos.dev/nvidia-container-toolkit-production=580.105.08-v1.18.0" in (
+        by_kind[Kind.NODE].get("labels").split(",")
+    )
     assert (by_kind[Kind.EVENT].node, by_kind[Kind.EVENT].value) == ("worker-gpu-1", "Rebooted")
 
 
@@ -206,3 +221,21 @@ def test_notes_that_quote_evidence_are_not_evidence(text: str) -> None:
     reading = read_evidence(text, "notes.md")
     assert (reading.format, reading.signals) == ("", ())
     assert "not tool output" in reading.problem
+
+
+def test_machine_config_as_talosctl_prints_it_and_as_a_patch() -> None:
+    # `talosctl get mc -o yaml`: the spec is the config as a YAML string
+    # (siderolabs/talos pkg/machinery/resources/config/machine_config.go, MarshalYAML).
+    resource = (
+        "node: 10.244.9.40\nmetadata:\n    namespace: config\n"
+        "    type: MachineConfigs.config.talos.dev\n    id: v1alpha1\n    version: 4\n"
+        "spec: |\n    version: v1alpha1\n    machine:\n        kernel:\n            modules:\n"
+        "                - name: nvidia\n                - name: nvidia_uvm\n"
+        "        install:\n            image: factory.talos.dev/metal-installer/abc:v1.14.0\n"
+    )
+    (config,) = read_evidence(resource, "mc.yaml").signals
+    assert (config.kind, config.node) == (Kind.MACHINE_CONFIG, "10.244.9.40")
+    assert config.get("modules") == "nvidia,nvidia_uvm"
+    patch = "machine:\n  kernel:\n    modules:\n      - name: nvidia\n"
+    (patched,) = read_evidence(patch, "patch.yaml").signals
+    assert (patched.get("modules"), patched.get("image")) == ("nvidia", "")

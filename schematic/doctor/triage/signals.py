@@ -45,6 +45,7 @@ class Kind(Enum):
     MODULE_LOADED = "kernel module loaded"
     MODULES_LISTED = "kernel modules listed"
     MACHINE_STAGE = "machine stage"
+    MACHINE_CONFIG = "machine config"  # data modules (csv), image
     # kernel and NVIDIA tools
     NVRM_NEEDS_OPEN = "driver wants the open kernel modules"
     NVRM_NO_GSP = "GPU has no GSP for the open modules"
@@ -56,8 +57,9 @@ class Kind(Enum):
     FABRIC_IB_UMAD = "fabric manager asks for ib_umad"
     FABRIC_NOTHING_TO_DO = "fabric manager: NV_WARN_NOTHING_TO_DO"
     FABRIC_IN_PROGRESS = "fabric state In Progress"
-    FABRIC_COMPLETED = "fabric state Completed"
-    FABRIC_MANAGER_EXITED = "fabric manager exited"
+    FABRIC_STATE = "GPU fabric state"  # value: Completed, In Progress, N/A, ...; data status
+    FABRIC_FAILED = "fabric manager failed"
+    FABRIC_SWITCH_FOUND = "fabric manager found the NVSwitch management port"
     GPU_LISTED = "GPU listed by nvidia-smi"
     CUDA_NOT_READY = "CUDA error 802 (system not ready)"
     CDI_UNRESOLVABLE = "unresolvable CDI devices"

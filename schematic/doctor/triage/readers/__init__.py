@@ -32,7 +32,7 @@ __all__ = ["DocumentError", "Reading", "read_evidence"]
 
 # YAML of the shapes the document reader knows: a Kubernetes object or list, a talosctl
 # resource, a query answer. Logs that happen to parse as YAML are not mistaken for it.
-_YAML_SHAPE = re.compile(r"^(?:apiVersion|kind|node|metadata|status):", re.MULTILINE)
+_YAML_SHAPE = re.compile(r"^(?:apiVersion|kind|node|metadata|status|machine):", re.MULTILINE)
 _KERNEL_STAMP = re.compile(r"\s*\[\s*\d+\.\d+\]")
 _FIRST_CHARACTER = re.compile(r"\S")
 # One JSON object per line, each a log record ({"level": ..., "msg": ...}).

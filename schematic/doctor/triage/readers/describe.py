@@ -53,7 +53,8 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
     section = ""
     first = block[0][0]
     addresses: list[str] = []
-    hostname = ready = boot = gpus = ""
+    hostname = ready = boot = gpus = schematic = provider = ""
+    labels: list[str] = []
     ready_line = boot_line = first
     event_columns: list[tuple[str, int]] = []
     events: list[tuple[int, str, dict[str, str]]] = []
@@ -65,12 +66,20 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
             section = top["key"]
             if section == "Name":
                 name = top["value"]
-            elif section == "Labels":
-                # The first label sits on the "Labels:" line itself.
+            elif section == "ProviderID":
+                provider = top["value"]
+            elif section == "Labels" and _LABEL.match(top["value"]):
+                # The first label (and annotation) sits on the section's line itself.
+                labels.append(top["value"].strip())
                 hostname = _hostname(top["value"]) or hostname
+            elif section == "Annotations":
+                schematic = _schematic(top["value"]) or schematic
             continue
         if section == "Labels" and _LABEL.match(line):
+            labels.append(line.strip())
             hostname = _hostname(line) or hostname
+        elif section == "Annotations":
+            schematic = _schematic(line) or schematic
         elif section == "Addresses" and (item := _ITEM.match(line)):
             addresses.append(item["value"])
         elif section == "Conditions" and line.split()[0] == "Ready":
@@ -103,7 +112,15 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
             file, boot_line if boot else ready_line, f"node {name} Ready={ready} bootID={boot}"
         ),
         name,
-        (("addresses", ",".join(aliases)), ("ready", ready), ("boot", boot), ("gpus", gpus)),
+        (
+            ("addresses", ",".join(aliases)),
+            ("ready", ready),
+            ("boot", boot),
+            ("gpus", gpus),
+            ("labels", ",".join(labels)),
+            ("schematic", schematic),
+            ("provider", provider),
+        ),
     )
     for number, line, cells in events:
         reason, message = cells.get("Reason", ""), cells.get("Message", "")
@@ -121,6 +138,16 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
         )
         for kind in message_kinds(message):
             yield Signal(kind, name, evidence, f"Node/{name}")
+
+
+# Talos publishes the running schematic as a Node annotation
+# (internal/app/machined/pkg/controllers/k8s/node_annotation_spec.go).
+_SCHEMATIC = re.compile(r"^\s*extensions\.talos\.dev/schematic:\s*(?P<id>[0-9a-f]{64})\s*$")
+
+
+def _schematic(text: str) -> str:
+    found = _SCHEMATIC.match(text)
+    return found["id"] if found else ""
 
 
 def _hostname(text: str) -> str:

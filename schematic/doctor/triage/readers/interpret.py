@@ -8,6 +8,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
+from schematic.safe_yaml import compose_all
 from schematic.doctor.triage.readers.messages import message_kinds
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
@@ -56,6 +59,12 @@ def interpret(value: Any, file: str, where: Located) -> Iterator[Signal]:
         # One series on its own: a VictoriaMetrics /api/v1/export line ("values" and
         # "timestamps" in milliseconds), or an element of a pasted "result" list.
         yield from _metrics({"result": [value]}, file, where)
+    elif isinstance(value.get("machine"), dict) and (
+        value.get("version") == "v1alpha1"
+        or set(value) <= {"machine", "cluster", "version", "debug"}
+    ):
+        # A machine config document or patch, as written or `talosctl get mc -o yaml`'s spec.
+        yield from _machine_config(value, "", file, where)
     elif "kind" in value and "apiVersion" in value:
         reader = _KUBERNETES.get(_text(value["kind"]))
         if reader is not None:
@@ -122,6 +131,8 @@ def _talos_resource(
             stage,
             (("ready", ready),),
         )
+    elif kind == "MachineConfigs":
+        yield from _machine_config(spec_text(value.get("spec")), node, file, where)
     elif kind == "Services":
         running, healthy = _text(spec.get("running")), _text(spec.get("healthy"))
         yield Signal(
@@ -131,6 +142,55 @@ def _talos_resource(
             ident,
             (("running", running), ("healthy", healthy)),
         )
+
+
+def spec_text(spec: Any) -> Any:
+    """A MachineConfig resource's spec: the config as a YAML string (talosctl prints it so),
+    decoded to its first v1alpha1 document; anything else as it is."""
+    if not isinstance(spec, str):
+        return spec
+    try:
+        nodes = list(compose_all(spec, _strings))
+    except yaml.YAMLError:
+        return {}
+    for node in nodes:
+        document = _plain_node(node)
+        if isinstance(document, dict) and "machine" in document:
+            return document
+    return {}
+
+
+_strings = yaml.resolver.BaseResolver().resolve
+
+
+def _plain_node(node: yaml.Node | None) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        return {str(_plain_node(key)): _plain_node(item) for key, item in node.value}
+    if isinstance(node, yaml.SequenceNode):
+        return [_plain_node(item) for item in node.value]
+    return None if node is None else node.value
+
+
+def _machine_config(config: Any, node: str, file: str, where: Located) -> Iterator[Signal]:
+    machine = _dict(_dict(config).get("machine"))
+    if not machine:
+        return
+    modules = [
+        _text(_dict(m).get("name")) for m in _list(_dict(machine.get("kernel")).get("modules"))
+    ]
+    image = _text(_dict(machine.get("install")).get("image"))
+    listed = ", ".join(m for m in modules if m) or "(none)"
+    yield Signal(
+        Kind.MACHINE_CONFIG,
+        node,
+        _evidence(
+            file,
+            where.locate("modules") if modules else where.line,
+            f"machine.kernel.modules: {listed}; install image: {image or '(none)'}",
+        ),
+        image,
+        (("modules", ",".join(m for m in modules if m)), ("image", image)),
+    )
 
 
 # --- Kubernetes ----------------------------------------------------------------------------
@@ -242,13 +302,22 @@ def _event(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]
         host = _text(involved.get("name"))
     subject = f"{_text(involved.get('kind'))}/{_text(involved.get('name'))}"
     when = _text(value.get("lastTimestamp") or value.get("eventTime"))
+    series = _dict(value.get("series"))
+    first = _text(value.get("firstTimestamp") or value.get("eventTime"))
+    count = _text(value.get("count") or series.get("count"))
     evidence = _evidence(file, where.locate("reason"), f"{when} {reason} {subject}: {message}")
     yield Signal(
         Kind.EVENT,
         host,
         evidence,
         reason,
-        (("object", subject), ("namespace", _text(involved.get("namespace"))), ("time", when)),
+        (
+            ("object", subject),
+            ("namespace", _text(involved.get("namespace"))),
+            ("time", when),
+            ("first", first),
+            ("count", count),
+        ),
     )
     for kind in message_kinds(message):
         yield Signal(kind, host, evidence, subject)

@@ -48,10 +48,11 @@ _RFC3339 = re.compile(
     r"(?P<zone>Z|[+-]\d\d:\d\d)?$"
 )
 # nvidia-smi -L ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)") and -q ("Product Name : ...").
-_SMI_GPU = re.compile(r"^GPU \d+: (?P<name>.+?) \(UUID: GPU-[0-9a-fA-F-]+\)")
+_SMI_GPU = re.compile(r"^GPU \d+: (?P<name>.+?) \(UUID: (?P<uuid>GPU-[0-9a-fA-F-]+)\)")
 _SMI_PRODUCT = re.compile(r"^\s*Product Name\s+: (?P<name>\S.*)$")
 _SMI_FABRIC = re.compile(r"^\s*Fabric\s*$")
-_SMI_COMPLETED = re.compile(r"^\s*State\s*:\s*Completed\s*$")
+_SMI_STATE = re.compile(r"^\s*State\s*:\s*(?P<state>\S.*?)\s*$")
+_SMI_STATUS = re.compile(r"^\s*Status\s*:\s*(?P<status>\S.*?)\s*$")
 _CONTINUATION = re.compile(r"^\s{4,}(?P<msg>NVRM: .*)$")
 
 _SERVICE_WAIT = re.compile(r'service "(?P<service>[^"]+)" to be (?P<state>"[a-z]+"|[a-z/]+)')
@@ -195,14 +196,26 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
         smi = _SMI_GPU.match(message) or _SMI_PRODUCT.match(message)
         if smi:
             # `nvidia-smi -L` / `-q`: the driver is up and sees this GPU.
-            yield Signal(Kind.GPU_LISTED, line.node, evidence, smi["name"].strip(), data)
+            uuid = smi.groupdict().get("uuid") or ""
+            yield Signal(
+                Kind.GPU_LISTED, line.node, evidence, smi["name"].strip(), (*data, ("uuid", uuid))
+            )
             continue
         if _SMI_FABRIC.match(message):
             fabric_until = index + 3
             continue
-        if index <= fabric_until and _SMI_COMPLETED.match(message):
-            yield Signal(Kind.FABRIC_COMPLETED, line.node, evidence)
-            continue
+        if index <= fabric_until and (fabric := _SMI_STATE.match(message)):
+            status = _SMI_STATUS.match(lines[index + 1].message) if index + 1 < len(lines) else None
+            yield Signal(
+                Kind.FABRIC_STATE,
+                line.node,
+                evidence,
+                fabric["state"],
+                (*data, ("status", status["status"] if status else "")),
+            )
+            fabric_until = -1
+            if fabric["state"] != "In Progress":
+                continue
         if "startAllServices" in message and " to be " in message:
             for found in _SERVICE_WAIT.finditer(message):
                 state = found["state"]

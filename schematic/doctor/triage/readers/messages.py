@@ -40,6 +40,8 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         Kind.FABRIC_IB_UMAD,
     ),
     (re.compile(r"NV_WARN_NOTHING_TO_DO"), Kind.FABRIC_NOTHING_TO_DO),
+    # The Talos wrapper found an InfiniBand NVSwitch port: ib_umad is loaded and working.
+    (re.compile(r"using NVSwitch management port GUID"), Kind.FABRIC_SWITCH_FOUND),
     # The Talos wrapper (nvidia-fabricmanager-wrapper/main.go, runCommand), NVIDIA's start
     # script, and systemd: the fabric manager itself stopped with an error.
     (
@@ -48,7 +50,7 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
             r"|nv-fabricmanager[^\"]*\" failed! Exit code: [1-9]"
             r"|nvidia-fabricmanager\.service: (?:Main|Control) process exited, code=exited"
         ),
-        Kind.FABRIC_MANAGER_EXITED,
+        Kind.FABRIC_FAILED,
     ),
     (re.compile(r"^\s*State\s*:\s*In Progress\s*$"), Kind.FABRIC_IN_PROGRESS),
     (
@@ -78,6 +80,7 @@ KEYWORDS = (
     "ib_umad",
     "NV_WARN",
     "fabricmanager",
+    "NVSwitch management port",
     "In Progress",
     "CUDA",
     "cudaError",

@@ -26,7 +26,10 @@ _TOOLS = (
 )
 _PROMPT = re.compile(
     r"^\s*(?:\[[^\]]*\]\s*)?"  # "[22:22:18] " time stamps some prompts carry
-    r"(?:(?:\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+(?::[^\s$#%]*)?\s*[$#%]|[$#%\u276f➜»>])\s+"
+    r"(?:(?:(?:\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+(?::[^\s$#%]*)?\s*[$#%]|PS [A-Za-z]:\\[^>]*>"
+    r"|[$#%\u276f➜»>])\s+"
+    # a command line pasted without its prompt
+    r"|(?=(?:sudo\s+)?(?:talosctl|kubectl|virtctl|nvidia-smi)\s))"
     rf"(?P<command>(?:{_TOOLS})(?:\s.*)?"
     # a shell alias ("# klnodes", "$ kgn -o wide"): one lower-case word, options at most
     r"|[a-z][\w-]{1,15}(?:\s+-{1,2}[\w-]+(?:[ =]\S+)?)*\s*)$"
@@ -116,10 +119,17 @@ _MARKDOWN = re.compile(r"^(?:#{1,6} \S|```|~~~|\|\s*-{3,}|\s*[-*] \[[ x]\] )", r
 # Lines a tool writes: a stamp, a bracket, a "prog:" or "prog[pid]:" prefix, a key and a value,
 # JSON, klog, a table row (cells apart by two spaces or more).
 _TOOL_LINE = re.compile(
-    r"^(?:\s*[\[{(<]|\s*\d|[IWEF]\d{4} |[\w./@-]+(?:\[\d+\])?: |\s*[\w .()/-]+\s:\s"
-    r"|\S+(?: \S+)*\s{2,}\S|\s{2,}\S)"
+    r"^(?:\s*[\[{(<|+]|\s*\d[\w.:/\-+\[\]]{5,}|[IWEF]\d{4} |[\w./@-]+(?:\[\d+\])?: "
+    r"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\s*[\w .()/-]+\s:\s|\S+(?: \S+)*\s{2,}\S|\s{2,}\S)"
 )
-_WORD = re.compile(r"[A-Za-z][a-z']+")
+# A word of prose: letters, perhaps an apostrophe, perhaps closing punctuation.
+_WORD = re.compile(r"^[A-Za-z][a-z']*[,.;:!?)]?$")
+
+
+def _prose_line(line: str) -> bool:
+    tokens = line.split()
+    words = sum(1 for token in tokens if _WORD.match(token.lstrip("(\"'`")))
+    return words >= 5 and words * 5 >= len(tokens) * 3
 
 
 def is_prose(text: str) -> bool:
@@ -131,7 +141,7 @@ def is_prose(text: str) -> bool:
             continue
         if _TOOL_LINE.match(line):
             tool += 1
-        elif len(_WORD.findall(line)) >= 5:
+        elif _prose_line(line):
             prose += 1
     if _MARKDOWN.search(head):
         # A heading or a fence around pasted output is not enough: a Markdown note says so.

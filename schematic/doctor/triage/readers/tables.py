@@ -243,6 +243,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
         elif "RESTARTS" in cells and "NODE" in cells:
             # "14 (61m ago)": the count, then when the last restart was.
             restarts = cells["RESTARTS"].split(" ", 1)[0]
+            ago = re.search(r"\((\S+) ago\)", cells["RESTARTS"])
             name = cells.get("NAME", "")
             if cells.get("NAMESPACE"):
                 name = f"{cells['NAMESPACE']}/{name}"
@@ -251,7 +252,10 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                 cells["NODE"] if cells["NODE"] != "<none>" else "",
                 evidence,
                 name,
-                (("restarts", restarts if restarts.isdigit() else "0"),),
+                (
+                    ("restarts", restarts if restarts.isdigit() else "0"),
+                    ("last_restart_ago", ago[1] if ago else ""),
+                ),
             )
         elif "MEMORY(bytes)" in cells:
             percent = cells.get("MEMORY%") or cells.get("MEMORY(%)") or ""
