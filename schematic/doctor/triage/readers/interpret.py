@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from schematic.safe_yaml import compose_all
 from schematic.doctor.triage.readers.messages import message_kinds
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.safe_yaml import compose_all
 
 __all__ = ["Located", "interpret"]
 
