@@ -3,6 +3,8 @@ node names kept or replaced by their documented shape. What must be read, and wh
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from schematic.doctor.triage.readers import read_evidence
@@ -239,3 +241,26 @@ def test_machine_config_as_talosctl_prints_it_and_as_a_patch() -> None:
     patch = "machine:\n  kernel:\n    modules:\n      - name: nvidia\n"
     (patched,) = read_evidence(patch, "patch.yaml").signals
     assert (patched.get("modules"), patched.get("image")) == ("nvidia", "")
+
+
+def test_the_guide_lists_every_format_with_its_command() -> None:
+    guide = (Path(__file__).parents[1] / "docs" / "guides" / "when-broken.md").read_text(
+        encoding="utf-8"
+    )
+    for command in (
+        "talosctl dmesg",
+        "talosctl logs <service>",
+        "talosctl service <id>",
+        "talosctl services \\| grep nvidia",
+        "kubectl describe node",
+        "kubectl get events",
+        "kubectl get vmi -o wide",
+        "api/v1/query_range",
+        "api/v1/export",
+        "nvidia-smi -L",
+        "nvidia-smi -q",
+        "dmesg \\| grep NVRM",
+        "read /proc/modules",
+        "journalctl",
+    ):
+        assert command in guide, command
