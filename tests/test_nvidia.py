@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from schematic.errors import GpuRefusal, NvidiaError, UnknownDeviceError
 from schematic.facts.nvidia import (
     ARCHITECTURES,
+    NVIDIA_VENDOR,
     Gpu,
     GpuRequest,
     KernelModule,
@@ -760,3 +762,31 @@ def test_the_fabric_manager_runs_on_bare_metal_with_nvswitches_said_or_implied()
     assert (said.manager, said.nvlink5, said.inferred) == (True, False, False)
     # A VM's passed-through GPUs leave the switches to the host.
     assert not fabric_of([(b200, 8)], nvswitch=True, passthrough=True).manager
+
+
+def _constants_in_the_package() -> dict[object, list[str]]:
+    """Every str or int constant written in the package's code, and the modules writing it."""
+    package = Path(__file__).resolve().parents[1] / "schematic"
+    found: dict[object, list[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str | int):
+                found.setdefault(node.value, []).append(path.relative_to(package).as_posix())
+    return found
+
+
+def test_nvidia_vendor_id_and_proprietary_extension_are_written_once() -> None:
+    # A second spelling (0x10DE, "0x10de", the bare extension name) drifts from the first.
+    constants = _constants_in_the_package()
+    vendor = [
+        module
+        for value, modules in constants.items()
+        if value in (0x10DE, "10de", "0x10de", "10DE", "0x10DE")
+        for module in modules
+    ]
+    assert vendor == ["facts/nvidia.py"]
+    assert constants.get("nonfree-kmod-nvidia") == ["facts/nvidia.py"]
+    assert NVIDIA_VENDOR == "10de"
+    assert nvidia_extension("kernel-modules", flavour="proprietary", tier="lts") == (
+        "siderolabs/nonfree-kmod-nvidia-lts"
+    )

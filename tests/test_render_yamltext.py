@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,3 +91,18 @@ def test_plain_names_are_quoted_as_pyyaml_would(text: str) -> None:
 def test_paths_digests_and_numbers_are_quoted_as_pyyaml_would(text: str) -> None:
     expected = yaml.dump({"k": text}, Dumper=yaml.SafeDumper, width=2**31 - 1)
     assert dump({"k": text}) == expected
+
+
+def test_the_package_writes_yaml_only_through_yamltext() -> None:
+    # One human-YAML writer: a second one would quote, wrap or order differently (the lock file
+    # and lint's re-read of talhelper's schematics once had their own).
+    package = Path(__file__).resolve().parents[1] / "schematic"
+    writers = sorted(
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if any(
+            call in path.read_text("utf-8")
+            for call in ("yaml.dump(", "yaml.safe_dump(", "yaml.dump_all(", "yaml.safe_dump_all(")
+        )
+    )
+    assert writers == ["output/render/yamltext.py"]

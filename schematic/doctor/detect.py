@@ -62,6 +62,7 @@ import yaml
 
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
 from schematic.errors import DetectError
+from schematic.facts.nvidia import NVIDIA_VENDOR
 from schematic.safe_yaml import MAX_NESTING, compose_all, nesting_exceeds
 
 __all__ = [
@@ -74,7 +75,7 @@ __all__ = [
     "profile_for",
 ]
 
-NVIDIA, AMD, INTEL = 0x10DE, 0x1002, 0x8086
+NVIDIA, AMD, INTEL = int(NVIDIA_VENDOR, 16), 0x1002, 0x8086
 DISPLAY_VGA, DISPLAY_3D, NVSWITCH_CLASS = 0x0300, 0x0302, 0x0680
 HOST_BRIDGE, PCI_BRIDGE = 0x0600, 0x0604
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-import yaml
-
 from schematic.factory.names import check_extension_names
 from schematic.inputs.factory_url import split_factory_url
+from schematic.output.render import yamltext
 
 if TYPE_CHECKING:
     from schematic.factory.client import ExtensionInfo, OverlayInfo
@@ -54,6 +53,4 @@ def build_lock(
         ]
     images = "Extension and overlay images" if boards else "Extension images"
     header = f"# {images} the generated schematics resolve to; written by talos-schematic.\n"
-    return header + yaml.safe_dump(
-        document, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16
-    )
+    return header + yamltext.dump(document)

@@ -24,6 +24,7 @@ __all__ = [
     "BPF_JIT_HARDEN_SYSCTL",
     "BPF_JIT_HARDEN_UNTIL",
     "NVIDIA_MODULES",
+    "NVIDIA_VENDOR",
     "PRE_TURING_LAST_BRANCH",
     "Fabric",
     "Gpu",
@@ -501,7 +502,7 @@ def usual_architecture(gpus: Iterable[Gpu]) -> Literal["amd64", "arm64"]:
 
 _FAMILY_BASES: dict[str, tuple[Family, Flavour | None]] = {
     "nvidia-open-gpu-kernel-modules": ("kernel-modules", "open"),
-    "nonfree-kmod-nvidia": ("kernel-modules", "proprietary"),
+    _PROPRIETARY_BASE: ("kernel-modules", "proprietary"),
     "nvidia-container-toolkit": ("container-toolkit", None),
     "nvidia-fabricmanager": ("fabric-manager", None),
 }

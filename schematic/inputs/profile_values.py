@@ -69,7 +69,9 @@ class GpuSpec:
 
     @property
     def is_nvidia(self) -> bool:
-        return self.id.startswith("10de:")
+        from schematic.facts.nvidia import NVIDIA_VENDOR
+
+        return self.id.startswith(f"{NVIDIA_VENDOR}:")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,7 +150,9 @@ def normal_pci_id(value: str) -> str:
     match = _PCI_ID_RE.fullmatch(value.strip())
     if match is None:
         raise ValueError(f"{value!r} is not a PCI ID like 10de:2bb5")
-    vendor = (match[1] or "10de").lower()
+    from schematic.facts.nvidia import NVIDIA_VENDOR
+
+    vendor = (match[1] or NVIDIA_VENDOR).lower()
     return f"{vendor}:{match[2].lower()}"
 
 

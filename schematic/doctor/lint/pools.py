@@ -31,6 +31,7 @@ from schematic.facts.nvidia import (
     describe_nvidia_extension,
     describe_pci_function,
     fabric_of,
+    nvidia_extension,
     nvlink5_hgx_count,
     nvlink5_kernel_modules,
 )
@@ -341,7 +342,7 @@ class _PoolCheck:
             self.add(
                 "TS104",
                 f"{where}: {what} has no GSP; the open modules {kmod.name} cannot drive it "
-                "(use nonfree-kmod-nvidia-lts)",
+                f"(use {nvidia_extension('kernel-modules', flavour='proprietary', tier='lts')})",
                 use.place,
             )
         talos = self.need_version("the tier's driver")

@@ -25,6 +25,7 @@ from schematic.core.model import Schematic
 from schematic.doctor.lint.inventory import Inventory, Place, Pool, SchematicUse, config_patch_pool
 from schematic.doctor.lint.loader import Document, Path_, parse_yaml
 from schematic.errors import SchematicError
+from schematic.output.render import yamltext
 from schematic.safe_yaml import read_text
 
 __all__ = [
@@ -136,7 +137,7 @@ def _schematic(doc: Document, where: Path_, inventory: Inventory) -> Schematic |
     try:
         # Values kept their go-yaml typing when read: dumped and decoded again, they mean the
         # same to the factory's decoder.
-        text = yaml.safe_dump(doc.get(where), sort_keys=False)
+        text = yamltext.dump(doc.get(where))
         schematic = Schematic.from_yaml(text, source=f"{doc.file}:{doc.line(where)}")
     except SchematicError as err:
         inventory.schematic_problems.append((err, Place(doc, where)))

@@ -24,12 +24,10 @@ from schematic.doctor.triage.texts import rule_text
 
 __all__ = ["Diagnosis", "Facts", "diagnose"]
 
-NVIDIA = "0x10de"
 NVIDIA_SERVICES = ("ext-nvidia-persistenced", "ext-nvidia-cdi-gen")
 # Talos's BootTimeout is 70 minutes (4,200 s); a cycle ends a little after it.
 BOOT_TIMEOUT_SECONDS = 70 * 60
 _CYCLE = (BOOT_TIMEOUT_SECONDS - 60, BOOT_TIMEOUT_SECONDS + 300)
-_PROPRIETARY_EXTENSION = "nonfree-kmod-nvidia"
 _HIGH_MEMORY_PERCENT = 90.0
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}
 
@@ -135,7 +133,10 @@ def _waiting(facts: Facts, node: str) -> dict[str, list[Signal]]:
 
 
 def _nvidia_devices(facts: Facts, node: str) -> list[Signal]:
-    return [s for s in facts.of(node, Kind.PCI_DEVICE) if s.value == NVIDIA]
+    from schematic.facts.nvidia import NVIDIA_VENDOR
+
+    # The vendor as the pcidevices readers write it ("0x10de").
+    return [s for s in facts.of(node, Kind.PCI_DEVICE) if s.value == f"0x{NVIDIA_VENDOR}"]
 
 
 def _gpus(facts: Facts, node: str) -> list[Signal]:
@@ -389,11 +390,16 @@ def _modules_not_loaded(facts: Facts) -> list[Diagnosis]:
     return found
 
 
-def _is_kernel_module_extension(name: str) -> bool:
+def _kernel_module_flavour(name: str) -> str | None:
+    """``open`` or ``proprietary`` for an NVIDIA kernel-module extension, else None."""
     from schematic.facts.nvidia import describe_nvidia_extension
 
     described = describe_nvidia_extension(name if "/" in name else f"siderolabs/{name}")
-    return described is not None and described.family == "kernel-modules"
+    return described.flavour if described and described.family == "kernel-modules" else None
+
+
+def _is_kernel_module_extension(name: str) -> bool:
+    return _kernel_module_flavour(name) is not None
 
 
 def _wrong_flavour(facts: Facts) -> list[Diagnosis]:
@@ -406,7 +412,9 @@ def _wrong_flavour(facts: Facts) -> list[Diagnosis]:
         no_devices = facts.of(node, Kind.NO_DEVICES) + facts.of(node, Kind.RM_INIT_FAILED)
         # The extension names the flavour; `(PO)` in /proc/modules says it again.
         proprietary = [
-            s for s in facts.of(node, Kind.EXTENSION) if _PROPRIETARY_EXTENSION in s.value
+            s
+            for s in facts.of(node, Kind.EXTENSION)
+            if _kernel_module_flavour(s.value) == "proprietary"
         ] + [s for s in _nvidia_modules(facts, node) if "P" in s.get("taint")]
         open_only = [g for g in _known_gpus(facts, node) if g.open_only and not g.gb10]
         if needs_open or (no_devices and proprietary and open_only and not (no_gsp or legacy)):

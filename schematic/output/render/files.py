@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import fields
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from schematic.output.outdir import (
     GENERATOR,
@@ -81,21 +81,8 @@ Kind = Literal[
     "omni",
     "terraform",
 ]
-KINDS: tuple[Kind, ...] = (
-    "cozystack",
-    "values",
-    "machine-config",
-    "schematic",
-    "urls",
-    "addons",
-    "platform",
-    "smoke-test",
-    "helmrelease",
-    "json",
-    "talhelper",
-    "omni",
-    "terraform",
-)
+# In the order --help and the output list them.
+KINDS: tuple[Kind, ...] = get_args(Kind)
 # What --out writes without --format. A HelmRelease deploys the same chart release the
 # KubernetesNodes object makes Cozystack deploy, so the two are never written together; the
 # talhelper fragment, the Omni machine set and the Terraform file are for clusters those tools

@@ -215,8 +215,12 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                 ),
             )
         elif kind == "PCIDevice":
-            # The table names the vendor but carries no IDs and no driver.
-            vendor = "0x10de" if cells.get("VENDOR") == _NVIDIA else cells.get("VENDOR", "")
+            from schematic.facts.nvidia import NVIDIA_VENDOR
+
+            # The table names the vendor but carries no IDs and no driver: written as the
+            # pcidevices reader writes a vendor ID.
+            nvidia = f"0x{NVIDIA_VENDOR}"
+            vendor = nvidia if cells.get("VENDOR") == _NVIDIA else cells.get("VENDOR", "")
             yield Signal(
                 Kind.PCI_DEVICE,
                 node,
