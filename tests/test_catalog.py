@@ -13,6 +13,7 @@ import pytest
 
 from schematic.errors import CatalogError
 from schematic.facts import catalog
+from schematic.facts.catalog import extensions_for, unoffered_extensions
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 REFERENCE = SHARED / "reference" / "talos" / "extensions-by-version.json"
@@ -180,3 +181,25 @@ def test_normalise_extension_name() -> None:
     assert catalog.normalise_extension_name("not-an-extension") == "not-an-extension"
     # Matching is exact: the factory treats names case-sensitively.
     assert catalog.normalise_extension_name("ZFS") == "ZFS"
+
+
+def test_unoffered_extensions_is_the_one_name_check() -> None:
+    offered = extensions_for("v1.13.9")
+    names = [
+        "siderolabs/qemu-guest-agnet",
+        "qemu-guest-agent",
+        "siderolabs/nvidia-open-gpu-kernel-modules",
+        "siderolabs/iscsi-tools",
+        "siderolabs/qemu-guest-agnet",
+    ]
+    typo, bare, untiered = unoffered_extensions(names, offered)
+    assert typo.name == "siderolabs/qemu-guest-agnet"  # once, though named twice
+    assert typo.hint().startswith("did you mean siderolabs/qemu-guest-agent, ")
+    assert bare.hint() == "write it in full: siderolabs/qemu-guest-agent"
+    assert untiered.hint().startswith("offered by Talos v1.2.0 … v1.7.7; did you mean ")
+    # A factory's own list: only what that list holds is suggested.
+    assert untiered.hint(releases=False).startswith("did you mean ")
+    assert unoffered_extensions(["foo/bar"], offered)[0].hint() == (
+        "not an official extension of any known release"
+    )
+    assert unoffered_extensions(["foo/bar"], offered)[0].hint(releases=False) == ""

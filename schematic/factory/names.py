@@ -25,15 +25,17 @@ def check_extension_names(
     factory: str,
 ) -> None:
     """Raise CatalogError naming every extension the factory does not offer for ``talos``."""
-    offered = {info.name for info in extensions_info}
-    unknown = sorted({name for name in names if name not in offered})
+    from schematic.facts.catalog import unoffered_extensions
+
+    unknown = unoffered_extensions(sorted(set(names)), [info.name for info in extensions_info])
     if not unknown:
         return
     lines = []
     for name in unknown:
-        close = difflib.get_close_matches(name, sorted(offered), n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        lines.append(f"{factory}: Talos {talos} offers no extension {name}{hint}")
+        # The factory's own list may differ from the packaged catalogue: no releases from it.
+        hint = name.hint(releases=False)
+        shown = f" ({hint})" if hint else ""
+        lines.append(f"{factory}: Talos {talos} offers no extension {name.name}{shown}")
     raise CatalogError("\n".join(lines))
 
 

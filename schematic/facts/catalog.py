@@ -13,7 +13,7 @@ import difflib
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -21,6 +21,7 @@ from schematic.errors import CatalogError
 
 __all__ = [
     "Overlay",
+    "UnofferedExtension",
     "catalog_source",
     "check_extensions",
     "extension_releases",
@@ -31,6 +32,7 @@ __all__ = [
     "overlays_for",
     "resolve_version",
     "talos_versions",
+    "unoffered_extensions",
 ]
 
 # Nine digits a part at most, as in talos.py: int() refuses a part of over 4,300 digits.
@@ -223,18 +225,55 @@ def _runs(releases: tuple[str, ...]) -> str:
     return ", ".join(run[0] if len(run) == 1 else f"{run[0]} … {run[-1]}" for run in runs)
 
 
-def _hints(name: str, offered: frozenset[str]) -> str:
-    full = normalise_extension_name(name)
-    if full != name and full in offered:
-        return f"write it in full: {full}"
-    hints: list[str] = []
-    elsewhere = extension_releases(full)
-    if elsewhere:
-        hints.append(f"offered by Talos {_runs(elsewhere)}")
-    close = difflib.get_close_matches(full, sorted(offered), n=3)
-    if close:
-        hints.append("did you mean " + ", ".join(close) + "?")
-    return "; ".join(hints) or "not an official extension of any known release"
+@dataclass(frozen=True)
+class UnofferedExtension:
+    """An extension name a release does not offer, and what may have been meant."""
+
+    name: str
+    # The official name it abbreviates, when the release offers that (``qemu-guest-agent``).
+    full: str | None
+    # Known releases offering it (the packaged catalogue) and up to three close offered names.
+    releases: tuple[str, ...]
+    close: tuple[str, ...]
+
+    def hint(self, *, releases: bool = True) -> str:
+        """What to do, for a message; ``releases=False`` leaves out the packaged catalogue's
+        releases (for a factory's own list, which may differ from it)."""
+        if self.full:
+            return f"write it in full: {self.full}"
+        hints: list[str] = []
+        if releases and self.releases:
+            hints.append(f"offered by Talos {_runs(self.releases)}")
+        if self.close:
+            hints.append("did you mean " + ", ".join(self.close) + "?")
+        if not hints and releases:
+            return "not an official extension of any known release"
+        return "; ".join(hints)
+
+
+def unoffered_extensions(
+    names: Iterable[str], offered: Collection[str]
+) -> tuple[UnofferedExtension, ...]:
+    """Each name in ``names`` that ``offered`` lacks, once, in first-seen order.
+
+    The one check of extension names: ``offered`` is a release's list in the packaged catalogue
+    (planning, lint) or the list a factory serves (``--live-catalogue``, the lock file).
+    """
+    offered_set = frozenset(offered)
+    unknown = dict.fromkeys(name for name in names if name not in offered_set)
+    found = []
+    for name in unknown:
+        full = normalise_extension_name(name)
+        close = difflib.get_close_matches(full, sorted(offered_set), n=3)
+        found.append(
+            UnofferedExtension(
+                name=name,
+                full=full if full != name and full in offered_set else None,
+                releases=extension_releases(full),
+                close=tuple(close),
+            )
+        )
+    return tuple(found)
 
 
 def check_extensions(names: Iterable[str], talos: str, *, where: str = "") -> None:
@@ -244,8 +283,7 @@ def check_extensions(names: Iterable[str], talos: str, *, where: str = "") -> No
     names; ``where`` (e.g. ``cluster.yaml: pool "gpu": extensions``) prefixes the message.
     """
     used = resolve_version(talos)
-    offered = _catalog().extensions[used]
-    unknown = list(dict.fromkeys(name for name in names if name not in offered))
+    unknown = unoffered_extensions(names, _catalog().extensions[used])
     if not unknown:
         return
     asked = talos.strip()
@@ -256,10 +294,10 @@ def check_extensions(names: Iterable[str], talos: str, *, where: str = "") -> No
     )
     prefix = f"{where}: " if where else ""
     if len(unknown) == 1:
-        name = unknown[0]
         raise CatalogError(
-            f"{prefix}extension {name!r} is not offered by {release}: {_hints(name, offered)}"
+            f"{prefix}extension {unknown[0].name!r} is not offered by {release}: "
+            + unknown[0].hint()
         )
     lines = [f"{prefix}{len(unknown)} extensions are not offered by {release}:"]
-    lines += [f"  - {name!r}: {_hints(name, offered)}" for name in unknown]
+    lines += [f"  - {u.name!r}: {u.hint()}" for u in unknown]
     raise CatalogError("\n".join(lines))

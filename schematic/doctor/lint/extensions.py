@@ -25,7 +25,7 @@ def check_extension_names(
     obj: str = "",
 ) -> bool:
     """Report every name ``talos`` does not offer; False when the release is not catalogued."""
-    from schematic.facts.catalog import extension_releases, extensions_for, resolve_version
+    from schematic.facts.catalog import extensions_for, resolve_version, unoffered_extensions
 
     try:
         offered = extensions_for(talos)
@@ -35,18 +35,11 @@ def check_extension_names(
             "TS003", f"{where}: extension names not checked: {err}", place.file, place.line, obj
         )
         return False
-    for name in extensions:
-        if name in offered:
-            continue
-        elsewhere = extension_releases(name)
-        hint = (
-            f"offered by Talos {elsewhere[0]} … {elsewhere[-1]}"
-            if elsewhere
-            else "not an official extension of any known release"
-        )
+    for unknown in unoffered_extensions(extensions, offered):
         out.add(
             "TS150",
-            f"{where}: extension {name!r} is not offered by Talos {release} ({hint})",
+            f"{where}: extension {unknown.name!r} is not offered by Talos {release} "
+            f"({unknown.hint()})",
             place.file,
             place.line,
             obj,
