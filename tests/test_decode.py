@@ -114,6 +114,17 @@ def test_meta_key_spellings(written: str, key: int) -> None:
     assert Schematic.from_yaml(body).customization.meta[0].key == key
 
 
+def test_a_meta_item_without_key_is_key_0_as_the_factory_reads_it() -> None:
+    # image-factory's MetaValue has `Key uint8 yaml:"key"` (no omitempty): an item without key
+    # decodes as key 0 and is stored, and hashed, with "key: 0". Another default is another ID.
+    keyless = "customization:\n  meta:\n    - value: x\n"
+    zero = "customization:\n  meta:\n    - key: 0\n      value: x\n"
+    schematic_id, canonical = schematic_id_of(keyless)
+    assert (schematic_id, canonical) == schematic_id_of(zero)
+    assert canonical == "customization:\n    meta:\n        - key: 0\n          value: x\n"
+    assert Schematic.from_yaml(keyless).id == schematic_id
+
+
 @pytest.mark.parametrize(
     ("written", "value"),
     [("true", True), ("True", True), ("TRUE", True), ("yes", True), ("On", True), ("Y", True),

@@ -105,3 +105,20 @@ def test_override_patches_drops_the_roles_patches(tmp_path: Path) -> None:
     text += "worker:\n  patches:\n    - |-\n      machine:\n        kernel:\n          modules:\n"
     text += "            - name: nvidia\n"
     assert ("TS123", "node gpu1") in found(lint(tmp_path, text))
+
+
+def test_a_nodes_own_keys_win_over_its_roles(tmp_path: Path) -> None:
+    # talhelper's mergeNodeConfigs: a key the node sets is the node's, whatever worker: says;
+    # a key it leaves out comes from worker:. Reading the role first would judge gpu1 by the
+    # role's mixed tiers and partial module list.
+    mixed = ["siderolabs/nvidia-container-toolkit-lts", LTS[1].replace("-lts", "-production")]
+    listed = "".join(f"          - {name}\n" for name in mixed)
+    role = (
+        "worker:\n  schematic:\n    customization:\n      systemExtensions:\n"
+        f"        officialExtensions:\n{listed}  kernelModules:\n    - name: nvidia\n"
+    )
+    bare = "  - hostname: gpu2\n    ipAddress: 192.168.200.22\n    controlPlane: false\n"
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, MODULES) + bare + role
+    findings = found(lint(tmp_path, text))
+    assert not {finding for finding in findings if finding[1] == "node gpu1"}
+    assert ("TS112", "node gpu2") in findings

@@ -257,6 +257,9 @@ def test_refusals_name_the_pool_and_the_key(spec: str, talos: str, expected: str
         ("meta: [{key: 300, value: x}]", "meta[0].key: 300 is outside 0..255"),
         ("meta: [{key: -1}]", "meta[0].key: -1 is outside 0..255"),
         ("meta: [{key: '10'}]", "meta[0].key: must be a whole number, not the text '10'"),
+        # The factory would read a missing key as 0; the cluster file says which key it means.
+        ("meta: [{value: x}]", "meta[0].key: missing; add it, e.g. key: 10"),
+        ("boot: {schematic: {meta: [{value: x}]}}", "boot.schematic.meta[0].key: missing"),
         ("bootloader: auto", "bootloader: 'auto' is not one the factory accepts"),
         ("diskImage: {sectorSize: 1000}", "diskImage.sectorSize: 1000 is not a power of two"),
         ("secureboot: {enabled: true, enrollKeys: always}", "enrollKeys: 'always' is not"),
