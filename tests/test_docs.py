@@ -137,3 +137,21 @@ def test_guides_link_only_to_pages_that_exist() -> None:
         for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text()):
             resolved = (page.parent / target).resolve().relative_to(DOCS.resolve())
             assert (DOCS / resolved).is_file() or str(resolved) in pages.PAGES, (page, target)
+
+
+def test_the_library_page_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The page's code is what a library user copies: it must run as written, offline.
+    text = (DOCS / "guides" / "library.md").read_text("utf-8")
+    code = re.search(r"```python\n(.*?)```", text, re.S)
+    assert code is not None
+    (tmp_path / "examples").mkdir()
+    for name in ("cluster.yaml",):
+        (tmp_path / "examples" / name).write_bytes((ROOT / "examples" / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code.group(1), "library.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "0 up to date" in printed
+    assert "exit" not in printed  # no TalosSchematicError
+    assert (tmp_path / "deploy" / "mycluster" / "index.yaml").is_file()
