@@ -264,3 +264,42 @@ def test_the_guide_lists_every_format_with_its_command() -> None:
         "journalctl",
     ):
         assert command in guide, command
+
+
+def test_a_console_pasted_without_its_line_breaks_is_read_record_by_record() -> None:
+    # As pasted into an issue form that lost the line breaks (a public Talos bootstrap thread).
+    text = (
+        '[ 148.251526] [talos] task startAllServices (1/1): service "etcd" to be "up" '
+        '[ 163.251247] [talos] task startAllServices (1/1): service "ext-lldpd" to be "up" '
+        "[ 4206.027881] [talos] boot sequence: failed "
+        "[ 4206.218406] [talos] rebooting in 10 seconds\n"
+    )
+    found = [(s.kind.name, s.value, s.get("uptime")) for s in read_evidence(text, "p").signals]
+    assert found == [
+        ("SERVICE_WAITING", "etcd", "148.251526"),
+        ("SERVICE_WAITING", "ext-lldpd", "163.251247"),
+        ("BOOT_FAILED", "", "4206.027881"),
+        ("REBOOTING", "", "4206.218406"),
+    ]
+
+
+def test_a_program_prefix_is_not_taken_for_a_node() -> None:
+    text = (
+        "nvidia-fabricmanager-wrapper: command /usr/bin/nv-fabricmanager [88] exited with code 1\n"
+        "worker-7: nvidia-fabricmanager-wrapper: command /usr/bin/nv-fabricmanager [89] "
+        "exited with code 1\n"
+    )
+    assert [s.node for s in read_evidence(text, "p").signals] == ["", "worker-7"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # /proc/modules and nvidia-smi's error are tool output, however wordy.
+        "nvidia_uvm 2093056 0 - Live 0xffffffffc2a15000 (O)\n",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+        "that the latest NVIDIA driver is installed and running.\n",
+    ],
+)
+def test_tool_output_that_reads_like_a_sentence_is_still_evidence(text: str) -> None:
+    assert read_evidence(text, "p").signals

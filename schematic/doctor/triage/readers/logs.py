@@ -24,7 +24,12 @@ __all__ = ["read_log", "recognise_log"]
 
 # A node as talosctl prefixes it: an IPv4 address, or a host name with a digit, dot or dash
 # (so words such as "State" or "Fabric" in nvidia-smi output are not taken for nodes).
-_NODE = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z0-9](?=[A-Za-z0-9._-]*[0-9.-])[A-Za-z0-9._-]*)"
+_NODE = (
+    r"(?:\d{1,3}(?:\.\d{1,3}){3}|\[?[0-9a-fA-F:]*:[0-9a-fA-F:]+\]?"
+    # a host name with a digit or a dot: program prefixes ("nv-fabricmanager:",
+    # "nvidia-persistenced-wrapper:") have neither and stay part of the message
+    r"|[A-Za-z0-9](?=[A-Za-z0-9._-]*[0-9.])[A-Za-z0-9._-]*)"
+)
 _DMESG = re.compile(
     rf"^(?:(?P<node>{_NODE}): )?\s*(?:kern|user|daemon|auth|syslog|local\d):\s*"
     r"(?:emerg|alert|crit|err|warning|warn|notice|info|debug):\s*\[(?P<time>[^\]]*)\]: (?P<msg>.*)$"
@@ -179,9 +184,26 @@ def recognise_log(text: str) -> bool:
     return any(True for _ in read_log(text, "-"))
 
 
+# A console or dmesg pasted where line breaks were lost (a web form, a chat): the next record
+# starts at the next uptime stamp or dmesg prefix inside the line.
+_JOINED = re.compile(
+    r" (?=\[\s*\d+\.\d{6}\] |(?:[\w.:-]+: )?(?:kern|user|daemon):\s+[a-z]+: \[\d{4}-)"
+)
+
+
+def _unjoined(lines: Iterator[_Line]) -> Iterator[_Line]:
+    for line in lines:
+        if line.raw.count("] ") < 2 or not _JOINED.search(line.raw):
+            yield line
+            continue
+        for part in _JOINED.split(line.raw):
+            if part.strip():
+                yield _split(line.number, part)
+
+
 def read_log(text: str, file: str) -> Iterator[Signal]:
     """The signals of a line-oriented log."""
-    lines = list(_lines(text))
+    lines = list(_unjoined(_lines(text)))
     listed_modules: dict[str, int] = {}
     fabric_until = -1  # the State of nvidia-smi -q's Fabric section is on one of these lines
     for index, line in enumerate(lines):
