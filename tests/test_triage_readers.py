@@ -303,3 +303,32 @@ def test_a_program_prefix_is_not_taken_for_a_node() -> None:
 )
 def test_tool_output_that_reads_like_a_sentence_is_still_evidence(text: str) -> None:
     assert read_evidence(text, "p").signals
+
+
+def test_nvidia_smi_table_rows_list_the_gpus() -> None:
+    # The table as printed in https://github.com/wilicc/gpu-burn/issues/114 (driver 550).
+    text = """\
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+|=========================================+========================+======================|
+|   0  NVIDIA H100 80GB HBM3          On  |   00000000:19:00.0 Off |                    0 |
+| N/A   39C    P0            145W /  700W |   72790MiB /  81559MiB |      0%      Default |
+"""
+    (gpu,) = read_evidence(text, "p").signals
+    assert (gpu.kind, gpu.value, gpu.get("address")) == (
+        Kind.GPU_LISTED,
+        "NVIDIA H100 80GB HBM3",
+        "0000:19:00.0",
+    )
+
+
+def test_a_json_list_cut_short_keeps_what_came_before_the_cut() -> None:
+    text = (
+        '{"apiVersion": "v1", "kind": "List", "items": [\n'
+        '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"},'
+        ' "status": {"addresses": [{"address": "10.0.0.7", "type": "InternalIP"}]}},\n'
+        '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-2"}, "sta'
+    )
+    reading = read_evidence(text, "nodes.json")
+    assert reading.format == "json"
+    assert {s.node for s in reading.signals} == {"worker-1"}
+    assert "read up to there" in reading.problem

@@ -70,7 +70,7 @@ def read_evidence(text: str, file: str) -> Reading:
             signals += reading.signals
     if not signals:
         return Reading(file, "", (), "; ".join(problems))
-    return Reading(file, "+".join(dict.fromkeys(formats)), tuple(signals))
+    return Reading(file, "+".join(dict.fromkeys(formats)), tuple(signals), "; ".join(problems))
 
 
 def _read_section(text: str, file: str) -> Reading:
@@ -78,9 +78,15 @@ def _read_section(text: str, file: str) -> Reading:
     start = first.group() if first else ""
     try:
         if start in ("{", "["):
+            taken: list[Signal] = []
             try:
-                return _reading(file, "json", list(read_json(text, file)))
+                taken.extend(read_json(text, file))
+                return _reading(file, "json", taken)
             except DocumentError as err:
+                if taken and not err.fatal:
+                    # A paste cut short: the objects before the cut still count.
+                    where = f"line {err.line}: " if err.line else ""
+                    return Reading(file, "json", tuple(taken), f"{where}{err}; read up to there")
                 # "[   12.345678] ..." is a kernel log, not a JSON list; "{...}" lines of a
                 # structured log are read as a log when they are not one JSON stream.
                 if err.fatal or not (_KERNEL_STAMP.match(text) or start == "{"):

@@ -54,6 +54,11 @@ _RFC3339 = re.compile(
 )
 # nvidia-smi -L ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)") and -q ("Product Name : ...").
 _SMI_GPU = re.compile(r"^GPU \d+: (?P<name>.+?) \(UUID: (?P<uuid>GPU-[0-9a-fA-F-]+)\)")
+# "|   0  NVIDIA H100 80GB HBM3          On  |   00000000:19:00.0 Off |  ..." (nvidia-smi's table)
+_SMI_ROW = re.compile(
+    r"^\|\s+\d+\s+(?P<name>\S.*?)\s+(?:On|Off)\s+\|\s+(?P<bus>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:"
+    r"[0-9A-Fa-f]{2}\.[0-7])\s"
+)
 _SMI_PRODUCT = re.compile(r"^\s*Product Name\s+: (?P<name>\S.*)$")
 _SMI_FABRIC = re.compile(r"^\s*Fabric\s*$")
 _SMI_STATE = re.compile(r"^\s*State\s*:\s*(?P<state>\S.*?)\s*$")
@@ -215,6 +220,18 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
             # A year-less journal stamp is a clock reading, not a time.
             data = (("time" if line.time[:1].isdigit() else "clock", line.time),)
         message = line.message
+        row = _SMI_ROW.match(message)
+        if row:
+            # A GPU row of nvidia-smi's table: the driver is up and sees this GPU.
+            bus = row["bus"].lower()
+            yield Signal(
+                Kind.GPU_LISTED,
+                line.node,
+                evidence,
+                row["name"].strip(),
+                (*data, ("uuid", ""), ("address", bus[4:] if len(bus) == 16 else bus)),
+            )
+            continue
         smi = _SMI_GPU.match(message) or _SMI_PRODUCT.match(message)
         if smi:
             # `nvidia-smi -L` / `-q`: the driver is up and sees this GPU.
