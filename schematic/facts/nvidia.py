@@ -17,7 +17,14 @@ from typing import Any, Literal
 
 from schematic.errors import GpuRefusal, NvidiaError, UnknownDeviceError
 from schematic.facts import nvidia_rules
-from schematic.facts.talos import DriverRow, TalosVersion, driver_key, driver_row, driver_table
+from schematic.facts.talos import (
+    DriverRow,
+    DriverTableMatch,
+    TalosVersion,
+    driver_key,
+    driver_row,
+    driver_table,
+)
 
 __all__ = [
     "ARCHITECTURES",
@@ -1067,6 +1074,7 @@ def decide(
     gdrdrv: bool = False,
     gds: bool = False,
     peermem: bool = False,
+    drivers: DriverTableMatch | None = None,
 ) -> NvidiaDecision | None:
     """The NVIDIA extensions, modules and settings for a node; None when it has no NVIDIA GPU.
 
@@ -1074,7 +1082,8 @@ def decide(
     bare metal with NVSwitches (fabric manager; on NVLink-5 also ``ib_umad``, and eight
     Blackwell HGX GPUs on bare metal imply it); ``gdrdrv``: add GPUDirect RDMA (open only);
     ``gds``: GPUDirect Storage (module ``nvidia_fs``, from Talos 1.14); ``peermem``: load
-    ``nvidia_peermem`` (RDMA NICs reading GPU memory; open only).
+    ``nvidia_peermem`` (RDMA NICs reading GPU memory; open only). ``drivers`` is the release's
+    driver-table row when the caller resolved it already (planning's ``Release``).
     Raises NvidiaError, whose ``refusal`` says why, for a combination no driver on that Talos
     can drive.
     """
@@ -1084,7 +1093,7 @@ def decide(
     if not resolved.gpus:
         return None
     found = tuple(gpu for gpu, _ in resolved.gpus)
-    match = driver_row(version)
+    match = drivers or driver_row(version)
     reasons = [*resolved.notes, *([match.note] if match.note else [])]
     notes: list[str] = []
     if arch != "arm64" and any(gpu.gb10 for gpu in found):

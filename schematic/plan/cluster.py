@@ -35,7 +35,6 @@ from schematic.facts.nvidia import (
     describe_nvidia_extension,
     resolve_gpus,
 )
-from schematic.facts.talos import TalosVersion
 from schematic.inputs.cluster_values import (
     ClusterFile,
     HamiRequest,
@@ -248,8 +247,9 @@ class _Resolver:
         return name
 
     def decision(
-        self, gpus: tuple[GpuRequest, ...], profile: HardwareProfile, talos: TalosVersion, nv: Any
+        self, gpus: tuple[GpuRequest, ...], profile: HardwareProfile, release: Release, nv: Any
     ) -> NvidiaDecision | None:
+        talos = release.tables
         key = (gpus, talos, profile.architecture, profile.passthrough, profile.nvswitch, nv)
         if key not in self.decisions:
             flavour, tier, gdrdrv, gds, peermem = nv
@@ -264,6 +264,7 @@ class _Resolver:
                 gdrdrv=gdrdrv,
                 gds=gds,
                 peermem=peermem,
+                drivers=release.drivers,
             )
         return self.decisions[key]
 
@@ -557,7 +558,7 @@ def _plan_pool(
             bool(settings.gds),
             bool(settings.peermem),
         )
-        decision = resolver.decision(gpus, profile, release.tables, nv)
+        decision = resolver.decision(gpus, profile, release, nv)
     media = _pool_media(pool, profile, cluster, release, where)
     jetson = "jetson" in profile.name or (
         media.overlay is not None and media.overlay.name.startswith("jetson")

@@ -360,7 +360,9 @@ def runs_talos_upstream_shape(values: Mapping[str, Any], operator: str) -> bool:
     )
 
 
-def upstream_shape_fits(release: OperatorRelease, talos_versions: Sequence[str]) -> bool:
+def upstream_shape_fits(
+    release: OperatorRelease, talos_versions: Sequence[str | TalosVersion]
+) -> bool:
     """Whether generate can write Talos's own shape: the chart's operator detects the driver
     (v26.3.1 on), the chart sets no env lists of its own, and every GPU pool's Talos has
     /usr/bin/nvidia-ctk (1.13 on)."""
@@ -373,7 +375,7 @@ def upstream_shape_fits(release: OperatorRelease, talos_versions: Sequence[str])
         return False
     talos_from = TalosVersion.parse(upstream["talosFrom"])
     return bool(talos_versions) and all(
-        TalosVersion.parse(version) >= talos_from for version in talos_versions
+        TalosVersion.of(version) >= talos_from for version in talos_versions
     )
 
 
@@ -474,7 +476,7 @@ def tenant_addons(
     if not _gpu_pools(plan):
         return None
     with_hami = hami is not None and hami.enabled
-    upstream = upstream_shape_fits(release, [pool.talos.version for pool in _gpu_pools(plan)])
+    upstream = upstream_shape_fits(release, [pool.release.version for pool in _gpu_pools(plan)])
     addons: dict[str, Any] = {
         "gpuOperator": {
             "enabled": True,
@@ -489,9 +491,9 @@ def tenant_addons(
 # --- the smoke test -----------------------------------------------------------------------------
 
 
-def smoke_test_runtime_class(talos: str) -> str | None:
+def smoke_test_runtime_class(talos: str | TalosVersion) -> str | None:
     """The runtime class a GPU pod needs on this Talos release, or None (native CDI)."""
-    if TalosVersion.parse(talos) >= _NATIVE_CDI_FROM:
+    if TalosVersion.of(talos) >= _NATIVE_CDI_FROM:
         return None
     return _NVIDIA_RUNTIME_CLASS
 
@@ -502,7 +504,7 @@ def smoke_test_pod(plan: ClusterPlan, pool: PoolPlan) -> dict[str, Any] | None:
     if pool.nvidia is None or not pool.gpu_resources:
         return None
     spec: dict[str, Any] = {"restartPolicy": "Never"}
-    runtime_class = smoke_test_runtime_class(pool.talos.version)
+    runtime_class = smoke_test_runtime_class(pool.release.version)
     if runtime_class is not None:
         spec["runtimeClassName"] = runtime_class
     spec["tolerations"] = [{"key": _GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]

@@ -2,21 +2,19 @@
 
 A cluster file names its release as text (``talos.version``, or a pool's own). Planning turns
 each distinct one into a frozen :class:`Release` here, once: the packaged tables that plan it
-(its extension catalogue, its NVIDIA driver row, the NVIDIA rules' answers for it) and every
-release-dependent form the outputs take (the installer repository's default, where the
-installer is pinned, how kernel modules and registry mirrors are written, the disk images'
-compression). Nothing after planning parses a version again: it reads these fields.
+(its extension catalogue and its NVIDIA driver row) and every release-dependent form the
+outputs take (the installer repository's default, where the installer is pinned, how kernel
+modules and registry mirrors are written, the disk images' compression). Nothing after
+planning parses a version again: it reads these fields.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from schematic.errors import CatalogError, TalosSchematicError
 from schematic.facts.catalog import extensions_for, overlays_for, resolve_version, talos_versions
-from schematic.facts.nvidia_rules import RuleAnswer, release_rule, rules_table
 from schematic.facts.talos import (
     METAL_INSTALLER_FROM,
     DriverTableMatch,
@@ -59,10 +57,9 @@ class Release:
     # The official extensions and overlays of ``tables``.
     extensions: frozenset[str] = field(default=frozenset(), repr=False)
     overlays: frozenset[str] = field(default=frozenset(), repr=False)
-    # The NVIDIA driver row; None for a release before the NVIDIA extensions.
+    # The NVIDIA driver row (what every NVIDIA decision of the release reads); None for a
+    # release before the NVIDIA extensions.
     drivers: DriverTableMatch | None = None
-    # Each NVIDIA rule's answer for this release (None: no row applies).
-    rules: Mapping[str, RuleAnswer | None] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def name(self) -> str:
@@ -154,12 +151,10 @@ def release_of(version: str, tables: str | None = None) -> Release:
         drivers: DriverTableMatch | None = driver_row(planned_as)
     except TalosSchematicError:
         drivers = None  # before the NVIDIA extensions: a GPU pool is refused when decided
-    names = {row.rule for row in rules_table() if row.scope == "talos"}
     return Release(
         version=parsed,
         tables=TalosVersion.parse(planned_as),
         extensions=extensions_for(catalogue),
         overlays=overlays_for(catalogue),
         drivers=drivers,
-        rules={name: release_rule(name, planned_as) for name in sorted(names)},
     )
