@@ -30,17 +30,7 @@ BUNDLES = Path(__file__).parent / "data" / "triage"
 STATED = sorted(p.parent.name for p in BUNDLES.glob("*/expected.yaml"))
 
 # Bundles today's engine gets wrong, and why (the engine's work removes these).
-NOT_YET = {
-    "class1-apid-waits-early-nvidia-pending": "TS131 taken from apid's early wait",
-    "class1-trustd-listed-apid-x509": "TS131 despite the listed 50001; TS201 not weighed",
-    "class2-one-node-several-names": "identities not joined: metric, kubectl and talosctl names",
-    "class2-vmi-describe-talosctl": "the VMI row's name and address are not joined",
-    "class3-restarted-once-no-timer": "one restart per pod taken for the 70-minute timer",
-    "class3-loop-after-upgrade": "the timer rule needs every boot interval near 70 minutes",
-    "class4-healthy-hgx-h100": "TS155 fires on the wrapper's ib_umad hint",
-    "class4-healthy-a100-nvlink3": "TS155 fires on the wrapper's ib_umad hint",
-    "healthy-cpu-worker-normal-boot": "TS131 taken from apid's early wait on a healthy boot",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def expectation(bundle: str) -> dict[str, Any]:
@@ -127,17 +117,14 @@ def _holds(bundle: str) -> None:
     assert verdict_problems(bundle, triage_paths([str(BUNDLES / bundle)])) == []
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_YET["class1-apid-waits-early-nvidia-pending"])
 def test_class1_corpus_early_apid_wait_is_not_ts131() -> None:
     _holds("class1-apid-waits-early-nvidia-pending")
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_YET["class1-trustd-listed-apid-x509"])
 def test_class1_corpus_listed_trustd_port_rules_ts131_out() -> None:
     _holds("class1-trustd-listed-apid-x509")
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_YET["class2-one-node-several-names"])
 @pytest.mark.parametrize(
     "bundle", ["class2-one-node-several-names", "class2-vmi-describe-talosctl"]
 )
@@ -145,17 +132,14 @@ def test_class2_corpus_one_node_several_names(bundle: str) -> None:
     _holds(bundle)
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_YET["class3-restarted-once-no-timer"])
 def test_class3_corpus_pods_restarted_once_are_no_timer() -> None:
     _holds("class3-restarted-once-no-timer")
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_YET["class3-loop-after-upgrade"])
 def test_class3_corpus_loop_that_began_after_days_of_uptime() -> None:
     _holds("class3-loop-after-upgrade")
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_YET["class4-healthy-hgx-h100"])
 @pytest.mark.parametrize("bundle", ["class4-healthy-hgx-h100", "class4-healthy-a100-nvlink3"])
 def test_class4_corpus_ts155_silent_on_healthy_hgx(bundle: str) -> None:
     _holds(bundle)
@@ -174,7 +158,6 @@ def test_class6_corpus_notes_are_not_evidence() -> None:
     _holds("class6-readme-and-notes")
 
 
-@pytest.mark.xfail(strict=True, reason="the 16 MiB default input limit refuses ~47 MB of pods")
 def test_class7_corpus_5000_pods_at_default_limits(tmp_path: Path) -> None:
     """~47 MB of `kubectl get pods -A -o json` (5,000 pods on 250 nodes) is read whole."""
     seed = json.loads((BUNDLES / "class7-cluster-scale" / "pods.json").read_text(encoding="utf-8"))
@@ -199,7 +182,6 @@ def test_class7_corpus_5000_pods_at_default_limits(tmp_path: Path) -> None:
     assert not [d for d in report.diagnoses if d.severity == "error"]
 
 
-@pytest.mark.xfail(strict=True, reason="the fix prints the schematic ID cut (ce4c9805…7515)")
 def test_class8_corpus_output_is_usable_as_is() -> None:
     bundle = str(BUNDLES / "class8-output-usable-ts101")
     result = CliRunner().invoke(app, ["triage", bundle])

@@ -56,6 +56,15 @@ def triage(
         str | None,
         typer.Option("--node", metavar="NODE", help="The node (name or address) to look at."),
     ] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against",
+            metavar="DIR",
+            help="A directory `generate --out` wrote: name the nodes that run another "
+            "schematic than their pool commits there (both IDs in full).",
+        ),
+    ] = None,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Name the failure from what a broken cluster shows; exit 3 when an error is diagnosed.
@@ -72,6 +81,11 @@ def triage(
     --node 10.244.3.17 > collect.sh
 
     Example, for a ticket: talos-schematic triage evidence/ --format markdown
+
+    Example, running vs committed: talos-schematic triage evidence/ --against deploy/gpu
+
+    JSON answers (kubectl get -o json, Prometheus) are read as they stream, up to 256 MiB;
+    every other file up to 16 MiB; --max-input-size sets one limit for both.
     """
     if commands:
         from schematic.doctor.triage.commands import collection_commands
@@ -89,7 +103,11 @@ def triage(
     if not paths:
         raise typer.BadParameter("give at least one file or directory", param_hint="PATH...")
     try:
-        report = triage_paths(paths)
+        from schematic.safe_yaml import max_input_size as current_limit
+
+        # Given, the limit holds for every file; left out, JSON streams up to its own default.
+        json_limit = current_limit() if max_input_size else None
+        report = triage_paths(paths, max_json_size=json_limit, against=against)
     except TalosSchematicError as err:
         raise fail(err) from None
     sys.stdout.write(render(report, output_format))

@@ -11,17 +11,28 @@ in any mix of files and directories. ``triage --commands`` prints how to collect
 
 from __future__ import annotations
 
+import codecs
 import os
-from collections.abc import Sequence
+import re
+import stat
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from schematic.doctor.triage.diagnose import Diagnosis, diagnose
+from schematic.doctor.triage.diagnose import Committed, CommittedPool, Diagnosis, diagnose
 from schematic.doctor.triage.readers import DocumentError, Reading, read_evidence
+from schematic.doctor.triage.readers.documents import read_json_chunks
+from schematic.doctor.triage.signals import Evidence
 from schematic.errors import TriageInputError
-from schematic.safe_yaml import InputTooLargeError, NotTextError, decode_text, read_bytes
+from schematic.safe_yaml import (
+    InputTooLargeError,
+    NotTextError,
+    decode_text,
+    max_input_size,
+    read_bytes,
+)
 
-__all__ = ["Diagnosis", "Reading", "TriageReport", "triage_paths"]
+__all__ = ["Diagnosis", "Reading", "TriageReport", "committed_output", "triage_paths"]
 
 
 @dataclass(frozen=True)
@@ -59,31 +70,173 @@ def _files(paths: Sequence[str]) -> list[str]:
     return found
 
 
-def _read(file: str) -> Reading:
+# A kubectl or Prometheus JSON answer is read as it streams, so a cluster's `kubectl get pods -A
+# -o json` (about 47 MB for 5,000 pods) is accepted without --max-input-size; anything else is
+# read whole, within the input limit.
+DEFAULT_MAX_JSON_SIZE = 256 * 1024 * 1024
+_CHUNK = 1 << 20
+_KERNEL_STAMP = re.compile(r"\s*\[\s*\d+\.\d+\]")
+# Markdown structure: a heading, a code fence, a table's rule. No log, console or tool output
+# has one; notes and READMEs beside the evidence do.
+_MARKDOWN = re.compile(
+    r"^(?:#{1,6} [A-Z0-9`*]|#{2,6} \S|```|~~~|\|?\s*:?-{3,}:?\s*\|)", re.MULTILINE
+)
+# A line a machine printed: a stamp, a prefix or a tool's word at its start, a time or Talos's
+# marker near it. Colour codes and quote marks in front of a paste do not count.
+_MACHINE_LINE = re.compile(
+    r"^\s*(?:\[|\d|[A-Za-z0-9._-]+: |[IWEF]\d{4} |NVRM|NVIDIA|nvidia|No devices|time=|level=|\{)"
+)
+_MACHINE_MARK = re.compile(
+    r"\[talos\]|\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d|\b\d\d:\d\d:\d\d\b|\[\s*\d+\.\d+\]"
+)
+_DECORATION = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|^[\s>]+")
+_WORD = re.compile(r"[A-Za-z][a-z']+")
+
+
+def _machine_line(line: str) -> bool:
+    line = _DECORATION.sub("", line)
+    return bool(_MACHINE_LINE.match(line) or _MACHINE_MARK.search(line[:120]))
+
+
+def _chunks(file: str, limit: int) -> Iterator[str]:
+    """The text of ``file``, a megabyte at a time (UTF-8, a BOM dropped)."""
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    total = 0
+    with open(file, "rb") as handle:
+        while True:
+            data = handle.read(_CHUNK)
+            total += len(data)
+            if total > limit:
+                raise InputTooLargeError(limit)
+            try:
+                yield decoder.decode(data, final=not data)
+            except UnicodeDecodeError as err:
+                raise NotTextError(
+                    f"{err.reason} at byte {total - len(data) + err.start}"
+                ) from None
+            if not data:
+                return
+
+
+def _json_start(file: str) -> bool:
+    """Whether a regular file starts (after white space and a BOM) like a JSON document."""
     try:
+        if file == "-" or not stat.S_ISREG(os.stat(file).st_mode):
+            return False
+        with open(file, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] in (b"{", b"[")
+
+
+def _prose(text: str, reading: Reading) -> bool:
+    """Notes, a README, an issue's text: Markdown structure, or sentences where a machine's
+    lines would be. Such a file is not evidence, whatever lines it quotes."""
+    head = text[:65536]
+    if _MARKDOWN.search(head):
+        return True
+    numbered = head.splitlines()
+    lines = [line for line in numbered if line.strip()]
+    prose = [line for line in lines if not _machine_line(line) and len(_WORD.findall(line)) >= 6]
+    quoted = {s.evidence.line for s in reading.signals}
+    # Evidence quoted beyond the first 64 KiB: a log, not a note.
+    machine = max(quoted, default=0) > len(numbered) or any(
+        _machine_line(numbered[number - 1]) for number in quoted
+    )
+    return len(prose) >= 3 and len(prose) * 5 >= len(lines) * 3 and not machine
+
+
+def _read(file: str, max_json_size: int) -> Reading:
+    try:
+        if _json_start(file):
+            try:
+                signals = tuple(read_json_chunks(_chunks(file, max_json_size), file))
+                return Reading(file, "json" if signals else "", signals)
+            except DocumentError as err:
+                if err.fatal:
+                    raise
+                head = read_bytes(file, 4096 + 1)[:4096].decode("utf-8", "replace")
+                # "[   12.345678] ..." is a kernel log, not a JSON list.
+                if not _KERNEL_STAMP.match(head):
+                    where = f"line {err.line}: " if err.line else ""
+                    return Reading(file, "", (), f"{where}{err}")
         text = decode_text(read_bytes(file))
     except NotTextError as err:
         return Reading(file, "", (), f"not UTF-8 text ({err.strerror})")
     except InputTooLargeError as err:
-        raise TriageInputError(
-            f"{file}: {err.strerror}; raise --max-input-size to read it"
-        ) from None
+        raise TriageInputError(f"{file}: {err.strerror}") from None
     except OSError as err:
         raise TriageInputError(f"{file}: cannot read: {err.strerror or err}") from None
-    try:
-        return read_evidence(text, file)
     except DocumentError as err:
         where = f"{file}:{err.line}" if err.line else file
         raise TriageInputError(f"{where}: {err}") from None
+    try:
+        reading = read_evidence(text, file)
+    except DocumentError as err:
+        where = f"{file}:{err.line}" if err.line else file
+        raise TriageInputError(f"{where}: {err}") from None
+    if reading.format == "log" and _prose(text, reading):
+        return Reading(file, "", (), "notes or documentation (prose, Markdown), not evidence")
+    return reading
 
 
-def triage_paths(paths: Sequence[str]) -> TriageReport:
+def committed_output(directory: str) -> Committed:
+    """The pools a `generate --out` directory commits (its ``index.yaml``), for ``--against``."""
+    from schematic.errors import OutputError
+    from schematic.output.outdir import INDEX, read_index
+
+    try:
+        index = read_index(Path(directory))
+    except OutputError as err:
+        raise TriageInputError(f"--against {directory}: {err}") from None
+    except OSError as err:
+        raise TriageInputError(f"--against {directory}: {err.strerror or err}") from None
+    if index is None:
+        raise TriageInputError(
+            f"--against {directory}: no {INDEX} (give a directory `generate --out` wrote)"
+        )
+    file = str(Path(directory) / INDEX)
+    lines = decode_text(read_bytes(file)).splitlines()
+    pools = []
+    for entry in index.pools:
+        name = str(entry["name"])
+        ids = tuple(
+            dict.fromkeys(
+                str(entry[key]) for key in ("schematicID", "offlineSchematicID") if entry.get(key)
+            )
+        )
+        number = _line_of(lines, f"- name: {name}", f"schematicID: {ids[0]}" if ids else "")
+        where = Evidence(file, number, f"pool {name} schematicID: {ids[0] if ids else '?'}")
+        extensions = tuple(str(e) for e in entry.get("extensions") or ())
+        pools.append(CommittedPool(name, ids, extensions, where))
+    return Committed(index.cluster, tuple(pools))
+
+
+def _line_of(lines: list[str], entry: str, key: str) -> int:
+    """The line of ``key`` within the list entry that starts with ``entry`` (1-based)."""
+    start = next((i for i, line in enumerate(lines) if line.strip() == entry), 0)
+    for number in range(start, len(lines)):
+        if key and lines[number].strip() == key:
+            return number + 1
+    return start + 1
+
+
+def triage_paths(
+    paths: Sequence[str], *, max_json_size: int | None = None, against: str | None = None
+) -> TriageReport:
     """Read every file below ``paths`` and diagnose what they show.
 
+    JSON documents are read as they stream, up to ``max_json_size`` (default 256 MiB, or the
+    input limit if that is larger); every other file up to the input limit
+    (:func:`schematic.safe_yaml.max_input_size`).
+
     Raises TriageInputError for a path that does not exist or cannot be read, a file larger
-    than the input limit, or one nested beyond the reading limits. Files no reader recognises
-    are listed in the report, not errors.
+    than its limit, or one nested beyond the reading limits. Files no reader recognises, and
+    notes that are not evidence, are listed in the report, not errors.
     """
-    readings = tuple(_read(file) for file in _files(paths))
+    committed = committed_output(against) if against is not None else None
+    json_limit = max_json_size or max(DEFAULT_MAX_JSON_SIZE, max_input_size())
+    readings = tuple(_read(file, json_limit) for file in _files(paths))
     signals = [signal for reading in readings for signal in reading.signals]
-    return TriageReport(tuple(diagnose(signals)), readings)
+    return TriageReport(tuple(diagnose(signals, committed)), readings)

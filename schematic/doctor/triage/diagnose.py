@@ -1,8 +1,16 @@
-"""Diagnoses: rules over the signals of each node, each naming its look-alikes and why they
-are ruled out.
+"""Diagnoses: rules over the cluster model, each a differential — what supports a cause, and the
+fact that rules out each look-alike.
 
-Every rule reads :class:`Facts` (the signals grouped by node) and returns the diagnoses it
-makes; texts (title, severity, how to confirm, the fix) come from the rule data
+A machine that reboots, or whose boot is held, gets every candidate cause weighed: NVIDIA
+services waiting for a GPU that is not there (TS101), modules not loaded (TS123/TS110), apid
+without its certificates because trustd is unreachable (TS131), another service (TS201), memory
+(TS221), or the timer with no cause in sight (TS202). Only what was still pending when a boot
+gave up (or pending for minutes) counts; the list every boot prints in its first seconds does
+not. A claim that a node reboots on the 70-minute timer needs time: a console timeout, boot
+times about 70 minutes apart, or pods that restarted together about every 70 minutes.
+
+Findings of one cause in one pool are one diagnosis listing its machines. Texts (title,
+severity, how to confirm, the fix) come from the rule data
 (:mod:`schematic.doctor.triage.texts`), so `explain CODE` and the report say the same.
 """
 
@@ -16,25 +24,36 @@ from datetime import datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from schematic.doctor.triage.signals import Evidence, Kind, Nodes, Signal
+from schematic.doctor.triage.model import (
+    BOOT_TIMEOUT_SECONDS,
+    ClusterModel,
+    Machine,
+    build_model,
+    parse_time,
+)
+from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.doctor.triage.texts import fix_places, rule_text
 
 if TYPE_CHECKING:
     from schematic.facts.nvidia import Gpu
-from schematic.doctor.triage.texts import rule_text
 
-__all__ = ["Diagnosis", "Facts", "diagnose"]
+__all__ = ["Committed", "CommittedPool", "Diagnosis", "diagnose", "diagnose_model"]
 
 NVIDIA_SERVICES = ("ext-nvidia-persistenced", "ext-nvidia-cdi-gen")
-# Talos's BootTimeout is 70 minutes (4,200 s); a cycle ends a little after it.
-BOOT_TIMEOUT_SECONDS = 70 * 60
+# A cycle ends a little after the boot timer (the failure lines, then 10 s to reboot).
 _CYCLE = (BOOT_TIMEOUT_SECONDS - 60, BOOT_TIMEOUT_SECONDS + 300)
+# Pods that all restarted together this often (per restart, on average) fit the timer: a
+# restart every ~70 minutes plus the time the node takes to boot and the pods to start.
+_POD_PERIOD_MINUTES = (55.0, 100.0)
 _HIGH_MEMORY_PERCENT = 90.0
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}
+# How many machines' own lines a grouped finding quotes; the rest are counted.
+_QUOTED_MACHINES = 3
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """One failure named, with its nodes, its proof and what it is not."""
+    """One failure named, with its machines, its proof and what it is not."""
 
     code: str
     severity: str
@@ -46,347 +65,522 @@ class Diagnosis:
     fix: str
     summary: str = ""  # what the evidence shows, in one or two sentences
     collect: tuple[str, ...] = ()  # what to collect next when the evidence is not enough
+    pools: tuple[str, ...] = ()  # the pools of ``nodes`` ("" for machines of no known pool)
+    # Schematic IDs the finding is about, in full (the one a node runs, the one to set).
+    schematics: tuple[tuple[str, str], ...] = ()
+    # Per target (Cozystack, talhelper, Talos): the key and object the fix changes.
+    places: tuple[str, ...] = ()
 
 
 @dataclass
-class Facts:
-    """The signals of one run, grouped by the node they are about."""
+class _Finding:
+    """One cause on one machine, before findings of one cause and pool are joined."""
 
-    by_node: dict[str, dict[Kind, list[Signal]]] = field(default_factory=dict)
-    cluster: dict[Kind, list[Signal]] = field(default_factory=dict)  # not about one node
-
-    @classmethod
-    def gather(cls, signals: Iterable[Signal]) -> Facts:
-        signals = list(signals)
-        nodes = Nodes()
-        for signal in signals:
-            if signal.kind is Kind.NODE:
-                nodes.add_machine(signal.node, signal.get("addresses").split(","))
-        for signal in signals:
-            if signal.node:
-                nodes.add_machine(nodes.resolve(signal), [])
-        facts = cls()
-        for signal in signals:
-            if signal.kind in (Kind.CONTROL_PLANE_SERVICE, Kind.PLUGIN_ENV):
-                facts.cluster.setdefault(signal.kind, []).append(signal)
-                continue
-            node = nodes.resolve(signal)
-            facts.by_node.setdefault(node, {}).setdefault(signal.kind, []).append(signal)
-        return facts
-
-    def of(self, node: str, kind: Kind) -> list[Signal]:
-        return self.by_node.get(node, {}).get(kind, [])
-
-    def everywhere(self, kind: Kind) -> list[Signal]:
-        return [s for kinds in self.by_node.values() for s in kinds.get(kind, [])]
+    code: str
+    machine: Machine | None
+    evidence: list[Evidence]
+    ruled_out: list[tuple[str, str]] = field(default_factory=list)  # (look-alike, the fact)
+    summary: list[str] = field(default_factory=list)
+    collect: list[str] = field(default_factory=list)
+    severity: str | None = None
+    schematics: list[tuple[str, str]] = field(default_factory=list)
+    nodes: list[str] | None = None  # for cluster-wide findings: the machines they concern
 
 
-def _make(
-    code: str,
-    nodes: Iterable[str],
-    evidence: Iterable[Evidence],
-    ruled_out: Iterable[str] = (),
-    collect: Iterable[str] = (),
-    severity: str | None = None,
-    summary: Iterable[str] = (),
-) -> Diagnosis:
-    text = rule_text(code)
-    unique = list(dict.fromkeys(evidence))
-    nodes = [node for node in nodes if node]
-    return Diagnosis(
-        code=code,
-        severity=severity or text.severity,
-        title=text.title,
-        nodes=tuple(sorted(set(nodes))),
-        evidence=tuple(sorted(unique, key=lambda e: (e.file, e.line))),
-        ruled_out=tuple(ruled_out),
-        confirm=text.confirm,
-        fix=text.fix,
-        summary=_sentence("; ".join(summary)),
-        collect=tuple(collect),
-    )
+# --- what a machine shows --------------------------------------------------------------------
 
 
-# --- what a node shows ---------------------------------------------------------------------
-
-
-def _waiting(facts: Facts, node: str) -> dict[str, list[Signal]]:
-    """The services still pending in the last `startAllServices` line of each input (early
-    lines list every service, apid and kubelet too, before they come up), and those
-    `talosctl services` shows Waiting."""
-    last: dict[str, int] = {}
-    for signal in facts.of(node, Kind.SERVICE_WAITING):
-        if signal.get("source") == "services":
-            continue  # `talosctl services` rows: each one is pending now
-        last[signal.evidence.file] = max(last.get(signal.evidence.file, 0), signal.evidence.line)
-    waiting: dict[str, list[Signal]] = defaultdict(list)
-    for signal in facts.of(node, Kind.SERVICE_WAITING):
-        waiting[signal.value].append(signal)
-    return {
-        name: signals
-        for name, signals in waiting.items()
-        if any(
-            s.get("source") == "services" or s.evidence.line == last[s.evidence.file]
-            for s in signals
-        )
-    }
-
-
-def _nvidia_devices(facts: Facts, node: str) -> list[Signal]:
+def _nvidia_devices(machine: Machine) -> list[Signal]:
     from schematic.facts.nvidia import NVIDIA_VENDOR
 
     # The vendor as the pcidevices readers write it ("0x10de").
-    return [s for s in facts.of(node, Kind.PCI_DEVICE) if s.value == f"0x{NVIDIA_VENDOR}"]
+    return [s for s in machine.of(Kind.PCI_DEVICE) if s.value == f"0x{NVIDIA_VENDOR}"]
 
 
-def _gpus(facts: Facts, node: str) -> list[Signal]:
+def _gpus(machine: Machine) -> list[Signal]:
     """NVIDIA display functions (class 0x03); the table form has no class code, only names."""
     return [
         s
-        for s in _nvidia_devices(facts, node)
+        for s in _nvidia_devices(machine)
         if s.get("class") in ("0x03", "03") or s.get("class_name") == "Display controller"
     ]
 
 
-def _nvidia_modules(facts: Facts, node: str) -> list[Signal]:
-    return [s for s in facts.of(node, Kind.MODULE_LOADED) if s.value.startswith("nvidia")]
+def _nvidia_modules(machine: Machine) -> list[Signal]:
+    return [s for s in machine.of(Kind.MODULE_LOADED) if s.value.startswith("nvidia")]
 
 
-def _cycle_evidence(facts: Facts, node: str) -> tuple[list[Evidence], list[str]]:
-    """Proof that the node reboots on the boot timer: the failed boot, the uptime it ends at,
-    every pod restarting together, boot times 70 minutes apart. Also says what it shows."""
-    evidence: list[Evidence] = []
-    said: list[str] = []
-    failed = facts.of(node, Kind.BOOT_FAILED) + facts.of(node, Kind.REBOOTING)
-    evidence += [s.evidence for s in failed[:4]]
-    first_failure: dict[str, Signal] = {}
-    for signal in facts.of(node, Kind.BOOT_FAILED):
-        first_failure.setdefault(signal.evidence.file, signal)
-    uptimes = sorted(
-        {round(float(s.get("uptime"))) for s in first_failure.values() if s.get("uptime")}
-    )
-    if uptimes:
-        said.append(f"the boot fails at {', '.join(str(u) for u in uptimes)} s of uptime")
-    pods = [s for s in facts.of(node, Kind.POD) if int(s.get("restarts") or 0) > 0]
-    if len(pods) >= 3:
-        counts = Counter(s.get("restarts") for s in pods)
-        count, same = counts.most_common(1)[0]
-        if same == len(pods):
-            unknown = [s for s in pods if s.get("exit") == "255" and s.get("reason") == "Unknown"]
-            said.append(
-                f"all {len(pods)} restarted pods on it restarted {count} times"
-                + (", last exit 255 Unknown" if unknown else "")
-            )
-            evidence += [s.evidence for s in (unknown or pods)[:2]]
-    for signal in facts.of(node, Kind.EVENT):
-        if signal.value in ("SandboxChanged", "TaintManagerEviction", "Rebooted"):
-            evidence.append(signal.evidence)
-    for signal in facts.of(node, Kind.BOOT_TIME):
-        boots = [int(b) for b in signal.get("boots").split(",") if b]
+@dataclass
+class _Timer:
+    """What shows the machine reboots, and whether anything shows *when* (a timer claim needs
+    time: a console timeout, boot times, restart times)."""
+
+    timed: bool = False
+    reboots: bool = False
+    evidence: list[Evidence] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+
+
+def _minutes(text: str) -> float | None:
+    """A kubectl age (``19h``, ``2d3h``, ``61m``, ``45s``) in minutes."""
+    parts = re.findall(r"(\d+)([dhms])", text)
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        return None
+    scale = {"d": 1440.0, "h": 60.0, "m": 1.0, "s": 1 / 60}
+    return sum(int(n) * scale[u] for n, u in parts)
+
+
+def _restart_period(pod: Signal, restarts: int) -> float | None:
+    """Minutes per restart: from the pod's start to its last restart, over the restarts."""
+    start = parse_time(pod.get("started")) or parse_time(pod.get("created"))
+    end = parse_time(pod.get("finished"))
+    if start and end and end > start:
+        return (end - start).total_seconds() / 60 / restarts
+    age, ago = _minutes(pod.get("age")), _minutes(pod.get("last_restart_ago"))
+    if age is not None and ago is not None and age > ago:
+        return (age - ago) / restarts
+    return None
+
+
+def _timer(machine: Machine) -> _Timer:
+    timer = _Timer()
+    timeouts = [boot for boot in machine.boots if boot.timed_out]
+    if timeouts:
+        timer.timed = timer.reboots = True
+        for boot in timeouts[:2]:
+            timer.evidence += [s.evidence for s in boot.failures[:4]]
+        uptimes = sorted({round(u) for b in timeouts if (u := b.failure_uptime()) is not None})
+        if uptimes:
+            timer.said.append(f"the boot fails at {', '.join(str(u) for u in uptimes)} s of uptime")
+        else:
+            times = "once" if len(timeouts) == 1 else f"{len(timeouts)} times"
+            timer.said.append(f"the boot sequence failed {times}")
+    for signal in machine.of(Kind.BOOT_TIME):
+        boots = sorted({int(b) for b in signal.get("boots").split(",") if b.strip().isdigit()})
         gaps = [b - a for a, b in pairwise(boots)]
-        if gaps and all(_CYCLE[0] <= gap <= _CYCLE[1] for gap in gaps):
-            apart = f"{min(gaps)}" if min(gaps) == max(gaps) else f"{min(gaps)} to {max(gaps)}"
-            said.append(f"{len(boots)} boots {apart} s apart")
-            evidence.append(signal.evidence)
-    for signal in facts.of(node, Kind.MACHINE_STAGE):
+        cycles = [gap for gap in gaps if _CYCLE[0] <= gap <= _CYCLE[1]]
+        trailing = 0
+        for gap in reversed(gaps):
+            if not _CYCLE[0] <= gap <= _CYCLE[1]:
+                break
+            trailing += 1
+        if gaps:
+            timer.reboots = True
+        # Every gap on the timer, or the latest two: a node that ran for days and then began
+        # looping (after an upgrade, say) is looping now.
+        if cycles and (len(cycles) == len(gaps) or trailing >= 2):
+            timer.timed = True
+            low, high = min(cycles), max(cycles)
+            apart = f"{low}" if low == high else f"{low} to {high}"
+            if len(cycles) == len(gaps):
+                timer.said.append(f"{len(boots)} boots {apart} s apart")
+            else:
+                up = (boots[-trailing - 1] - boots[0]) / 86400
+                timer.said.append(
+                    f"the last {trailing + 1} boots {apart} s apart, after {up:.1f} days "
+                    "without this"
+                )
+            timer.evidence.append(signal.evidence)
+    _pod_restarts(machine, timer)
+    for signal in machine.of(Kind.EVENT):
+        if signal.value in ("Rebooted", "NodeNotReady", "SandboxChanged", "TaintManagerEviction"):
+            timer.evidence.append(signal.evidence)
+    for signal in machine.of(Kind.MACHINE_STAGE):
         if signal.value == "booting" and signal.get("ready") == "true":
             # A waiting extension service has no Service resource, so nothing is unmet.
-            said.append("machinestatus says booting with ready: true")
-            evidence.append(signal.evidence)
-    boot_ids = {s.get("boot") for s in facts.everywhere(Kind.NODE) if s.node == node}
+            timer.said.append("machinestatus says booting with ready: true")
+            timer.evidence.append(signal.evidence)
+    boot_ids = {s.get("boot") for s in machine.of(Kind.NODE) if s.get("boot")}
     if len(boot_ids) > 1:
-        said.append(f"bootID changed ({len(boot_ids)} values)")
-    return evidence, said
+        timer.reboots = True
+        timer.said.append(f"bootID changed ({len(boot_ids)} values)")
+    return timer
 
 
-def _trustd_services(facts: Facts) -> tuple[list[Signal], list[Signal]]:
-    services = facts.cluster.get(Kind.CONTROL_PLANE_SERVICE, [])
-    return [s for s in services if s.get("trustd")], [s for s in services if not s.get("trustd")]
-
-
-def _trustd_failure(facts: Facts, node: str) -> list[Signal]:
-    # The first of each sign, and the last line where apid is still pending.
-    return (
-        facts.of(node, Kind.CSR_SIGN_FAILED)[:1]
-        + facts.of(node, Kind.APID_WAITING_CERTIFICATES)[:1]
-        + _waiting(facts, node).get("apid", [])[-1:]
+def _pod_restarts(machine: Machine, timer: _Timer) -> None:
+    """Every pod of a rebooting machine dies at once: identical restart counts. Once is any
+    reboot (an upgrade, a drain); the timer needs restarts about every 70 minutes."""
+    pods = [s for s in machine.of(Kind.POD) if int(s.get("restarts") or 0) > 0]
+    if len(pods) < 3:
+        return
+    counts = Counter(s.get("restarts") for s in pods)
+    count, same = counts.most_common(1)[0]
+    restarts = int(count)
+    if same != len(pods) or restarts < 2:
+        return
+    timer.reboots = True
+    unknown = [s for s in pods if s.get("exit") == "255" and s.get("reason") == "Unknown"]
+    text = f"all {len(pods)} restarted pods on it restarted {restarts} times" + (
+        ", last exit 255 Unknown" if unknown else ""
     )
-
-
-# --- the rules -----------------------------------------------------------------------------
-
-
-def _boot_loops(facts: Facts) -> list[Diagnosis]:
-    """TS101, TS131, TS201 and TS202 (TS123's loop is told by :func:`_modules_not_loaded`)."""
-    found: list[Diagnosis] = []
-    with_port, without_port = _trustd_services(facts)
-    trustd_nodes: list[str] = []
-    for node in sorted(facts.by_node):
-        waiting = _waiting(facts, node)
-        cycle, said = _cycle_evidence(facts, node)
-        nvidia_waiting = [name for name in NVIDIA_SERVICES if name in waiting]
-        trustd = _trustd_failure(facts, node)
-        pci = facts.of(node, Kind.PCI_DEVICE)
-        if trustd:
-            trustd_nodes.append(node)
-            ruled = [
-                "TS101 (NVIDIA image on a node without a GPU): "
-                + (
-                    "an NVIDIA service is pending too, but apid waiting for its certificates "
-                    "holds every worker whatever its image"
-                    if nvidia_waiting
-                    else "no NVIDIA service is pending; the service that never comes up is apid"
-                )
-            ]
-            evidence = [s.evidence for s in trustd] + cycle
-            evidence += [s.evidence for s in without_port]
-            summary = [*_pending(waiting, ["apid"]), *said]
-            found.append(_make("TS131", [node], evidence, ruled, summary=summary))
-            continue
-        if nvidia_waiting:
-            gpus = _nvidia_devices(facts, node)
-            waits = _last(waiting, nvidia_waiting)
-            summary = [*_pending(waiting, nvidia_waiting), *said]
-            not_trustd = _not_trustd(with_port)
-            if pci and not gpus:
-                ruled = [
-                    not_trustd,
-                    f"TS123 (modules not loaded): the node has no NVIDIA PCI device at all "
-                    f"({len(pci)} devices listed, none with vendor 0x10de)",
-                ]
-                evidence = [*waits, *cycle, pci[0].evidence]
-                found.append(_make("TS101", [node], evidence, ruled, summary=summary))
-            elif not pci:
-                collect: tuple[str, ...] = (
-                    f"talosctl -n {node or '<node>'} get pcidevices -o yaml: no vendor 0x10de "
-                    "device means "
-                    "TS101 (NVIDIA image on a node without a GPU); a 0x10de device with an "
-                    "empty driver means TS123 (modules not loaded)",
-                )
-                found.append(
-                    _make("TS201", [node], [*waits, *cycle], [not_trustd], collect, summary=summary)
-                )
-            continue
-        other = sorted(name for name in waiting if name not in NVIDIA_SERVICES)
-        if other and (cycle or said):
-            summary = [*_pending(waiting, other), *said]
-            evidence = [*_last(waiting, other), *cycle]
-            found.append(
-                _make("TS201", [node], evidence, [_not_trustd(with_port)], summary=summary)
-            )
-        elif said and cycle:
-            collect = (
-                f"the serial console of {node or 'the node'} across one reboot (virtctl console, "
-                "or the "
-                "guest-console-log container): the pending service names the cause",
-                f"talosctl -n {node or '<node>'} dmesg | grep startAllServices",
-            )
-            found.append(_make("TS202", [node], cycle, (), collect, summary=said))
-    if without_port and not trustd_nodes:
-        looping = [d.nodes[0] for d in found if d.code in ("TS201", "TS202")]
-        found.append(
-            _make(
-                "TS131",
-                looping,
-                [s.evidence for s in without_port],
-                ["no node's log among the inputs shows apid waiting for its certificates"],
-                ("a worker's serial console or `talosctl dmesg`, to see apid waiting",),
-                severity="warning",
-            )
-        )
-    return found
+    periods = sorted(p for s in pods if (p := _restart_period(s, restarts)) is not None)
+    if periods:
+        period = periods[len(periods) // 2]
+        text += f", about every {period:.0f} minutes"
+        if _POD_PERIOD_MINUTES[0] <= period <= _POD_PERIOD_MINUTES[1]:
+            timer.timed = True
+    timer.said.append(text)
+    timer.evidence += [s.evidence for s in (unknown or pods)[:2]]
 
 
 def _sentence(text: str) -> str:
     if not text:
         return ""
-    # A service or node name (ext-nvidia-persistenced) keeps its spelling; a word is capitalised.
-    first = text.split(" ", 1)[0]
-    return (text[:1].upper() + text[1:] if first.isalpha() else text) + "."
+    # A service or node name (ext-nvidia-persistenced, apid) keeps its spelling; a word is
+    # capitalised.
+    first, _, rest = text.partition(" ")
+    name = not first.isalpha() or rest.startswith("pending")
+    return (text if name else text[:1].upper() + text[1:]) + "."
 
 
-def _last(waiting: dict[str, list[Signal]], names: Iterable[str]) -> list[Evidence]:
-    """The last line of each input that shows each service pending."""
-    last: dict[tuple[str, str], Evidence] = {}
-    for name in names:
-        for signal in waiting.get(name, []):
-            last[name, signal.evidence.file] = signal.evidence
-    return list(last.values())
-
-
-def _pending(waiting: dict[str, list[Signal]], names: Iterable[str]) -> list[str]:
-    """How long each service has been pending, from uptime stamps or dmesg times."""
+def _pending(machine: Machine, names: Iterable[str]) -> list[str]:
+    """How long each service has been pending when the boot gave up."""
+    held = machine.held_services()
     said = []
     for name in names:
-        signals = waiting.get(name, [])
-        uptimes = [float(s.get("uptime")) for s in signals if s.get("uptime")]
-        times = [t for t in (_time(s.get("time")) for s in signals) if t is not None]
+        waits = machine.waits_of(name)
+        uptimes = [float(s.get("uptime")) for s in waits if s.get("uptime")]
+        times = [t for t in (parse_time(s.get("time")) for s in waits) if t is not None]
+        timed_out = any(b.timed_out and name in b.held() for b in machine.boots)
+        at = " when the boot timer gave up" if timed_out else ""
         if len(uptimes) > 1:
             said.append(
-                f"{name} pending from {min(uptimes):.0f} s to {max(uptimes):.0f} s of uptime"
+                f"{name} pending from {min(uptimes):.0f} s to {max(uptimes):.0f} s of uptime{at}"
             )
         elif len(times) > 1:
             minutes = (max(times) - min(times)).total_seconds() / 60
-            said.append(f"{name} pending for {minutes:.0f} minutes")
-        elif signals:
-            said.append(f"{name} pending")
+            said.append(f"{name} pending for {minutes:.0f} minutes{at}")
+        elif name in held:
+            said.append(f"{name} pending{at}")
     return said
 
 
-_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d{1,6})?\d*(Z|[+-]\d\d:\d\d)$")
+def _held_lines(machine: Machine, names: Iterable[str]) -> list[Evidence]:
+    """The last line of each boot (or `talosctl services` row) that shows each service held."""
+    found: dict[tuple[str, str], Evidence] = {}
+    wanted = set(names)
+    for boot in machine.boots:
+        for name, signal in boot.held().items():
+            if name in wanted:
+                found[name, boot.file] = signal.evidence
+    for signal in machine.of(Kind.SERVICE_WAITING):
+        if signal.get("source") == "services" and signal.value in wanted:
+            found.setdefault((signal.value, signal.evidence.file), signal.evidence)
+    return list(found.values())
 
 
-def _time(text: str) -> datetime | None:
-    """An RFC 3339 time as talosctl prints it (nanoseconds cut to what Python reads)."""
-    found = _RFC3339.match(text)
-    if not found:
-        return None
-    zone = "+00:00" if found[3] == "Z" else found[3]
-    return datetime.fromisoformat(found[1] + (found[2] or "") + zone)
+# --- trustd (TS131) --------------------------------------------------------------------------
 
 
-def _not_trustd(with_port: list[Signal]) -> str:
-    text = (
-        "TS131 (trustd port 50001 missing): apid is not among the pending services and "
-        "nothing logs `failed to sign API server CSR`"
-    )
+def _services(model: ClusterModel) -> tuple[list[Signal], list[Signal]]:
+    services = model.cluster.get(Kind.CONTROL_PLANE_SERVICE, [])
+    return [s for s in services if s.get("trustd")], [s for s in services if not s.get("trustd")]
+
+
+def _csr_failures(machine: Machine) -> list[Signal]:
+    return machine.of(Kind.CSR_SIGN_FAILED)
+
+
+def _apid_long_wait(machine: Machine) -> list[Signal]:
+    """apid still waiting for its certificates minutes into a boot (every boot waits seconds)."""
+    return [
+        s
+        for s in machine.of(Kind.APID_WAITING_CERTIFICATES)
+        if s.get("uptime") and float(s.get("uptime")) >= 600
+    ]
+
+
+def _ts131_ruled_out(machine: Machine, with_port: list[Signal]) -> list[tuple[str, str]]:
+    """Each fact that says the trustd port is not the cause, with its place."""
+    facts = []
     if with_port:
-        text += f"; {with_port[0].evidence.where} lists port 50001"
-    return text
+        facts.append(f"{with_port[0].evidence.where} lists port 50001 (talos-trustd)")
+    running = machine.service_running("apid")
+    if running:
+        facts.append(f"apid is Running ({running.evidence.where})")
+    timeouts = [b for b in machine.boots if b.timed_out and b.held()]
+    if timeouts and "apid" not in timeouts[-1].held():
+        line = next(iter(timeouts[-1].held().values())).evidence.where
+        facts.append(f"apid is not among the services pending at the timeout ({line})")
+    if not _csr_failures(machine) and (timeouts or running):
+        facts.append("nothing logs `failed to sign API server CSR`")
+    if not facts:
+        return [
+            (
+                "TS131",
+                "no input shows apid pending or a failed CSR (not certain without the console "
+                "or the control-plane Service)",
+            )
+        ]
+    return [("TS131", "; ".join(facts))]
 
 
-def _modules_not_loaded(facts: Facts) -> list[Diagnosis]:
+# --- the rules -------------------------------------------------------------------------------
+
+
+def _reboots(model: ClusterModel) -> list[_Finding]:
+    """TS101, TS131, TS201 and TS202 for every machine whose boot is held or that reboots on
+    the timer (TS123/TS110 on a GPU machine are told by :func:`_modules_not_loaded`)."""
+    found: list[_Finding] = []
+    with_port, without_port = _services(model)
+    apid_failing: list[str] = []
+    for machine in model.sorted_machines():
+        held = machine.held_services()
+        timer = _timer(machine)
+        csr = _csr_failures(machine)
+        apid_held = "apid" in held or bool(_apid_long_wait(machine))
+        apid_case = apid_held or (bool(csr) and not machine.service_running("apid"))
+        nvidia_held = [name for name in NVIDIA_SERVICES if name in held]
+        other_held = sorted(n for n in held if n not in NVIDIA_SERVICES and n != "apid")
+        if not (held or timer.timed or apid_case):
+            continue
+        memory = _memory_ruled_out(machine)
+        if apid_case:
+            apid_failing.append(machine.name)
+            found.append(_apid_cause(machine, timer, csr, with_port, without_port, memory))
+        if nvidia_held:
+            finding = _nvidia_cause(machine, timer, nvidia_held, with_port, memory)
+            if finding is not None:
+                found.append(finding)
+        if other_held:
+            summary = [*_pending(machine, other_held), *timer.said]
+            evidence = [*_held_lines(machine, other_held), *timer.evidence]
+            ruled = [*_ts131_ruled_out(machine, with_port), *memory]
+            found.append(_Finding("TS201", machine, evidence, ruled, summary))
+        if not held and not apid_case and timer.timed:
+            # No console: the image's NVIDIA extensions on a machine without an NVIDIA device
+            # name the services that must be waiting.
+            without_gpu = _nvidia_image_without_gpu(machine, timer, with_port, memory)
+            if without_gpu is not None:
+                found.append(without_gpu)
+                continue
+            name = machine.name or "the node"
+            collect = [
+                f"the serial console of {name} across one reboot (virtctl console, or the "
+                "guest-console-log container): the pending service names the cause",
+                f"talosctl -n {machine.name or '<node>'} dmesg | grep startAllServices",
+            ]
+            found.append(_Finding("TS202", machine, timer.evidence, memory, timer.said, collect))
+    if without_port and not apid_failing:
+        looping = [f.machine.name for f in found if f.machine and f.code in ("TS201", "TS202")]
+        found.append(
+            _Finding(
+                "TS131",
+                None,
+                [s.evidence for s in without_port],
+                [("", "no machine's log among the inputs shows apid waiting for its certificates")],
+                collect=["a worker's serial console or `talosctl dmesg`, to see apid waiting"],
+                severity="warning",
+                nodes=looping,
+            )
+        )
+    return found
+
+
+def _apid_cause(
+    machine: Machine,
+    timer: _Timer,
+    csr: list[Signal],
+    with_port: list[Signal],
+    without_port: list[Signal],
+    memory: list[tuple[str, str]],
+) -> _Finding:
+    """apid never gets its certificates: trustd's port missing (TS131), or — when the Service
+    lists port 50001 — another reason, which the CSR error names (often an x509 complaint)."""
+    evidence = [s.evidence for s in csr[:1] + csr[-1:]]
+    evidence += [s.evidence for s in _apid_long_wait(machine)[:1]]
+    evidence += _held_lines(machine, ["apid"])
+    ruled: list[tuple[str, str]] = []
+    nvidia = _nvidia_devices(machine)
+    if not any(name in machine.held_services() for name in NVIDIA_SERVICES):
+        ruled.append(
+            ("TS101", "no NVIDIA service is pending; the service that never comes up is apid")
+        )
+    elif nvidia:
+        ruled.append(("TS101", f"the node has NVIDIA device {nvidia[0].evidence.where}"))
+    summary = [*_pending(machine, ["apid"]), *timer.said]
+    if with_port and not without_port:
+        reason = _csr_reason(csr)
+        ruled.insert(0, ("TS131", f"{with_port[0].evidence.where} lists port 50001 (talos-trustd)"))
+        summary.insert(0, "apid never gets its certificates" + (f": {reason}" if reason else ""))
+        collect = [
+            "the CSR error names why trustd refuses or cannot be reached: compare the worker's "
+            "machine CA and trustd token (`talosctl -n <cp> get machineconfig`) with the control "
+            "plane's, and the Service's endpoints (`kubectl get endpoints`)",
+        ]
+        return _Finding(
+            "TS201", machine, [*evidence, *timer.evidence], [*ruled, *memory], summary, collect
+        )
+    evidence += [s.evidence for s in without_port]
+    collect = []
+    if not without_port:
+        collect.append(
+            "the control-plane Service (`kubectl get svc -n <tenant namespace> -o yaml`): a "
+            "Service without port 50001 confirms it; one with it rules it out"
+        )
+    return _Finding(
+        "TS131",
+        machine,
+        [*evidence, *timer.evidence],
+        [*ruled, *memory],
+        summary,
+        collect,
+        severity=None if (without_port or csr) else "warning",
+    )
+
+
+def _csr_reason(csr: list[Signal]) -> str:
+    """What the CSR error says went wrong: its x509 or TLS clause, else its last clause."""
+    for signal in reversed(csr):
+        text = signal.evidence.text
+        found = re.search(r"(x509: [^\"\\]*|tls: [^\"\\]*)", text)
+        if found:
+            return found.group(1).strip().rstrip(".")
+    return ""
+
+
+def _nvidia_cause(
+    machine: Machine,
+    timer: _Timer,
+    nvidia_held: list[str],
+    with_port: list[Signal],
+    memory: list[tuple[str, str]],
+) -> _Finding | None:
+    pci = machine.of(Kind.PCI_DEVICE)
+    nvidia = _nvidia_devices(machine)
+    listed_gpus = machine.of(Kind.GPU_LISTED)
+    held_lines = _held_lines(machine, nvidia_held)
+    summary = [*_pending(machine, nvidia_held), *timer.said]
+    apid_held = "apid" in machine.held_services()
+    not_trustd = [] if apid_held else _ts131_ruled_out(machine, with_port)
+    if pci and not nvidia and not listed_gpus:
+        ruled = [
+            *not_trustd,
+            (
+                "TS123",
+                f"the node has no NVIDIA PCI device at all ({len(pci)} devices listed, none "
+                f"with vendor 0x10de; {pci[0].evidence.where})",
+            ),
+            *memory,
+        ]
+        extensions = machine.extensions()
+        nvidia_extensions = sorted(e for e in extensions if "nvidia" in e)
+        evidence = [*held_lines, *timer.evidence, pci[0].evidence]
+        evidence += [extensions[e] for e in nvidia_extensions[:1]]
+        if nvidia_extensions:
+            summary.append(f"its image carries {', '.join(nvidia_extensions)}")
+        running = machine.running_schematic()
+        schematics = [("running", running[0])] if running else []
+        return _Finding("TS101", machine, evidence, ruled, summary, schematics=schematics)
+    if nvidia or listed_gpus:
+        return None  # a GPU machine: modules not loaded (TS123/TS110) is decided elsewhere
+    gpus_allocatable = [s for s in machine.of(Kind.NODE) if s.get("gpus") not in ("", "0")]
+    if gpus_allocatable:
+        return None
+    node = machine.name or "<node>"
+    collect = [
+        f"talosctl -n {node} get pcidevices -o yaml: no vendor 0x10de device means TS101 "
+        "(NVIDIA image on a node without a GPU); a 0x10de device with an empty driver means "
+        "TS123 (modules not loaded)",
+    ]
+    return _Finding(
+        "TS201",
+        machine,
+        [*held_lines, *timer.evidence],
+        [*not_trustd, *memory],
+        summary,
+        collect,
+    )
+
+
+def _nvidia_image_without_gpu(
+    machine: Machine, timer: _Timer, with_port: list[Signal], memory: list[tuple[str, str]]
+) -> _Finding | None:
+    """TS101 without the console: it reboots on the timer, its image carries NVIDIA
+    extensions, and its PCI devices hold no NVIDIA one (so their services wait forever)."""
+    pci = machine.of(Kind.PCI_DEVICE)
+    extensions = machine.extensions()
+    nvidia_extensions = sorted(e for e in extensions if "nvidia" in e)
+    if not pci or _nvidia_devices(machine) or machine.of(Kind.GPU_LISTED) or not nvidia_extensions:
+        return None
+    summary = [
+        *timer.said,
+        f"its image carries {', '.join(nvidia_extensions)}",
+        f"none of its {len(pci)} PCI devices is NVIDIA's, so ext-nvidia-persistenced waits "
+        "for a driver that never binds",
+    ]
+    evidence = [*timer.evidence, pci[0].evidence, extensions[nvidia_extensions[0]]]
+    ruled = [
+        *_ts131_ruled_out(machine, with_port),
+        (
+            "TS123",
+            f"the node has no NVIDIA PCI device at all ({len(pci)} devices listed, none with "
+            f"vendor 0x10de; {pci[0].evidence.where})",
+        ),
+        *memory,
+    ]
+    collect = [
+        f"talosctl -n {machine.name or '<node>'} dmesg | grep startAllServices: the NVIDIA "
+        "services pending at the timeout confirm it",
+    ]
+    running = machine.running_schematic()
+    schematics = [("running", running[0])] if running else []
+    return _Finding("TS101", machine, evidence, ruled, summary, collect, schematics=schematics)
+
+
+def _memory_ruled_out(machine: Machine) -> list[tuple[str, str]]:
+    """Memory as the cause of a reboot, ruled out by what memory shows (if anything does)."""
+    if machine.of(Kind.OOM_KILL):
+        return []
+    available = [
+        s for s in machine.of(Kind.MEMORY_AVAILABLE) if s.value == "node_memory_MemAvailable_bytes"
+    ]
+    if available:
+        low = min(_float(s.get("min")) for s in available)
+        return [
+            (
+                "TS221",
+                f"MemAvailable never fell below {low / (1 << 30):.1f} GiB "
+                f"({available[0].evidence.where}) and nothing was OOM-killed",
+            )
+        ]
+    return []
+
+
+def _modules_not_loaded(model: ClusterModel) -> list[_Finding]:
     found = []
-    for node in sorted(facts.by_node):
-        gpus = _gpus(facts, node) or _nvidia_devices(facts, node)
+    for machine in model.sorted_machines():
+        gpus = _gpus(machine) or _nvidia_devices(machine)
         unbound = [s for s in gpus if s.get("has_driver_field") and not s.get("driver")]
-        listed = facts.of(node, Kind.MODULES_LISTED)
-        no_module = bool(listed) and not _nvidia_modules(facts, node)
-        no_driver = facts.of(node, Kind.NO_DRIVER)
+        listed = machine.of(Kind.MODULES_LISTED)
+        no_module = bool(listed) and not _nvidia_modules(machine)
+        no_driver = machine.of(Kind.NO_DRIVER)
         if not gpus or not (unbound or no_module or no_driver):
             continue
-        if facts.of(node, Kind.NVRM_NEEDS_OPEN) or _nvidia_modules(facts, node):
+        if machine.of(Kind.NVRM_NEEDS_OPEN) or _nvidia_modules(machine):
             continue
-        waiting = _waiting(facts, node)
-        waits = _last(waiting, NVIDIA_SERVICES)
-        cycle, said = _cycle_evidence(facts, node)
+        timer = _timer(machine)
         evidence = [s.evidence for s in unbound[:2]] + [s.evidence for s in no_driver[:1]]
         if no_module:
             evidence.append(listed[0].evidence)
         ruled = [
-            f"TS101 (NVIDIA image without a GPU): the node has NVIDIA device "
-            f"{gpus[0].get('address') or gpus[0].evidence.text}",
-            "TS103 (wrong module flavour): no nvidia module is loaded, so neither flavour was "
-            "tried",
+            (
+                "TS101",
+                f"the node has NVIDIA device {gpus[0].get('address') or gpus[0].evidence.text} "
+                f"({gpus[0].evidence.where})",
+            ),
+            ("TS103", "no nvidia module is loaded, so neither flavour was tried"),
         ]
-        summary = [*_pending(waiting, NVIDIA_SERVICES), *said]
+        held = [n for n in NVIDIA_SERVICES if n in machine.held_services()]
+        summary = [*_pending(machine, held), *timer.said]
         # The image's extensions tell the two causes apart: no kernel-module extension at all
         # (TS110), or modules installed that the machine config never loads (TS123).
-        extensions = facts.of(node, Kind.EXTENSION)
+        extensions = machine.of(Kind.EXTENSION)
         kmods = [s for s in extensions if _is_kernel_module_extension(s.value)]
         code = "TS110" if extensions and not kmods else "TS123"
         evidence += [s.evidence for s in kmods[:1]]
-        found.append(_make(code, [node], [*evidence, *waits, *cycle], ruled, summary=summary))
+        evidence += [*_held_lines(machine, held), *timer.evidence]
+        found.append(_Finding(code, machine, evidence, ruled, summary))
     return found
 
 
@@ -402,177 +596,260 @@ def _is_kernel_module_extension(name: str) -> bool:
     return _kernel_module_flavour(name) is not None
 
 
-def _wrong_flavour(facts: Facts) -> list[Diagnosis]:
+def _wrong_flavour(model: ClusterModel) -> list[_Finding]:
     """TS103 (open-only GPU on the proprietary modules), TS104 and TS105 (pre-Turing)."""
     found = []
-    for node in sorted(facts.by_node):
-        needs_open = facts.of(node, Kind.NVRM_NEEDS_OPEN)
-        no_gsp = facts.of(node, Kind.NVRM_NO_GSP)
-        legacy = facts.of(node, Kind.NVRM_LEGACY)
-        no_devices = facts.of(node, Kind.NO_DEVICES) + facts.of(node, Kind.RM_INIT_FAILED)
+    for machine in model.sorted_machines():
+        needs_open = machine.of(Kind.NVRM_NEEDS_OPEN)
+        no_gsp = machine.of(Kind.NVRM_NO_GSP)
+        legacy = machine.of(Kind.NVRM_LEGACY)
+        no_devices = machine.of(Kind.NO_DEVICES) + machine.of(Kind.RM_INIT_FAILED)
         # The extension names the flavour; `(PO)` in /proc/modules says it again.
         proprietary = [
             s
-            for s in facts.of(node, Kind.EXTENSION)
+            for s in machine.of(Kind.EXTENSION)
             if _kernel_module_flavour(s.value) == "proprietary"
-        ] + [s for s in _nvidia_modules(facts, node) if "P" in s.get("taint")]
-        open_only = [g for g in _known_gpus(facts, node) if g.open_only and not g.gb10]
+        ] + [s for s in _nvidia_modules(machine) if "P" in s.get("taint")]
+        known = _known_gpus(machine)
+        open_only = [g for g in known if g.open_only and not g.gb10]
         if needs_open or (no_devices and proprietary and open_only and not (no_gsp or legacy)):
             evidence = [s.evidence for s in needs_open[:2] + no_devices[:3] + proprietary[:2]]
             pci = sorted({s.get("pci") for s in needs_open if s.get("pci")})
             pci += [g.id for g in open_only if g.id not in pci]
             ruled = [
-                "TS123 (modules not loaded): the nvidia module is loaded and bound; a bound "
-                "driver proves nothing here",
-                "TS104/TS105 (pre-Turing GPU): the kernel names the open modules as the need, "
-                "not a missing GSP or a legacy branch",
+                (
+                    "TS123",
+                    "the nvidia module is loaded and bound; a bound driver proves nothing here",
+                ),
+                (
+                    "TS104",
+                    "the kernel names the open modules as the need, not a missing GSP or a "
+                    "legacy branch",
+                ),
             ]
+            summary = []
             if pci:
-                names = {g.id: g.label for g in _known_gpus(facts, node)}
+                names = {g.id: g.label for g in known}
                 shown = ", ".join(names.get(p, p) for p in pci)
-                ruled.append(f"GPU {shown} is driven only by the open kernel modules")
-            found.append(_make("TS103", [node], evidence, ruled))
+                ruled.append(("", f"GPU {shown} is driven only by the open kernel modules"))
+                summary.append(f"GPU {shown} is driven only by the open kernel modules")
+            found.append(_Finding("TS103", machine, evidence, ruled, summary))
         if no_gsp:
             evidence = [s.evidence for s in no_gsp[:2] + no_devices[:2]]
-            ruled = ["TS103: the GPU lacks a GSP, so it is older than Turing, not open-only"]
-            found.append(_make("TS104", [node], evidence, ruled))
+            ruled = [("TS103", "the GPU lacks a GSP, so it is older than Turing, not open-only")]
+            found.append(_Finding("TS104", machine, evidence, ruled))
         if legacy:
-            gone = facts.of(node, Kind.NO_GPU_FOUND)
+            gone = machine.of(Kind.NO_GPU_FOUND)
             evidence = [s.evidence for s in legacy[:2] + gone[:2] + no_devices[:1]]
-            ruled = ["TS104: the module loads and ignores the GPU; no GSP complaint"]
-            found.append(_make("TS105", [node], evidence, ruled))
+            ruled = [("TS104", "the module loads and ignores the GPU; no GSP complaint")]
+            found.append(_Finding("TS105", machine, evidence, ruled))
     return found
 
 
-def _known_gpus(facts: Facts, node: str) -> list[Gpu]:
-    """The node's NVIDIA GPUs the device table knows (from PCI IDs in the inputs)."""
-    from schematic.errors import UnknownDeviceError
+def _known_gpus(machine: Machine) -> list[Gpu]:
+    """The machine's NVIDIA GPUs the device table knows (PCI IDs, nvidia-smi's names)."""
+    from schematic.errors import TalosSchematicError
     from schematic.facts.nvidia import lookup_gpu
 
-    ids = {f"10de:{s.get('product').removeprefix('0x')}" for s in _gpus(facts, node)}
-    ids |= {s.get("pci") for s in facts.of(node, Kind.NVRM_NEEDS_OPEN) if s.get("pci")}
-    known = []
-    for pci_id in sorted(i for i in ids if len(i) == 9):
+    ids = {f"10de:{s.get('product').removeprefix('0x')}" for s in _gpus(machine)}
+    ids |= {s.get("pci") for s in machine.of(Kind.NVRM_NEEDS_OPEN) if s.get("pci")}
+    ids |= {s.get("pci") for s in machine.of(Kind.GPU_LISTED) if s.get("pci")}
+    known: dict[str, Gpu] = {}
+    for query in sorted(i for i in ids if len(i) == 9):
         try:
-            known.append(lookup_gpu(pci_id))
-        except UnknownDeviceError:
+            gpu = lookup_gpu(query)
+        except TalosSchematicError:
             continue
-    return known
+        known[gpu.id] = gpu
+    if not known:
+        for name in sorted({s.value for s in machine.of(Kind.GPU_LISTED) if s.value}):
+            try:
+                gpu = lookup_gpu(name)
+            except TalosSchematicError:
+                continue
+            known[gpu.id] = gpu
+    return [known[k] for k in sorted(known)]
 
 
-def _device_plugin(facts: Facts) -> list[Diagnosis]:
+# B100/B200/B300 SXM modules sit on NVLink-5 HGX baseboards; H100/H200/H800/H20 (NVLink 4) and
+# A100/A800 (NVLink 3) keep their NVSwitches as PCI functions and need no NVLSM.
+_NVLINK5_NAME = re.compile(r"\bB[123]00\b")
+_OLDER_FABRIC_NAME = re.compile(r"\b(?:H100|H200|H800|H20|A100|A800|A30)\b")
+
+
+def _fabric_generation(machine: Machine) -> tuple[bool | None, str]:
+    """Whether the machine's GPUs are NVLink-5 HGX modules (None: not known), and why."""
+    for gpu in _known_gpus(machine):
+        if gpu.nvlink5_hgx:
+            return True, gpu.label
+    names = sorted({s.value for s in machine.of(Kind.GPU_LISTED) if s.value})
+    for name in names:
+        if _NVLINK5_NAME.search(name):
+            return True, name
+    known = _known_gpus(machine)
+    if known:
+        return False, known[0].label
+    for name in names:
+        if _OLDER_FABRIC_NAME.search(name):
+            return False, name
+    return None, ""
+
+
+def _fabric(model: ClusterModel) -> list[_Finding]:
+    """TS155: an NVLink-5 system whose fabric manager failed for want of ib_umad. The wrapper's
+    ib_umad hint prints on every machine without an InfiniBand NVSwitch, healthy HGX H100 and
+    A100 boards included: only a failed fabric on NVLink-5 GPUs is evidence."""
+    found = []
+    for machine in model.sorted_machines():
+        hint = machine.of(Kind.FABRIC_IB_UMAD)
+        nothing = machine.of(Kind.FABRIC_NOTHING_TO_DO)
+        in_progress = list(
+            {
+                s.evidence: s
+                for s in machine.of(Kind.FABRIC_IN_PROGRESS)
+                + [s for s in machine.of(Kind.FABRIC_STATE) if s.value.lower() == "in progress"]
+            }.values()
+        )
+        not_ready = machine.of(Kind.CUDA_NOT_READY)
+        exited = machine.of(Kind.FABRIC_FAILED)
+        failed = nothing + exited + in_progress + not_ready
+        if not failed:
+            continue
+        if "ib_umad" in {s.value for s in machine.of(Kind.MODULE_LOADED)}:
+            continue
+        if machine.of(Kind.FABRIC_SWITCH_FOUND):
+            continue  # NVLSM found its management port: ib_umad is there and works
+        nvlink5, gpu = _fabric_generation(machine)
+        if nvlink5 is False:
+            continue  # NVSwitches of older boards are PCI functions: NVLSM is not involved
+        if nvlink5 is None and not hint:
+            continue
+        evidence = [s.evidence for s in hint[:2] + nothing[:2] + in_progress[:1] + not_ready[:2]]
+        evidence += [s.evidence for s in exited[:1]]
+        ruled = [("TS123", "the GPUs are visible; the fabric is not trained")]
+        if machine.of(Kind.MODULES_LISTED):
+            ruled.append(("", "ib_umad is not among the node's loaded modules"))
+        summary = []
+        collect = []
+        severity = None
+        if nvlink5:
+            summary.append(f"{gpu} is an NVLink-5 HGX module")
+        elif nothing and (in_progress or not_ready):
+            # The GPUs wait for a fabric whose switches the fabric manager cannot see as PCI
+            # functions: only NVLink-5 boards manage them over InfiniBand.
+            summary.append(
+                "the fabric manager finds no NVSwitch while the GPUs wait for their fabric, "
+                "which happens on NVLink-5 boards"
+            )
+        else:
+            severity = "warning"
+            summary.append("the GPU model is not among the inputs, so NVLink 5 is not certain")
+            collect.append(
+                f"talosctl -n {machine.name or '<node>'} ... nvidia-smi -L (or `nvidia-smi -q`): "
+                "B100/B200/B300 SXM GPUs need ib_umad; H100/A100 boards do not"
+            )
+        found.append(_Finding("TS155", machine, evidence, ruled, summary, collect, severity))
+    return found
+
+
+def _device_plugin(model: ClusterModel) -> list[_Finding]:
     """TS140 (env override dropped CDI) and TS210 (GPU pods created before CDI worked)."""
     found = []
-    envs = facts.cluster.get(Kind.PLUGIN_ENV, [])
+    envs = model.cluster.get(Kind.PLUGIN_ENV, [])
     overridden_env = [
         s for s in envs if s.get("cdi_enabled") == "true" and not s.value.startswith("cdi")
     ]
-    strategies = facts.everywhere(Kind.PLUGIN_STRATEGY)
+    strategies = model.everywhere(Kind.PLUGIN_STRATEGY)
     no_cdi = [s for s in strategies if not any(v.startswith("cdi") for v in s.value.split(","))]
     if overridden_env or no_cdi:
-        nodes = {
-            n for n in facts.by_node if any(s in no_cdi for s in facts.of(n, Kind.PLUGIN_STRATEGY))
-        }
+        nodes = [
+            m.name
+            for m in model.sorted_machines()
+            if any(s in no_cdi for s in m.of(Kind.PLUGIN_STRATEGY))
+        ]
         evidence = [s.evidence for s in overridden_env + no_cdi[:3]]
-        ruled = ["TS210 (pods created before CDI): the plugin itself runs without a CDI strategy"]
-        found.append(_make("TS140", sorted(nodes), evidence, ruled))
-    unresolvable = facts.everywhere(Kind.CDI_UNRESOLVABLE)
-    early = [pair for node in sorted(facts.by_node) for pair in _created_before_plugin(facts, node)]
+        ruled = [("TS210", "the plugin itself runs without a CDI strategy")]
+        found.append(_Finding("TS140", None, evidence, ruled, nodes=nodes))
+    unresolvable = model.everywhere(Kind.CDI_UNRESOLVABLE)
+    early = [
+        pair for machine in model.sorted_machines() for pair in _created_before_plugin(machine)
+    ]
     if (unresolvable or early) and not found:
-        nodes = {n for n in facts.by_node if facts.of(n, Kind.CDI_UNRESOLVABLE)}
-        nodes |= {pod.node for pod, _ in early}
+        nodes = [m.name for m in model.sorted_machines() if m.of(Kind.CDI_UNRESOLVABLE)]
+        nodes += [name for name, _, _ in early]
         ruled = [
-            "TS140 (env override): "
-            + (
+            (
+                "TS140",
                 "the device plugin runs with " + strategies[0].value
                 if strategies
-                else "no device-plugin log among the inputs says otherwise"
+                else "no device-plugin log among the inputs says otherwise",
             )
         ]
         evidence = [s.evidence for s in unresolvable[:3]] + [s.evidence for s in strategies[:1]]
-        evidence += [e for pod, plugin in early[:3] for e in (pod.evidence, plugin.evidence)]
+        evidence += [e for _, pod, plugin in early[:3] for e in (pod.evidence, plugin.evidence)]
         summary = [
             f"pod {pod.value} was created at {pod.get('created')}, before {plugin.value} started "
             f"at {plugin.get('started')}"
-            for pod, plugin in early[:3]
+            for _, pod, plugin in early[:3]
         ]
-        found.append(
-            _make("TS210", sorted(n for n in nodes if n), evidence, ruled, summary=summary)
-        )
+        found.append(_Finding("TS210", None, evidence, ruled, summary, nodes=nodes))
     return found
 
 
 _NOT_CREATED = ("CreateContainerError", "CreateContainerConfigError", "RunContainerError")
 
 
-def _created_before_plugin(facts: Facts, node: str) -> list[tuple[Signal, Signal]]:
-    """GPU pods of the node that cannot start their containers and were created before the
-    node's device plugin pod started: their devices were decided without CDI."""
-    pods = facts.of(node, Kind.POD)
-    plugins = [p for p in pods if "nvidia-device-plugin" in p.value and _time(p.get("started"))]
+def _created_before_plugin(machine: Machine) -> list[tuple[str, Signal, Signal]]:
+    """GPU pods of the machine that cannot start their containers and were created before the
+    machine's device plugin pod started: their devices were decided without CDI."""
+    pods = machine.of(Kind.POD)
+    plugins = [
+        p for p in pods if "nvidia-device-plugin" in p.value and parse_time(p.get("started"))
+    ]
     if not plugins:
         return []
-    plugin = max(plugins, key=lambda p: _time(p.get("started")) or datetime.min)
-    started = _time(plugin.get("started"))
+    plugin = max(plugins, key=lambda p: parse_time(p.get("started")) or datetime.min)
+    started = parse_time(plugin.get("started"))
     early = []
     for pod in pods:
-        created = _time(pod.get("created"))
+        created = parse_time(pod.get("created"))
         stuck = pod.get("waiting") in _NOT_CREATED
         if pod.get("gpu") and stuck and created and started and created < started:
-            early.append((pod, plugin))
+            early.append((machine.name, pod, plugin))
     return early
 
 
-def _fabric(facts: Facts) -> list[Diagnosis]:
+def _upgrade_reverted(model: ClusterModel) -> list[_Finding]:
     found = []
-    for node in sorted(facts.by_node):
-        hint = facts.of(node, Kind.FABRIC_IB_UMAD)
-        nothing = facts.of(node, Kind.FABRIC_NOTHING_TO_DO)
-        if not hint and not nothing:
-            continue
-        modules = {s.value for s in facts.of(node, Kind.MODULE_LOADED)}
-        if "ib_umad" in modules:
-            continue
-        extra = facts.of(node, Kind.FABRIC_IN_PROGRESS) + facts.of(node, Kind.CUDA_NOT_READY)
-        evidence = [s.evidence for s in hint[:2] + nothing[:2] + extra[:3]]
-        ruled = ["TS123 (modules not loaded): the GPUs are visible; the fabric is not trained"]
-        if facts.of(node, Kind.MODULES_LISTED):
-            ruled.append("ib_umad is not among the node's loaded modules")
-        found.append(_make("TS155", [node], evidence, ruled))
-    return found
-
-
-def _upgrade_reverted(facts: Facts) -> list[Diagnosis]:
-    found = []
-    for node in sorted(facts.by_node):
-        reverted = facts.of(node, Kind.UPGRADE_REVERTED)
+    for machine in model.sorted_machines():
+        reverted = machine.of(Kind.UPGRADE_REVERTED)
         if reverted:
-            waits = [s.evidence for signals in _waiting(facts, node).values() for s in signals[-1:]]
-            found.append(_make("TS211", [node], [reverted[0].evidence, *waits]))
+            held = machine.held_services()
+            waits = [s.evidence for s in held.values()]
+            summary = _pending(machine, sorted(held))
+            found.append(_Finding("TS211", machine, [reverted[0].evidence, *waits], [], summary))
     return found
 
 
-def _memory(facts: Facts) -> list[Diagnosis]:
+def _memory(model: ClusterModel) -> list[_Finding]:
     found = []
-    for node in sorted(facts.by_node):
+    for machine in model.sorted_machines():
         used = [
             s
-            for s in facts.of(node, Kind.MEMORY_USED_PERCENT)
+            for s in machine.of(Kind.MEMORY_USED_PERCENT)
             if _float(s.value) >= _HIGH_MEMORY_PERCENT
         ]
         available = [
             s
-            for s in facts.of(node, Kind.MEMORY_AVAILABLE)
+            for s in machine.of(Kind.MEMORY_AVAILABLE)
             if s.value == "node_memory_MemAvailable_bytes"
         ]
         total = [
-            s
-            for s in facts.of(node, Kind.MEMORY_AVAILABLE)
-            if s.value == "node_memory_MemTotal_bytes"
+            s for s in machine.of(Kind.MEMORY_AVAILABLE) if s.value == "node_memory_MemTotal_bytes"
         ]
-        ooms = facts.of(node, Kind.OOM_KILL)
+        ooms = machine.of(Kind.OOM_KILL)
         if ooms:
-            found.append(_make("TS221", [node], [s.evidence for s in ooms[:3] + used[:1]]))
+            found.append(_Finding("TS221", machine, [s.evidence for s in ooms[:3] + used[:1]]))
             continue
         if not used and not available:
             continue
@@ -580,31 +857,29 @@ def _memory(facts: Facts) -> list[Diagnosis]:
         size = max((_float(s.get("max")) for s in total), default=0.0)
         if low is None:
             if used:
+                collect = [
+                    "node_memory_MemAvailable_bytes over the same window (`triage --commands` "
+                    "prints the query URL): high use is page cache while it stays well above zero"
+                ]
                 found.append(
-                    _make(
-                        "TS220",
-                        [node],
-                        [s.evidence for s in used[:1]],
-                        collect=(
-                            "node_memory_MemAvailable_bytes over the same window "
-                            "(`triage --commands` prints the query URL): high use is page "
-                            "cache while it stays well above zero",
-                        ),
-                    )
+                    _Finding("TS220", machine, [s.evidence for s in used[:1]], collect=collect)
                 )
             continue
         # Available memory that never fell below 5 % of the machine (or 1 GiB, size unknown).
         floor = size * 0.05 if size else float(1 << 30)
         if low < floor:
-            found.append(_make("TS221", [node], [s.evidence for s in available[:1] + used[:1]]))
+            found.append(_Finding("TS221", machine, [s.evidence for s in available[:1] + used[:1]]))
         elif used:
             ruled = [
-                f"OOM: MemAvailable never fell below {low / (1 << 30):.1f} GiB over the window"
-                + (f" ({low / size:.0%} of {size / (1 << 30):.1f} GiB)" if size else "")
-                + "; no OOM kill among the inputs"
+                (
+                    "",
+                    f"OOM: MemAvailable never fell below {low / (1 << 30):.1f} GiB over the window"
+                    + (f" ({low / size:.0%} of {size / (1 << 30):.1f} GiB)" if size else "")
+                    + "; no OOM kill among the inputs",
+                )
             ]
             evidence = [s.evidence for s in used[:1] + available[:1] + total[:1]]
-            found.append(_make("TS220", [node], evidence, ruled))
+            found.append(_Finding("TS220", machine, evidence, ruled))
     return found
 
 
@@ -615,8 +890,8 @@ def _float(text: str) -> float:
         return 0.0
 
 
-_RULES: tuple[Callable[[Facts], list[Diagnosis]], ...] = (
-    _boot_loops,
+_RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
+    _reboots,
     _modules_not_loaded,
     _wrong_flavour,
     _device_plugin,
@@ -626,8 +901,163 @@ _RULES: tuple[Callable[[Facts], list[Diagnosis]], ...] = (
 )
 
 
-def diagnose(signals: Iterable[Signal]) -> list[Diagnosis]:
-    """Every diagnosis the signals support, errors first."""
-    facts = Facts.gather(signals)
-    found = [d for rule in _RULES for d in rule(facts)]
-    return sorted(found, key=lambda d: (_SEVERITY_ORDER[d.severity], d.code, d.nodes))
+# --- running vs committed (`triage --against DIR`) --------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommittedPool:
+    """A pool as a `generate --out` directory commits it."""
+
+    name: str
+    schematic_ids: tuple[str, ...]  # the ID, and the offline one a factory stamp replaced
+    extensions: tuple[str, ...]
+    where: Evidence  # the pool's schematicID line in index.yaml
+
+
+@dataclass(frozen=True)
+class Committed:
+    """The committed output a run compares the running nodes with."""
+
+    cluster: str
+    pools: tuple[CommittedPool, ...]
+
+    def pool_of(self, machine: Machine) -> CommittedPool | None:
+        """The committed pool a machine belongs to: its pool (or name) is the pool's name, or
+        ends in ``-<pool>`` (Cozystack's ``kubernetes-<cluster>-<pool>``); the longest wins."""
+        spellings = [machine.pool, *sorted(machine.names)]
+        found = []
+        for pool in self.pools:
+            token = re.compile(rf"(?:^|-){re.escape(pool.name)}(?:-|$)")
+            if any(s == pool.name or (s and token.search(s)) for s in spellings):
+                found.append(pool)
+        return max(found, key=lambda p: len(p.name)) if found else None
+
+
+def _short_extension(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+def _against(model: ClusterModel, committed: Committed) -> list[_Finding]:
+    """TS130 on runtime evidence: a node that runs another schematic than its pool commits
+    boots one extension set and upgrades into another."""
+    found = []
+    for machine in model.sorted_machines():
+        running = machine.running_schematic()
+        if running is None:
+            continue
+        pool = committed.pool_of(machine)
+        if pool is None or running[0] in pool.schematic_ids:
+            continue
+        runs = sorted(machine.extensions())
+        commits = sorted(_short_extension(e) for e in pool.extensions)
+        summary = [
+            f"{machine.name} runs schematic {running[0]}, pool {pool.name} commits "
+            f"{pool.schematic_ids[0]}: booted from one, it upgrades into the other"
+        ]
+        if runs:
+            only_running = sorted(set(runs) - set(commits))
+            only_committed = sorted(set(commits) - set(runs))
+            if only_running:
+                summary.append(f"only the running image has {', '.join(only_running)}")
+            if only_committed:
+                summary.append(f"only the committed one has {', '.join(only_committed)}")
+        ruled = [
+            (
+                "",
+                "the pool is matched by name: "
+                f"{machine.pool or machine.name} ↔ {pool.name} ({pool.where.where})",
+            )
+        ]
+        collect = [
+            f"talosctl -n {machine.name} get extensions: the `schematic` row is the running ID",
+        ]
+        found.append(
+            _Finding(
+                "TS130",
+                machine,
+                [running[1], pool.where],
+                ruled,
+                summary,
+                collect,
+                schematics=[("running", running[0]), ("committed", pool.schematic_ids[0])],
+            )
+        )
+    return found
+
+
+# --- one diagnosis per cause and pool --------------------------------------------------------
+
+
+def _ruled_text(code: str, fact: str) -> str:
+    if not code:
+        return fact
+    return f"{code} ({rule_text(code).title}): {fact}"
+
+
+def _join(code: str, severity: str, pool: str, findings: list[_Finding]) -> Diagnosis:
+    """Findings of one cause in one pool as one diagnosis: every machine named, the first few
+    machines' lines quoted, each look-alike with the fact that rules it out."""
+    text = rule_text(code)
+    nodes: list[str] = []
+    for finding in findings:
+        if finding.machine is not None:
+            nodes.append(finding.machine.name)
+        nodes += finding.nodes or []
+    evidence: list[Evidence] = []
+    for finding in findings[:_QUOTED_MACHINES]:
+        evidence += finding.evidence
+    ruled: dict[str, str] = {}
+    alike: Counter[str] = Counter()
+    for finding in findings:
+        for look_alike, fact in finding.ruled_out:
+            key = look_alike or fact
+            alike[key] += 1
+            ruled.setdefault(key, _ruled_text(look_alike, fact))
+    ruled_out = [
+        ruled[key] + (f" (and on {alike[key] - 1} more nodes alike)" if alike[key] > 1 else "")
+        for key in ruled
+    ]
+    summary = list(dict.fromkeys(findings[0].summary))
+    machines = sorted({n for n in nodes if n})
+    if len(machines) > 1 and findings[0].machine is not None:
+        summary.insert(0, f"{len(machines)} nodes{f' of pool {pool}' if pool else ''} show it")
+        if len(findings) > _QUOTED_MACHINES:
+            summary.append(f"lines quoted for {_QUOTED_MACHINES} of them")
+    collect = list(dict.fromkeys(c for f in findings for c in f.collect))
+    schematics = list(dict.fromkeys(s for f in findings for s in f.schematics))
+    unique = list(dict.fromkeys(evidence))
+    return Diagnosis(
+        code=code,
+        severity=severity,
+        title=text.title,
+        nodes=tuple(machines),
+        evidence=tuple(sorted(unique, key=lambda e: (e.file, e.line))),
+        ruled_out=tuple(ruled_out),
+        confirm=text.confirm,
+        fix=text.fix,
+        summary=_sentence("; ".join(summary)),
+        collect=tuple(collect[:4]),
+        pools=(pool,) if findings[0].machine is not None else (),
+        schematics=tuple(schematics),
+        places=fix_places(code, pool),
+    )
+
+
+def diagnose_model(model: ClusterModel, committed: Committed | None = None) -> list[Diagnosis]:
+    """Every diagnosis the model supports, one per cause and pool, errors first; with
+    ``committed``, also the nodes that run another schematic than their pool commits."""
+    groups: dict[tuple[str, str, str], list[_Finding]] = defaultdict(list)
+    findings = [f for rule in _RULES for f in rule(model)]
+    if committed is not None:
+        findings += _against(model, committed)
+    for finding in findings:
+        severity = finding.severity or rule_text(finding.code).severity
+        pool = finding.machine.pool if finding.machine is not None else ""
+        groups[finding.code, severity, pool].append(finding)
+    found = [_join(code, sev, pool, items) for (code, sev, pool), items in groups.items()]
+    return sorted(found, key=lambda d: (_SEVERITY_ORDER[d.severity], d.code, d.pools, d.nodes))
+
+
+def diagnose(signals: Iterable[Signal], committed: Committed | None = None) -> list[Diagnosis]:
+    """Every diagnosis the signals support (see :func:`diagnose_model`)."""
+    return diagnose_model(build_model(signals), committed)

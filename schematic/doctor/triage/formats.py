@@ -18,13 +18,41 @@ def _lines(text: str, indent: str) -> list[str]:
     return [indent + line if line else "" for line in text.splitlines()]
 
 
+def _pools(d: Diagnosis) -> str:
+    named = [p for p in d.pools if p]
+    return ", ".join(f"pool {p}" for p in named) or "pool not known"
+
+
+def _count(nodes: tuple[str, ...]) -> str:
+    known = [n for n in nodes if n]
+    if not known:
+        return "node not known"
+    return "1 node" if len(known) == 1 else f"{len(known)} nodes"
+
+
+def summary_lines(report: TriageReport) -> list[str]:
+    """One line per diagnosis: cause → pools → how many nodes → the fix."""
+    return [
+        f"{d.severity} {d.code} {d.title} → {_pools(d)} → {_count(d.nodes)} → {d.fix}"
+        for d in report.diagnoses
+    ]
+
+
 def render_text(report: TriageReport) -> str:
     out: list[str] = []
+    if report.diagnoses:
+        out.append("summary:")
+        out += [f"  {line}" for line in summary_lines(report)]
+        out.append("")
     for d in report.diagnoses:
         out.append(f"{d.severity} {d.code}: {d.title}")
         if d.summary:
             out.append(f"  {d.summary}")
+        if any(d.pools):
+            out.append(f"  {_pools(d)}: {_count(d.nodes)}")
         out.append(f"  nodes: {', '.join(d.nodes) or '(not known from the inputs)'}")
+        for role, schematic in d.schematics:
+            out.append(f"  schematic {role}: {schematic}")
         out.append("  evidence:")
         out += [f"    {e.where}: {e.text}" for e in d.evidence]
         if d.ruled_out:
@@ -32,13 +60,22 @@ def render_text(report: TriageReport) -> str:
             out += [f"    {reason}" for reason in d.ruled_out]
         out.append("  confirm:")
         out += _lines(d.confirm, "    ")
-        out.append(f"  fix: {d.fix}  (talos-schematic explain {d.code})")
+        out.append(f"  fix: {d.fix}")
+        out += [f"    {place}" for place in d.places]
+        out.append(f"    talos-schematic explain {d.code}")
         if d.collect:
             out.append("  collect next:")
             out += [f"    {item}" for item in d.collect]
         out.append("")
     if not report.diagnoses:
         out.append("no failure recognised in the inputs")
+    if report.unrecognised:
+        read = len(report.readings) - len(report.unrecognised)
+        head = "not read as evidence" if read else "nothing was recognised; could not read"
+        out.append(f"{head}:")
+        out += [
+            f"  {r.file}: {r.problem or 'no known evidence in it'}" for r in report.unrecognised
+        ]
     return "".join(line + "\n" for line in out)
 
 
@@ -54,11 +91,15 @@ def _diagnosis(d: Diagnosis) -> dict[str, Any]:
         "confirm": d.confirm,
         "fix": d.fix,
         "collect": list(d.collect),
+        "pools": list(d.pools),
+        "schematics": [{"role": role, "id": value} for role, value in d.schematics],
+        "fixWhere": list(d.places),
     }
 
 
 def render_json(report: TriageReport) -> str:
     document = {
+        "summary": summary_lines(report),
         "diagnoses": [_diagnosis(d) for d in report.diagnoses],
         "inputs": [
             {"file": r.file, "format": r.format, "signals": len(r.signals)}
@@ -84,6 +125,9 @@ def render_markdown(report: TriageReport) -> str:
     for d in report.diagnoses:
         out += [f"## {d.code} ({d.severity}): {d.title}", ""]
         out += [f"**Nodes:** {', '.join(d.nodes) or '(not known from the inputs)'}", ""]
+        if any(d.pools):
+            out += [f"**Pools:** {', '.join(p for p in d.pools if p)}", ""]
+        out += [f"**Schematic {role}:** `{value}`" for role, value in d.schematics]
         if d.summary:
             out += [d.summary, ""]
         out += ["| where | line |", "| --- | --- |"]
@@ -93,6 +137,8 @@ def render_markdown(report: TriageReport) -> str:
             out += ["**Ruled out:**", ""] + [f"- {reason}" for reason in d.ruled_out] + [""]
         out += ["**Confirm:**", "", d.confirm, ""]
         out += [f"**Fix:** {d.fix} (`talos-schematic explain {d.code}`)", ""]
+        if d.places:
+            out += [f"- {place}" for place in d.places] + [""]
         if d.collect:
             out += ["**Collect next:**", ""] + [f"- {item}" for item in d.collect] + [""]
     if report.unrecognised:

@@ -2,17 +2,16 @@
 
 A reader turns one file into :class:`Signal` values; the diagnoses never look at a file again.
 A signal names the node as its source wrote it (a name, an address, or nothing for a serial
-console); :class:`Nodes` settles which of those spellings are one machine.
+console); the cluster model (:mod:`schematic.doctor.triage.model`) settles which of those spellings
+are one machine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from pathlib import PurePath
 
-__all__ = ["Evidence", "Kind", "Nodes", "Signal"]
+__all__ = ["Evidence", "Kind", "Signal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,38 +97,3 @@ class Signal:
             if name == key:
                 return item
         return default
-
-
-@dataclass
-class Nodes:
-    """Which names and addresses are one machine: kubectl's addresses, talosctl's node field,
-    and the file name as the last resort for inputs that name no node."""
-
-    _canonical: dict[str, str] = field(default_factory=dict)
-
-    def add_machine(self, name: str, aliases: Iterable[str]) -> None:
-        """``name`` (a Kubernetes node name) is also known as each of ``aliases``."""
-        self._canonical[name] = name
-        for alias in aliases:
-            if alias:
-                self._canonical.setdefault(alias, name)
-
-    def resolve(self, signal: Signal) -> str:
-        """The node a signal is about, in its best-known spelling ("" if unknown)."""
-        if signal.node:
-            return self._canonical.get(signal.node, signal.node)
-        return self.from_file_name(signal.evidence.file)
-
-    def from_file_name(self, file: str) -> str:
-        """A known node whose name or address is part of the file name, else the only known
-        node, else "" (unknown)."""
-        name = PurePath(file).name
-        # Longest first, so "worker-10" is not taken for "worker-1".
-        for known in sorted(self._canonical, key=len, reverse=True):
-            if known and known in name:
-                return self._canonical[known]
-        machines = set(self._canonical.values())
-        if len(machines) == 1:
-            # The only machine the inputs speak of.
-            return machines.pop()
-        return ""  # not known: such inputs are read together as one unnamed node

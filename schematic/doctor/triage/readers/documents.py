@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import yaml
@@ -20,7 +20,7 @@ from schematic.doctor.triage.readers.interpret import Located, interpret
 from schematic.doctor.triage.signals import Signal
 from schematic.safe_yaml import YamlLimitError, compose_all
 
-__all__ = ["DocumentError", "read_json", "read_yaml"]
+__all__ = ["DocumentError", "read_json", "read_json_chunks", "read_yaml"]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 
@@ -34,86 +34,157 @@ class DocumentError(ValueError):
         self.fatal = fatal  # beyond the input limits (nesting): an error, not just unread
 
 
-class _Lines:
-    """Line numbers of offsets visited front to back, counting each line break once."""
+class _Window:
+    """The text of one input as it is decoded, chunk by chunk: only what is not yet read is kept,
+    so a 50 MB list costs one item and one chunk. Offsets are from the start of the input; line
+    numbers are counted once, front to back."""
 
-    def __init__(self, text: str) -> None:
-        self._text = text
-        self._offset = 0
+    def __init__(self, chunks: Iterable[str]) -> None:
+        self._chunks = iter(chunks)
+        self.text = ""
+        self.base = 0  # offset of text[0] in the input
+        self.done = False
+        self._cursor = 0  # an offset whose line is known
         self._line = 1
 
-    def at(self, offset: int) -> int:
-        if offset < self._offset:
-            return self._text.count("\n", 0, offset) + 1
-        self._line += self._text.count("\n", self._offset, offset)
-        self._offset = offset
+    def more(self, at_least: int = 0) -> bool:
+        """Read on (at least ``at_least`` characters, so a large value is not re-read per
+        chunk); False at the end of the input."""
+        parts = [self.text]
+        added = 0
+        while not self.done and added <= at_least:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                self.done = True
+                break
+            parts.append(chunk)
+            added += len(chunk)
+        if added:
+            self.text = "".join(parts)
+        return added > 0
+
+    def char(self, offset: int) -> str:
+        """The character at ``offset``, "" past the end."""
+        while offset - self.base >= len(self.text):
+            if not self.more():
+                return ""
+        return self.text[offset - self.base]
+
+    def skip(self, offset: int) -> int:
+        """The offset of the first non-space character from ``offset``."""
+        while True:
+            found = _SPACE.match(self.text, offset - self.base).end()  # type: ignore[union-attr]
+            if found < len(self.text) or not self.more():
+                return found + self.base
+
+    def line(self, offset: int) -> int:
+        offset = max(offset, self.base)
+        if offset < self._cursor:
+            return self._line - self.text.count("\n", offset - self.base, self._cursor - self.base)
+        self._line += self.text.count("\n", self._cursor - self.base, offset - self.base)
+        self._cursor = offset
         return self._line
 
+    def release(self, offset: int) -> None:
+        """Forget the text before ``offset`` (read already), a megabyte at a time."""
+        if offset - self.base < _RELEASE:
+            return
+        self.line(offset)
+        self.text = self.text[offset - self.base :]
+        self.base = offset
 
-def _json_located(text: str, start: int, end: int, line: int) -> Located:
-    def locate(key: str) -> int:
-        found = text.find(f'"{key}"', start, end)
-        return line if found < 0 else line + text.count("\n", start, found)
+    def decode(self, decoder: json.JSONDecoder, offset: int) -> tuple[Any, int]:
+        """The JSON value at ``offset`` and the offset after it."""
+        while True:
+            try:
+                value, end = decoder.raw_decode(self.text, offset - self.base)
+            except json.JSONDecodeError as err:
+                # A value cut by the chunk's end reads as invalid: read on (doubling) first.
+                if self.more(len(self.text)):
+                    continue
+                line = self.line(offset) + err.doc.count("\n", offset - self.base, err.pos)
+                raise DocumentError(f"invalid JSON: {err.msg}", line) from None
+            except RecursionError:
+                raise DocumentError(
+                    "JSON nested too deeply", self.line(offset), fatal=True
+                ) from None
+            # A number at the very end may go on in the next chunk ("12" of "123").
+            if end == len(self.text) and not self.done and self.more():
+                continue
+            return value, end + self.base
 
-    return Located(line, locate)
+    def located(self, start: int, end: int) -> Located:
+        text, base, line = self.text, self.base, self.line(start)
+
+        def locate(key: str) -> int:
+            found = text.find(f'"{key}"', start - base, end - base)
+            return line if found < 0 else line + text.count("\n", start - base, found)
+
+        return Located(line, locate)
+
+
+_RELEASE = 1 << 20
+
+
+def _at_line(line: int) -> Located:
+    return Located(line, lambda key: line)
 
 
 def read_json(text: str, file: str) -> Iterator[Signal]:
     """Signals of every JSON value in ``text`` (talosctl prints objects back to back)."""
+    return read_json_chunks([text], file)
+
+
+def read_json_chunks(chunks: Iterable[str], file: str) -> Iterator[Signal]:
+    """Signals of every JSON value in the text ``chunks`` make up, read as they come."""
     decoder = json.JSONDecoder()
-    lines = _Lines(text)
-    position = _SPACE.match(text, 0).end()  # type: ignore[union-attr]
-
-    def decode(at: int) -> tuple[Any, int]:
-        try:
-            return decoder.raw_decode(text, at)
-        except json.JSONDecodeError as err:
-            raise DocumentError(f"invalid JSON: {err.msg}", err.lineno) from None
-        except RecursionError:
-            raise DocumentError("JSON nested too deeply", lines.at(at), fatal=True) from None
-
-    def skip(at: int) -> int:
-        return _SPACE.match(text, at).end()  # type: ignore[union-attr]
-
-    while position < len(text):
-        if text[position] != "{":
-            value, end = decode(position)
-            yield from _values(value, file, _json_located(text, position, end, lines.at(position)))
-            position = skip(end)
+    window = _Window(chunks)
+    position = window.skip(0)
+    while window.char(position):
+        if window.char(position) != "{":
+            value, end = window.decode(decoder, position)
+            yield from _values(value, file, window.located(position, end))
+            position = window.skip(end)
+            window.release(position)
             continue
         # An object: its members one by one, so that a kubectl list's items stream.
         header: dict[str, Any] = {}
         start = position
-        position = skip(position + 1)
-        while position < len(text) and text[position] != "}":
-            key, position = decode(position)
-            position = skip(position)
-            if not isinstance(key, str) or text[position : position + 1] != ":":
-                raise DocumentError("invalid JSON: expected a key and ':'", lines.at(position))
-            position = skip(position + 1)
-            if key == "items" and text[position : position + 1] == "[":
-                position = skip(position + 1)
-                while position < len(text) and text[position] != "]":
-                    item, end = decode(position)
-                    located = _json_located(text, position, end, lines.at(position))
-                    yield from interpret(item, file, located)
-                    position = skip(end)
-                    if text[position : position + 1] == ",":
-                        position = skip(position + 1)
-                position = skip(position + 1)
+        position = window.skip(position + 1)
+        while window.char(position) not in ("}", ""):
+            key, position = window.decode(decoder, position)
+            position = window.skip(position)
+            if not isinstance(key, str) or window.char(position) != ":":
+                raise DocumentError("invalid JSON: expected a key and ':'", window.line(position))
+            position = window.skip(position + 1)
+            if key == "items" and window.char(position) == "[":
+                position = window.skip(position + 1)
+                while window.char(position) not in ("]", ""):
+                    item, end = window.decode(decoder, position)
+                    yield from interpret(item, file, window.located(position, end))
+                    position = window.skip(end)
+                    if window.char(position) == ",":
+                        position = window.skip(position + 1)
+                    window.release(position)
+                position = window.skip(position + 1)
                 header["items"] = []
             else:
-                header[key], position = decode(position)
-                position = skip(position)
-            if text[position : position + 1] == ",":
-                position = skip(position + 1)
-        if position >= len(text):
-            raise DocumentError("invalid JSON: an object is not closed", lines.at(start))
-        position = skip(position + 1)
+                header[key], position = window.decode(decoder, position)
+                position = window.skip(position)
+            if window.char(position) == ",":
+                position = window.skip(position + 1)
+        if not window.char(position):
+            raise DocumentError("invalid JSON: an object is not closed", window.line(start))
+        position = window.skip(position + 1)
         if header.get("items") != []:
-            yield from interpret(
-                header, file, _json_located(text, start, position, lines.at(start))
-            )
+            # The header's own lines: the object stays in the window while its members are read
+            # only when it is small; a large header is located at its first line.
+            if start >= window.base:
+                located = window.located(start, position)
+            else:
+                located = _at_line(window.line(window.base))
+            yield from interpret(header, file, located)
+        window.release(position)
 
 
 def _values(value: Any, file: str, located: Located) -> Iterator[Signal]:

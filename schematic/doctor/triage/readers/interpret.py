@@ -225,6 +225,7 @@ def _node(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
             ("source", "kubectl-node"),
         ),
     )
+    annotations = _dict(metadata.get("annotations"))
     yield Signal(
         Kind.NODE,
         name,
@@ -235,6 +236,11 @@ def _node(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
             ("ready", ready),
             ("boot", boot_id),
             ("gpus", gpus),
+            # Label values hold no commas, so the pairs are joined with them.
+            ("labels", ",".join(f"{k}={_text(v)}" for k, v in sorted(labels.items()))),
+            # Talos copies the schematic ID (no valid label value) to this annotation.
+            ("schematic", _text(annotations.get("extensions.talos.dev/schematic"))),
+            ("provider", _text(_dict(value.get("spec")).get("providerID"))),
         ),
     )
 

@@ -65,7 +65,8 @@ _SMI_STATE = re.compile(r"^\s*State\s*:\s*(?P<state>\S.*?)\s*$")
 _SMI_STATUS = re.compile(r"^\s*Status\s*:\s*(?P<status>\S.*?)\s*$")
 _CONTINUATION = re.compile(r"^\s{4,}(?P<msg>NVRM: .*)$")
 
-_SERVICE_WAIT = re.compile(r'service "(?P<service>[^"]+)" to be (?P<state>"[a-z]+"|[a-z/]+)')
+# Talos up to 1.13 quotes the state ("up"); 1.14 writes up/finished.
+_SERVICE_WAIT = re.compile(r'service "(?P<service>[^"]+)" to be (?:"[a-z]+"|[a-z/]+)')
 _PCI_ID = re.compile(r"PCI ID: (?P<id>10de:[0-9a-fA-F]{4})")
 _PROC_MODULE = re.compile(
     r"^(?P<name>\w+) \d+ (?:\d+|-) \S+ (?:Live|Loading|Unloading) 0x[0-9a-f]+"
@@ -163,10 +164,30 @@ def _json_line(line: str) -> tuple[str, str]:
     return (" ".join(parts) or line), time
 
 
+def _non_blank(text: str) -> Iterator[tuple[int, str]]:
+    """Each line holding more than white space, with its number. The scan for the next
+    non-space character runs in C, so 16 MiB of blank lines costs no list of 16 million."""
+    number, counted, position = 1, 0, 0
+    while True:
+        found = _NON_SPACE.search(text, position)
+        if found is None:
+            return
+        start = text.rfind("\n", 0, found.start()) + 1
+        end = text.find("\n", found.start())
+        end = len(text) if end < 0 else end
+        number += text.count("\n", counted, start)
+        counted = start
+        yield number, text[start:end]
+        position = end + 1
+
+
+_NON_SPACE = re.compile(r"\S")
+
+
 def _lines(text: str) -> Iterator[_Line]:
     """Messages in order; a kernel continuation line is joined to the message before it."""
     pending: _Line | None = None
-    for number, raw in enumerate(text.splitlines(), 1):
+    for number, raw in _non_blank(text):
         continued = _CONTINUATION.match(raw)
         if continued and pending is not None:
             pending.message += "\n" + continued["msg"]
@@ -180,8 +201,13 @@ def _lines(text: str) -> Iterator[_Line]:
 
 
 def _cut(text: str) -> str:
+    """The line, shortened in its middle: an error's reason is at its end (a CSR error's x509
+    clause), its kind at its start."""
     text = text.strip()
-    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
+    if len(text) <= _MAX_TEXT:
+        return text
+    half = (_MAX_TEXT - 1) // 2
+    return text[:half] + "…" + text[-(_MAX_TEXT - 1 - half) :]
 
 
 def recognise_log(text: str) -> bool:
@@ -257,15 +283,7 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
                 continue
         if "startAllServices" in message and " to be " in message:
             for found in _SERVICE_WAIT.finditer(message):
-                state = found["state"]
-                wording = "quoted" if state.startswith('"') else "plain"
-                yield Signal(
-                    Kind.SERVICE_WAITING,
-                    line.node,
-                    evidence,
-                    found["service"],
-                    (*data, ("state", state.strip('"')), ("wording", wording)),
-                )
+                yield Signal(Kind.SERVICE_WAITING, line.node, evidence, found["service"], data)
             continue
         module = _PROC_MODULE.match(message)
         if module:
@@ -296,8 +314,6 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
             )
             if pci:
                 extra = (*extra, ("pci", pci["id"].lower()))
-            if kind is Kind.CSR_SIGN_FAILED and ":50001" in message:
-                extra = (*extra, ("port", "50001"))
             yield Signal(kind, line.node, evidence, "", extra)
     for node, number in listed_modules.items():
         yield Signal(Kind.MODULES_LISTED, node, Evidence(file, number, "/proc/modules"))

@@ -258,6 +258,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                 name,
                 (
                     ("restarts", restarts if restarts.isdigit() else "0"),
+                    ("age", cells.get("AGE", "")),
                     ("last_restart_ago", ago[1] if ago else ""),
                 ),
             )

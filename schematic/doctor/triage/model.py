@@ -1,0 +1,409 @@
+"""The cluster model: what all the inputs say, joined per machine.
+
+Readers turn each file into :class:`~schematic.doctor.triage.signals.Signal` values, each naming its
+node the way its source does: a Kubernetes name in ``nodes.json``, an address in ``talosctl``
+tables, ``instance="10.244.3.17:9100"`` in a metric, nothing at all on a serial console. The
+model settles which spellings are one machine (the Node object's addresses, a metric's several
+node labels, a KubeVirt VM's name, a file named after the node), puts each machine in its pool
+(a pool label, else its name without the random suffixes Cluster API and KubeVirt add), and
+orders what its logs show into boots: which services were still pending when a boot gave up.
+The rules (:mod:`schematic.doctor.triage.diagnose`) read this model, never a file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import PurePath
+
+from schematic.doctor.triage.signals import Evidence, Kind, Signal
+
+__all__ = ["Boot", "ClusterModel", "Machine", "build_model", "parse_time", "pool_of_name"]
+
+# Talos's BootTimeout (pkg/machinery/constants): 70 minutes.
+BOOT_TIMEOUT_SECONDS = 70 * 60
+# A service pending this long while the boot goes on is held, not starting up (every boot waits
+# a few seconds for containerd, the network, apid's certificates).
+LONG_PENDING_SECONDS = 10 * 60
+# Node labels that name a pool, most specific first (the managed offerings' pool labels, then
+# generic ones people set in their machine config's nodeLabels).
+POOL_LABELS = (
+    "cluster.x-k8s.io/deployment-name",
+    "node.cluster.x-k8s.io/pool",
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "kubernetes.azure.com/agentpool",
+    "karpenter.sh/nodepool",
+    "node.kubernetes.io/pool",
+    "nodepool",
+    "node-pool",
+    "pool",
+)
+_ROLE_LABEL = "node-role.kubernetes.io/"
+# Talos publishes every extension as a Node label extensions.talos.dev/<name>=<version>, and the
+# ones whose version is no valid label value (the 64-hex schematic ID) as an annotation.
+EXTENSION_LABEL = "extensions.talos.dev/"
+SCHEMATIC = "schematic"
+# Kubernetes' random-suffix alphabet (apimachinery util/rand): no vowels, no 0, 1, 3. Cluster API
+# machine names and KubeVirt VM names end in one or two such segments.
+_RANDOM_ALPHABET = frozenset("bcdfghjklmnpqrstvwxz2456789")
+_ADDRESS = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)$")
+_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(\.\d{1,6})?\d*(Z|[+-]\d\d:?\d\d)?$")
+
+
+def parse_time(text: str) -> datetime | None:
+    """An RFC 3339 time as Kubernetes and talosctl print it (nanoseconds cut to microseconds;
+    no zone is taken as UTC)."""
+    found = _RFC3339.match(text.strip())
+    if not found:
+        return None
+    zone = found[4] or "Z"
+    zone = "+00:00" if zone == "Z" else (zone if ":" in zone else zone[:3] + ":" + zone[3:])
+    try:
+        return datetime.fromisoformat(f"{found[1]}T{found[2]}{found[3] or ''}{zone}")
+    except ValueError:
+        return None
+
+
+def is_address(name: str) -> bool:
+    return bool(_ADDRESS.match(name))
+
+
+def _random_segment(segment: str) -> bool:
+    return 4 <= len(segment) <= 10 and all(c in _RANDOM_ALPHABET for c in segment)
+
+
+def pool_of_name(name: str) -> str:
+    """The pool a node name suggests: the name without its random or numbered suffixes
+    (``tenant-a-cpu-7c9xv`` → ``tenant-a-cpu``, ``worker-10`` → ``worker``); "" for an address
+    or a name with nothing left."""
+    if not name or is_address(name):
+        return ""
+    parts = name.split("-")
+    while len(parts) > 1 and (_random_segment(parts[-1]) or parts[-1].isdigit()):
+        parts.pop()
+    if len(parts) == len(name.split("-")):
+        return ""  # nothing generated about the name: it is its own pool of one
+    return "-".join(parts)
+
+
+@dataclass
+class Boot:
+    """One boot of one machine as one log shows it: the services it waited for, and how it
+    ended (the boot timer's failure, a reboot, or the end of the log)."""
+
+    file: str
+    waits: list[Signal] = field(default_factory=list)
+    failures: list[Signal] = field(default_factory=list)  # BOOT_FAILED, REBOOTING
+    first_uptime: float | None = None
+    last_uptime: float | None = None
+    first_time: datetime | None = None
+    last_time: datetime | None = None
+
+    @property
+    def timed_out(self) -> bool:
+        return any(s.kind is Kind.BOOT_FAILED for s in self.failures)
+
+    def last_wait_line(self) -> list[Signal]:
+        """The services of the last ``startAllServices`` line before the boot gave up."""
+        end = min((s.evidence.line for s in self.failures), default=None)
+        waits = [s for s in self.waits if end is None or s.evidence.line < end]
+        if not waits:
+            return []
+        last = max(s.evidence.line for s in waits)
+        return [s for s in waits if s.evidence.line == last]
+
+    def pending_seconds(self) -> float | None:
+        """How long the boot had been waiting at its last pending line (uptime, or the time
+        from its first waiting line)."""
+        last = self.last_wait_line()
+        if not last:
+            return None
+        uptime = last[0].get("uptime")
+        if uptime:
+            return float(uptime)
+        first = parse_time(self.waits[0].get("time")) if self.waits else None
+        end = parse_time(last[0].get("time"))
+        if first and end:
+            return (end - first).total_seconds()
+        return None
+
+    def held(self) -> dict[str, Signal]:
+        """Services that held this boot: those still pending when the boot timer gave up, or
+        pending for ten minutes and more when the log ends. Empty for an ordinary boot's first
+        seconds, however many services they list."""
+        last = self.last_wait_line()
+        if not last:
+            return {}
+        seconds = self.pending_seconds()
+        if self.timed_out or (seconds is not None and seconds >= LONG_PENDING_SECONDS):
+            return {s.value: s for s in last}
+        return {}
+
+    def failure_uptime(self) -> float | None:
+        for signal in self.failures:
+            if signal.kind is Kind.BOOT_FAILED and signal.get("uptime"):
+                return float(signal.get("uptime"))
+        return None
+
+
+@dataclass
+class Machine:
+    """One machine with every name it goes by, its pool, and everything said about it."""
+
+    name: str
+    names: set[str] = field(default_factory=set)
+    pool: str = ""
+    pool_basis: str = ""  # "label <key>", "name", or "" when not known
+    signals: dict[Kind, list[Signal]] = field(default_factory=lambda: defaultdict(list))
+    boots: list[Boot] = field(default_factory=list)
+    files: set[str] = field(default_factory=set)
+
+    def of(self, kind: Kind) -> list[Signal]:
+        return self.signals.get(kind, [])
+
+    @property
+    def is_kubernetes_node(self) -> bool:
+        return bool(self.of(Kind.NODE))
+
+    def labels(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for node in self.of(Kind.NODE):
+            for item in node.get("labels").split(","):
+                key, _, value = item.partition("=")
+                if key:
+                    found[key.strip()] = value.strip()
+        return found
+
+    def running_schematic(self) -> tuple[str, Evidence] | None:
+        """The schematic ID the machine runs: the factory's virtual ``schematic`` extension
+        (``talosctl get extensions``) or the Node annotation Talos copies it to."""
+        for signal in self.of(Kind.EXTENSION):
+            if signal.value == SCHEMATIC and signal.get("version"):
+                return signal.get("version"), signal.evidence
+        for node in self.of(Kind.NODE):
+            if node.get("schematic"):
+                return node.get("schematic"), node.evidence
+        return None
+
+    def extensions(self) -> dict[str, Evidence]:
+        """Extension name → where it is shown (``talosctl get extensions`` or Node labels)."""
+        found = {s.value: s.evidence for s in self.of(Kind.EXTENSION) if s.value != SCHEMATIC}
+        for node in self.of(Kind.NODE):
+            for key in self.labels():
+                if key.startswith(EXTENSION_LABEL) and key != EXTENSION_LABEL + SCHEMATIC:
+                    found.setdefault(key.removeprefix(EXTENSION_LABEL), node.evidence)
+        return found
+
+    def held_services(self) -> dict[str, Signal]:
+        """Every service that held a boot of this machine (last boot's line wins), and every
+        service ``talosctl services`` shows Waiting."""
+        held: dict[str, Signal] = {}
+        for boot in self.boots:
+            held.update(boot.held())
+        for signal in self.of(Kind.SERVICE_WAITING):
+            if signal.get("source") == "services":
+                held.setdefault(signal.value, signal)
+        return held
+
+    def waits_of(self, service: str) -> list[Signal]:
+        """Every pending line naming ``service`` in boots it held, for the record."""
+        return [s for boot in self.boots if service in boot.held() for s in boot.waits]
+
+    def service_running(self, service: str) -> Signal | None:
+        for signal in self.of(Kind.SERVICE_STATE):
+            if signal.value == service and signal.get("running") == "true":
+                return signal
+        return None
+
+
+@dataclass
+class ClusterModel:
+    """Every machine the inputs speak of, and what is said about the cluster as a whole."""
+
+    machines: dict[str, Machine]
+    cluster: dict[Kind, list[Signal]]
+
+    def sorted_machines(self) -> list[Machine]:
+        return [self.machines[name] for name in sorted(self.machines)]
+
+    def everywhere(self, kind: Kind) -> list[Signal]:
+        return [s for m in self.sorted_machines() for s in m.of(kind)]
+
+
+# Facts about the cluster, not about one machine.
+_CLUSTER_KINDS = frozenset({Kind.CONTROL_PLANE_SERVICE, Kind.PLUGIN_ENV})
+_BOOT_KINDS = frozenset({Kind.SERVICE_WAITING, Kind.BOOT_FAILED, Kind.REBOOTING})
+
+
+class _Names:
+    """Union-find over spellings: every name, address and label value one machine goes by."""
+
+    def __init__(self) -> None:
+        self._parent: dict[str, str] = {}
+
+    def add(self, name: str) -> None:
+        self._parent.setdefault(name, name)
+
+    def find(self, name: str) -> str:
+        self.add(name)
+        root = name
+        while self._parent[root] != root:
+            root = self._parent[root]
+        while self._parent[name] != root:
+            self._parent[name], name = root, self._parent[name]
+        return root
+
+    def join(self, first: str, second: str) -> None:
+        a, b = self.find(first), self.find(second)
+        if a != b:
+            # The smaller spelling is the root, so the result does not depend on input order.
+            low, high = sorted((a, b))
+            self._parent[high] = low
+
+    def groups(self) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = defaultdict(set)
+        for name in self._parent:
+            found[self.find(name)].add(name)
+        return found
+
+
+def _vm_name(provider: str) -> str:
+    # KubeVirt's cloud provider sets spec.providerID to kubevirt://<vm name>.
+    return provider.removeprefix("kubevirt://") if provider.startswith("kubevirt://") else ""
+
+
+def _canonical(names: set[str], kubernetes: set[str]) -> str:
+    """The spelling to show: the Kubernetes node name, else a host name, else an address."""
+    for pick in (kubernetes & names, {n for n in names if not is_address(n)}, names):
+        if pick:
+            return sorted(pick)[0]
+    return ""
+
+
+def _pool(machine: Machine) -> tuple[str, str]:
+    labels = machine.labels()
+    for key in POOL_LABELS:
+        if labels.get(key):
+            return labels[key], f"label {key}"
+    for signal in machine.of(Kind.IDENTITY):
+        if signal.get("pool"):
+            return signal.get("pool"), "VM label"
+    for name in sorted(machine.names, key=lambda n: (is_address(n), n)):
+        pool = pool_of_name(name)
+        if pool:
+            return pool, "name"
+    return "", ""
+
+
+def _file_hint(file: str, names: list[str]) -> str:
+    """The known name the file's name (or its folder's) is about: whole tokens only, so
+    ``worker-1`` is not found in ``worker-10.log``; longest first."""
+    path = PurePath(file)
+    for part in (path.name, path.parent.name):
+        for name in names:
+            if re.search(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", part):
+                return name
+    return ""
+
+
+def build_model(signals: Iterable[Signal]) -> ClusterModel:
+    """Join the signals of one run into machines, pools and boots."""
+    signals = list(signals)
+    names = _Names()
+    kubernetes: set[str] = set()
+    for signal in signals:
+        if signal.kind is Kind.NODE and signal.node:
+            kubernetes.add(signal.node)
+            names.add(signal.node)
+            aliases = [*signal.get("addresses").split(","), _vm_name(signal.get("provider"))]
+            for alias in aliases:
+                if alias.strip():
+                    names.join(signal.node, alias.strip())
+        elif signal.kind is Kind.IDENTITY and signal.node:
+            for alias in signal.get("aliases").split(","):
+                if alias.strip():
+                    names.join(signal.node, alias.strip())
+        elif signal.node and signal.kind not in _CLUSTER_KINDS:
+            names.add(signal.node)
+    groups = names.groups()
+    canonical = {root: _canonical(group, kubernetes) for root, group in groups.items()}
+    machines: dict[str, Machine] = {}
+    for root, group in groups.items():
+        name = canonical[root]
+        machines[name] = Machine(name=name, names=set(group))
+    # Longest first, so "worker-10" is tried before "worker-1".
+    spellings = sorted({n for g in groups.values() for n in g}, key=lambda n: (-len(n), n))
+    cluster: dict[Kind, list[Signal]] = defaultdict(list)
+    unattributed: list[Signal] = []
+    hints: dict[str, str] = {}
+    for signal in signals:
+        if signal.kind in _CLUSTER_KINDS:
+            cluster[signal.kind].append(signal)
+            continue
+        if signal.node:
+            machine = machines[canonical[names.find(signal.node)]]
+        else:
+            file = signal.evidence.file
+            if file not in hints:
+                hints[file] = _file_hint(file, spellings)
+            hint = hints[file]
+            if not hint:
+                unattributed.append(signal)
+                continue
+            machine = machines[canonical[names.find(hint)]]
+        machine.signals[signal.kind].append(signal)
+        machine.files.add(signal.evidence.file)
+    if unattributed:
+        # The only machine the inputs speak of, else a machine of unknown name ("").
+        only = next(iter(machines.values())) if len(machines) == 1 else None
+        target = only or machines.setdefault("", Machine(name=""))
+        for signal in unattributed:
+            target.signals[signal.kind].append(signal)
+            target.files.add(signal.evidence.file)
+    for machine in machines.values():
+        machine.pool, machine.pool_basis = _pool(machine)
+        machine.boots = _boots(machine)
+    return ClusterModel(machines, dict(cluster))
+
+
+def _boots(machine: Machine) -> list[Boot]:
+    """The machine's boots, per log file: a new boot starts after a reboot line, or where the
+    kernel's uptime starts again from zero."""
+    by_file: dict[str, list[Signal]] = defaultdict(list)
+    for kind in _BOOT_KINDS:
+        for signal in machine.of(kind):
+            if signal.get("source") != "services":
+                by_file[signal.evidence.file].append(signal)
+    boots: list[Boot] = []
+    for file in sorted(by_file):
+        ordered = sorted(by_file[file], key=lambda s: s.evidence.line)
+        boot = Boot(file)
+        for signal in ordered:
+            uptime = float(signal.get("uptime")) if signal.get("uptime") else None
+            when = parse_time(signal.get("time"))
+            restarted = (
+                uptime is not None
+                and boot.last_uptime is not None
+                and uptime + 1 < boot.last_uptime
+            )
+            rebooted = any(s.kind is Kind.REBOOTING for s in boot.failures)
+            after_failure = signal.kind is Kind.SERVICE_WAITING and boot.timed_out
+            if restarted or (rebooted and signal.kind is not Kind.REBOOTING) or after_failure:
+                boots.append(boot)
+                boot = Boot(file)
+            if signal.kind is Kind.SERVICE_WAITING:
+                boot.waits.append(signal)
+            else:
+                boot.failures.append(signal)
+            if uptime is not None:
+                boot.first_uptime = uptime if boot.first_uptime is None else boot.first_uptime
+                boot.last_uptime = uptime
+            if when is not None:
+                boot.first_time = when if boot.first_time is None else boot.first_time
+                boot.last_time = when
+        boots.append(boot)
+    return boots
