@@ -332,3 +332,23 @@ def test_a_json_list_cut_short_keeps_what_came_before_the_cut() -> None:
     assert reading.format == "json"
     assert {s.node for s in reading.signals} == {"worker-1"}
     assert "read up to there" in reading.problem
+
+
+def test_the_phase_error_alone_is_a_failed_boot() -> None:
+    # As quoted in https://github.com/siderolabs/talos/issues/14373.
+    text = (
+        "[ 4227.114402] [talos] error running phase 9 in boot sequence: task 1/1: failed, "
+        "1 error occurred: * context deadline exceeded\n"
+    )
+    assert facts(text) == [("BOOT_FAILED", "", "")]
+
+
+def test_talosctl_nodeaddresses_give_every_address_of_the_machine() -> None:
+    rows = [
+        ["NODE", "NAMESPACE", "TYPE", "ID", "VERSION", "ADDRESSES"],
+        ["54.93.248.122", "network", "NodeAddress", "default", "1", '["172.31.5.7/20"]'],
+        ["54.93.248.122", "network", "NodeAddress", "current", "2", '["172.31.5.7/20"]'],
+    ]
+    text = "".join("   ".join(cell.ljust(13) for cell in row).rstrip() + "\n" for row in rows)
+    aliases = {s.get("aliases") for s in read_evidence(text, "p").signals}
+    assert aliases == {"172.31.5.7"}

@@ -18,6 +18,9 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
     (re.compile(r"task startAllServices \(\d+/\d+\): failed"), Kind.BOOT_FAILED),
     (re.compile(r"phase startEverything \(\d+/\d+\): failed"), Kind.BOOT_FAILED),
     (re.compile(r"\bboot sequence: failed"), Kind.BOOT_FAILED),
+    # the error machined logs with it (v1alpha1_controller.go: "error running phase %d in %s
+    # sequence: %w"), quoted alone in https://github.com/siderolabs/talos/issues/14373
+    (re.compile(r"error running phase \d+ in boot sequence"), Kind.BOOT_FAILED),
     (re.compile(r"\brebooting in \d+ seconds"), Kind.REBOOTING),
     (re.compile(r"reverting failed upgrade"), Kind.UPGRADE_REVERTED),
     (re.compile(r"failed to sign API server CSR"), Kind.CSR_SIGN_FAILED),

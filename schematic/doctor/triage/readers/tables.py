@@ -296,6 +296,10 @@ def _other_row(cells: dict[str, str], node: str, kind: str, evidence: Evidence) 
     elif kind == "Member" and cells.get("HOSTNAME"):
         addresses = re.findall(r"[0-9a-fA-F.:]{7,}", cells.get("ADDRESSES", ""))
         yield _identity(cells["HOSTNAME"], evidence, addresses, "talosctl-member")
+    elif kind == "NodeAddress" and cells.get("ADDRESSES"):
+        # `talosctl get nodeaddresses`: every address of the machine ("10.5.0.2/24").
+        found = re.findall(r"([0-9a-fA-F.:]{7,})(?:/\d+)?", cells["ADDRESSES"])
+        yield _identity(node, evidence, found, "talosctl-nodeaddress")
     elif "LAST SEEN" in cells and "REASON" in cells:
         yield from _event_row(cells, evidence)
     elif "ROLES" in cells and "NAME" in cells:
