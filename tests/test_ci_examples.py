@@ -182,6 +182,22 @@ def test_every_script_is_valid_bash() -> None:
         assert done.returncode == 0, (script, done.stderr)
 
 
+def test_both_recipes_install_a_pinned_source_no_index_is_needed_for() -> None:
+    """No package index serves talos-schematic: each recipe installs what TALOS_SCHEMATIC
+    names, a tag of a git repository (pip's ``name @ git+URL@REF`` form) or a wheel file."""
+    workflow = yaml.safe_load((CI / "github-actions.yml").read_text("utf-8"))
+    (job,) = workflow["jobs"].values()
+    gitlab = yaml.safe_load((CI / "gitlab-ci.yml").read_text("utf-8"))["talos-schematic"]
+    pinned = re.compile(r"talos-schematic @ git\+\S+@v\d+\.\d+\.\d+|\S+\.whl")
+    for variables, commands in (
+        (job["env"], [step.get("run", "") for step in job["steps"]]),
+        (gitlab["variables"], gitlab["before_script"]),
+    ):
+        assert pinned.fullmatch(variables["TALOS_SCHEMATIC"])
+        installs = [c for c in commands if "pip install" in c]
+        assert installs == ['python -m pip install "$TALOS_SCHEMATIC"']
+
+
 BASE_CLUSTER = """\
 cluster: mycluster
 talos:

@@ -78,6 +78,9 @@ def terraform_text(value: str) -> str:
 
 def provider_problems(document: dict[str, Any], pool: str) -> list[str]:
     problems = [f"top-level {key}" for key in set(document) - TOP_LEVEL]
+    # A module names its providers' sources; the provider's registry address.
+    if document["terraform"]["required_providers"]["talos"] != {"source": "siderolabs/talos"}:
+        problems.append("the talos provider's source is not named")
     name = "talos_pool_" + pool.replace("-", "_")
     resources = document["resource"]
     if set(resources) != {SCHEMATIC_RESOURCE}:

@@ -54,7 +54,7 @@ def omni_workers(pool: PoolPlan) -> str:
         "kind": "Workers",
         "name": pool.name,
         "annotations": {
-            GPUS_ANNOTATION: ",".join(pool.gpu_resources),
+            GPUS_ANNOTATION: ",".join(dict.fromkeys(pool.gpu_resources)),
             TALOS_ANNOTATION: version,
         },
         "machineClass": {"name": pool.name, "size": "unlimited"},

@@ -12,7 +12,10 @@ declaring, under one name ``talos_pool_<pool>`` (``-`` becomes ``_``):
   the GPUs the pool was planned for, its Talos release, and ``config_patches``: the pool's
   machine-config patch (:mod:`schematic.output.render.machineconfig`), one YAML document per item,
   for ``talos_machine_configuration_apply``'s ``config_patches``;
-- ``output``: the same object, for a root module that uses this file as a module.
+- ``output``: the same object, for the root module that uses the pool's directory as a module
+  (``module "gpu" { source = "./<out>/gpu" }``, then ``module.gpu.talos_pool_gpu``);
+- ``terraform.required_providers``: the provider's source, which a module must name (a bare
+  ``talos`` would be looked up as ``hashicorp/talos``).
 
 Every string the tool writes is a literal: Terraform reads ``${`` and ``%{`` in JSON strings as
 template sequences, so they are escaped (``$${``, ``%%{``).
@@ -27,10 +30,17 @@ from schematic.output.render import yamltext
 from schematic.output.render.machineconfig import machine_config_patch
 from schematic.plan.cluster import PoolPlan
 
-__all__ = ["SCHEMATIC_RESOURCE", "TERRAFORM_FILE", "terraform_json", "terraform_name"]
+__all__ = [
+    "PROVIDER_SOURCE",
+    "SCHEMATIC_RESOURCE",
+    "TERRAFORM_FILE",
+    "terraform_json",
+    "terraform_name",
+]
 
 TERRAFORM_FILE = "talos-schematic.tf.json"
 SCHEMATIC_RESOURCE = "talos_image_factory_schematic"
+PROVIDER_SOURCE = "siderolabs/talos"
 
 
 def terraform_name(pool: str) -> str:
@@ -80,6 +90,7 @@ def terraform_json(pool: PoolPlan) -> str:
             f"{pool.schematic_id}. Use local.{name}.config_patches in "
             "talos_machine_configuration_apply.config_patches."
         ),
+        "terraform": {"required_providers": {"talos": {"source": PROVIDER_SOURCE}}},
         "locals": {name: value},
         "resource": {SCHEMATIC_RESOURCE: {name: schematic}},
         "output": {
