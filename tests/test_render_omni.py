@@ -347,3 +347,61 @@ def test_a_whole_template_inherits_the_clusters_extensions(tmp_path: Path) -> No
     assert "omni Workers gpu" in found[0][1] and "cluster systemExtensions" in found[0][1]
     path.write_text(USER_TEMPLATE.format(patches=MODULE_PATCH), "utf-8")
     assert codes(path) == []
+
+
+INLINE_FORMS = """\
+kind: Cluster
+name: ml
+kubernetes: {version: v1.35.0}
+talos: {version: v1.13.9}
+---
+kind: Workers
+name: gpu
+annotations: {talos-schematic/gpus: nvidia.com/AD102GL_L40S}
+machineClass: {name: gpu, size: 2}
+systemExtensions:
+  - siderolabs/nvidia-container-toolkit-lts
+  - siderolabs/nvidia-open-gpu-kernel-modules-lts
+patches:
+  - name: as-documents
+    inline:
+      - machine: {kernel: {modules: [{name: nvidia}, {name: nvidia_uvm}]}}
+  - name: as-text
+    inline: |
+      machine:
+        kernel:
+          modules: [{name: nvidia_drm}]
+  - file: modeset.yaml
+"""
+
+
+def test_every_form_of_patch_omni_reads_is_read(tmp_path: Path) -> None:
+    """Inline as a mapping, a list of documents or a YAML text (InlineContent in inline.go), or
+    a file relative to the template: together they load the four modules."""
+    (tmp_path / "modeset.yaml").write_text(
+        "machine:\n  kernel:\n    modules:\n      - name: nvidia_modeset\n", "utf-8"
+    )
+    path = tmp_path / "template.yaml"
+    path.write_text(INLINE_FORMS, "utf-8")
+    assert codes(path) == []
+    path.write_text(INLINE_FORMS.replace("  - file: modeset.yaml\n", ""), "utf-8")
+    # nvidia is loaded; what is missing is not nvidia itself: still nothing for TS123.
+    assert codes(path) == []
+    path.write_text(INLINE_FORMS.split("patches:")[0], "utf-8")
+    assert [code for code, _ in codes(path)] == ["TS123"]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "kind: Workers\nsystemExtensions: 5\npatches: nope\n",
+        "kind: Workers\nsystemExtensions: [null, 3, {a: b}]\nannotations: [x]\n",
+        "kind: Workers\npatches: [{inline: '{{ not yaml'}, {file: ../missing.yaml}, 7]\n",
+        "kind: Machine\nname: m\nsystemExtensions: []\nkernelArgs: 9\n",
+        "kind: Cluster\ntalos: 3\nsystemExtensions: [siderolabs/zfs]\n---\nkind: Workers\n",
+    ],
+)
+def test_odd_templates_are_read_without_a_traceback(tmp_path: Path, document: str) -> None:
+    path = tmp_path / "template.yaml"
+    path.write_text(document, "utf-8")
+    lint_paths([str(path)])

@@ -296,3 +296,40 @@ def test_a_hand_written_apply_with_literal_patches_is_read(tmp_path: Path) -> No
     found = codes(path)
     # The installer's schematic is unknown here: it is named, not guessed.
     assert [code for code, _ in found] == ["TS001"]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"resource": {SCHEMATIC_RESOURCE: {"a": {"schematic": 5}}}},
+        {"resource": {SCHEMATIC_RESOURCE: {"a": {"schematic": "customization: []\n"}}}},
+        {"resource": {SCHEMATIC_RESOURCE: ["x"], "talos_machine_configuration_apply": 3}},
+        {
+            "locals": {"a": {"gpus": "x", "config_patches": [3, "{{ no", "machine: 1"]}},
+            "resource": {SCHEMATIC_RESOURCE: {"a": {"schematic": "customization: {}\n"}}},
+        },
+        {"resource": {"talos_machine_configuration_apply": {"w": {"config_patches": "x"}}}},
+    ],
+)
+def test_odd_terraform_is_read_without_a_traceback(tmp_path: Path, document: Any) -> None:
+    path = tmp_path / "main.tf.json"
+    path.write_text(json.dumps(document), "utf-8")
+    lint_paths([str(path)])
+
+
+def test_omni_and_terraform_carry_the_decision_every_other_output_carries(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    kinds = ["-f", "schematic", "-f", "machine-config", "-f", "omni", "-f", "terraform"]
+    result = runner.invoke(app, ["generate", str(EXAMPLE), *kinds, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    for pool in POOLS:
+        folder = out / pool
+        canonical = (folder / "schematic.yaml").read_text("utf-8")
+        terraform = json.loads((folder / "talos-schematic.tf.json").read_text("utf-8"))
+        name = f"talos_pool_{pool}"
+        assert terraform["resource"][SCHEMATIC_RESOURCE][name]["schematic"] == canonical
+        patch = list(yaml.safe_load_all((folder / "machine-config-patch.yaml").read_text("utf-8")))
+        local = terraform["locals"][name]
+        assert [yaml.safe_load(p) for p in local["config_patches"]] == patch
+        (omni,) = yaml.safe_load_all((folder / "omni-workers.yaml").read_text("utf-8"))
+        assert tuple(omni["systemExtensions"]) == Schematic.from_yaml(canonical).extensions
