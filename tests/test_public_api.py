@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from schematic import api
 from schematic.core import canonical, decode, goscalar, model
 
 
@@ -45,3 +46,16 @@ def test_core_public_api() -> None:
     for module in (model, decode, canonical, goscalar):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
+
+
+def test_library_entry_point_public_api() -> None:
+    assert sorted(api.__all__) == [
+        "Request",
+        "Result",
+        "UpgradeRequest",
+        "check",
+        "generate",
+        "upgrade",
+    ]
+    for name in api.__all__:
+        assert hasattr(api, name), f"api.{name}"
