@@ -1,0 +1,105 @@
+"""The library entry point (schematic.api): generate, check and upgrade as request → result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from schematic.api import Request, UpgradeRequest, check, generate, upgrade
+from schematic.errors import ClusterFileError, UsageError
+from schematic.output.render.upgrade import upgrade_json, upgrade_markdown
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
+
+SECUREBOOT_BESIDE_PLAIN = """\
+cluster: c
+talos: {version: v1.12.6}
+pools:
+  - name: plain
+    profile: metal-intel
+  - name: secure
+    profile: metal-intel
+    secureboot: {enabled: true}
+"""
+
+
+def test_generate_writes_the_tree_it_returns(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = generate(Request(EXAMPLE, out=out))
+    assert result.status == 0 and result.text == ""
+    assert result.files and all(
+        (out / name).read_bytes() == body for name, body in result.files.items()
+    )
+    assert result.plan is not None and [pool.name for pool in result.plan.pools] == [
+        "rtx6000",
+        "l40s",
+        "v100",
+        "cpu",
+    ]
+
+
+def test_generate_without_out_renders_one_kind_and_writes_nothing(tmp_path: Path) -> None:
+    result = generate(Request(EXAMPLE, kinds=("values",), pools=("cpu",)))
+    assert result.text.startswith("# pool cpu: schematic ") and result.files == {}
+    assert "\ncluster: mycluster\n" in result.text
+    assert all(not line.startswith("removed") for line in result.messages)
+
+
+def test_a_request_that_contradicts_itself_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as err:
+        generate(Request(EXAMPLE, out=tmp_path / "out", pools=("nope",)))
+    assert (err.value.option, err.value.exit_code) == ("--pool", 2)
+    assert "has no pool 'nope'; its pools: rtx6000, l40s, v100, cpu" in str(err.value)
+    with pytest.raises(UsageError) as err:
+        generate(Request(EXAMPLE, kinds=("values", "urls")))
+    assert err.value.option == "--format"
+    assert not (tmp_path / "out").exists()
+
+
+def test_check_is_3_after_an_edit_and_names_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    generate(Request(EXAMPLE, out=out))
+    assert check(Request(EXAMPLE, out=out)).status == 0
+    values = out / "cpu" / "values.yaml"
+    values.write_text(values.read_text() + "extra: 1\n")
+    drifted = check(Request(EXAMPLE, out=out))
+    assert drifted.status == 3
+    assert tuple(drifted.detail.changed) == ("cpu/values.yaml",)
+
+
+def test_a_cluster_file_error_is_raised_not_printed(tmp_path: Path) -> None:
+    broken = tmp_path / "c.yaml"
+    broken.write_text(
+        "cluster: c\ntalos: {version: v1.13.9}\npools:\n  - {name: p, profile: nope}\n"
+    )
+    with pytest.raises(ClusterFileError) as err:
+        generate(Request(broken, out=tmp_path / "out"))
+    assert err.value.exit_code == 1 and "nope" in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("breaking", [False, True])
+def test_upgrade_reports_the_secureboot_installer_in_json_and_markdown(
+    tmp_path: Path, breaking: bool
+) -> None:
+    # The SecureBoot pool shares the plain pool's schematic: only its plan says which
+    # installer it upgrades from; a breaking pool in the file must not change that.
+    text = SECUREBOOT_BESIDE_PLAIN
+    if breaking:
+        text += "  - name: v100\n    profile: kubevirt-v100-pcie-16gb\n"
+        text += "    nvidia: {tier: production}\n"
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(text)
+    result = upgrade(UpgradeRequest(cluster, to="v1.13.9"))
+    assert result.status == (3 if breaking else 0)
+    pools = {pool["name"]: pool for pool in json.loads(upgrade_json(result.detail))["pools"]}
+    secure, plain = pools["secure"]["installer"], pools["plain"]["installer"]
+    assert pools["secure"]["schematicID"] == pools["plain"]["schematicID"]
+    assert "/installer-secureboot/" in secure["before"]
+    assert "/installer-secureboot/" in secure["after"]
+    assert "/installer/" in plain["after"]
+    markdown = upgrade_markdown(result.detail)
+    row = next(line for line in markdown.splitlines() if line.startswith("| `secure`"))
+    assert f"`talosctl upgrade --nodes <node> --image {secure['after']}`" in row
