@@ -173,3 +173,14 @@ def test_shell_completion_completes_commands_and_choices() -> None:
 
     assert "generate" in complete("talos-schematic gen")
     assert complete("talos-schematic lint --fail-on ") == ["error", "warning", "note"]
+
+
+@pytest.mark.parametrize("command", ["generate", "check", "lint", "init"])
+def test_chart_help_names_every_target_the_data_has(command: str) -> None:
+    # The targets come from data/cozystack-charts.json: a new target needs no help edit.
+    from schematic.facts.chart_targets import chart_targets
+
+    result = run(command, "--help")
+    text = " ".join(result.stdout.replace("│", " ").split())
+    for target in chart_targets():
+        assert re.search(rf"\b{re.escape(target.name)}\b", text), (command, target.name)

@@ -10,6 +10,7 @@ import typer
 
 from schematic.cli.base import MaxInputSizeOption, app, fail
 from schematic.errors import OutputError, TalosSchematicError
+from schematic.facts.chart_targets import chart_choices
 
 # The keys of a detected profile a pool's inline `hardware:` carries (its name and description
 # become the pool's name and comment).
@@ -134,8 +135,8 @@ def init(
         typer.Option(
             "--chart",
             metavar="TARGET",
-            help="The Cozystack release or chart the values are for: v1.6, v1.7, main, pr3571, "
-            "osimage (default: the one generate assumes).",
+            help=f"The Cozystack release or chart the values are for: {chart_choices()} "
+            "(default: the one generate assumes).",
             show_default=False,
         ),
     ] = None,

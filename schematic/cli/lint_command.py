@@ -10,6 +10,7 @@ import typer
 
 from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
 from schematic.errors import FactoryError, LintInputError, SchematicError, TalosSchematicError
+from schematic.facts.chart_targets import chart_choices
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).
 FOUND_ERRORS = 3
@@ -59,9 +60,8 @@ def lint(
         typer.Option(
             "--chart",
             metavar="TARGET",
-            help="The Cozystack release or chart the values are for: v1.6, v1.7, main, pr3571, "
-            "osimage. Keys it ignores are reported (TS181) and kernel-module findings follow "
-            "what it loads.",
+            help=f"The Cozystack release or chart the values are for: {chart_choices()}. Keys it "
+            "ignores are reported (TS181) and kernel-module findings follow what it loads.",
         ),
     ] = None,
     hardware: Annotated[
