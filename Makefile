@@ -9,9 +9,21 @@ TOOLS := $(VENV)/tools
 
 .PHONY: example test tools lint bench docs clean
 
+# The tool alone is what `make example` needs; the test and docs tools are added, into the same
+# .venv, by the targets that use them, so trying the example waits for neither.
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check
+
 $(BIN)/talos-schematic: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet -e '.[dev,docs]'
+	$(PIP) -e .
+	touch $@
+
+$(VENV)/.dev-tools: $(BIN)/talos-schematic
+	$(PIP) -e '.[dev]'
+	touch $@
+
+$(VENV)/.docs-tools: $(BIN)/talos-schematic
+	$(PIP) -e '.[docs]'
 	touch $@
 
 ## example: generate Cozystack values for the shipped example cluster (offline)
@@ -24,7 +36,7 @@ tools: $(BIN)/talos-schematic
 	else echo "no $(SHARED)/tools/get-helm.sh: the chart-rendering tests are skipped"; fi
 
 ## test: lint, type-check and run the test suite
-test: $(BIN)/talos-schematic tools
+test: $(VENV)/.dev-tools tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -36,7 +48,7 @@ bench: $(BIN)/talos-schematic
 	$(BIN)/python benchmarks/run.py
 
 ## docs: build the documentation site into site/ (a broken link or page fails the build)
-docs: $(BIN)/talos-schematic
+docs: $(VENV)/.docs-tools
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 clean:

@@ -18,6 +18,7 @@ runs the package first, whatever it imports), nor are imports by name in a strin
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -74,7 +75,9 @@ def _imported(module: str, path: Path, known: Mapping[str, Path]) -> Iterator[st
                     yield source
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
+    """Every module's imports of the package's modules (read once a run; callers only read)."""
     known = _modules()
     return {
         module: {target for target in _imported(module, path, known) if target != module}

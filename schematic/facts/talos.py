@@ -17,6 +17,7 @@ from schematic.errors import CatalogError, GpuRefusal, NvidiaError
 __all__ = [
     "EMPTY_SCHEMATIC_ID",
     "METAL_INSTALLER_FROM",
+    "RELEASE_PATTERN",
     "DriverRow",
     "DriverTableMatch",
     "TalosVersion",
@@ -29,10 +30,10 @@ __all__ = [
 
 # At most nine digits a part: far beyond any release, and within what int() converts (a
 # 5,000-digit part would end in a traceback instead of this message).
-_VERSION_RE = re.compile(
+RELEASE_PATTERN = (
     r"v?(?P<major>0|[1-9]\d{0,8})\.(?P<minor>0|[1-9]\d{0,8})\.(?P<patch>0|[1-9]\d{0,8})"
-    r"(?:-(?P<pre>(?:alpha|beta|rc)\.(?:0|[1-9]\d{0,8})))?"
 )
+_VERSION_RE = re.compile(RELEASE_PATTERN + r"(?:-(?P<pre>(?:alpha|beta|rc)\.(?:0|[1-9]\d{0,8})))?")
 _PRERELEASE_RANK = {"alpha": 0, "beta": 1, "rc": 2}
 
 

@@ -25,10 +25,14 @@ from schematic.inputs.reading import described
 __all__ = [
     "DEFAULT_IMAGE_FACTORY_URL",
     "DEFAULT_INSTALLER_REPOSITORY",
+    "DNS_LABEL",
     "INSTALL_CONFIGS",
+    "MAX_NAME",
     "OWNED_HINTS",
     "POOL_TALOS_KEYS",
+    "REPOSITORY",
     "TOOL_KEYS",
+    "UNSAFE_CHARS",
     "ClusterFile",
     "HamiRequest",
     "InstallConfig",
@@ -46,7 +50,7 @@ DEFAULT_IMAGE_FACTORY_URL = "https://factory.talos.dev"
 # (schematic.facts.talos.default_installer_repository: metal-installer from Talos 1.14).
 DEFAULT_INSTALLER_REPOSITORY = "factory.talos.dev/installer"
 # Kubernetes object names: the KubernetesNodes object is named <cluster>-<pool>.
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 Flavour = Literal["auto", "open", "proprietary"]
 Tier = Literal["auto", "lts", "production"]
@@ -239,8 +243,8 @@ def normal_endpoint(value: str) -> str:
     return value
 
 
-_UNSAFE_CHARS = re.compile(r"[\x00-\x20\x7f]")
-_REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:-]*")
+UNSAFE_CHARS = re.compile(r"[\x00-\x20\x7f]")
+REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:-]*")
 # Kubernetes names that end up in labels and DNS: a DNS label's length.
 MAX_NAME = 63
 
@@ -252,7 +256,7 @@ def shown(value: str) -> str:
 
 
 def check_http_url(value: str) -> str:
-    if _UNSAFE_CHARS.search(value):
+    if UNSAFE_CHARS.search(value):
         raise ValueError("holds a space, line break or control character; give the URL alone")
     # Never echoed: a user:password@ part, whatever it holds, is a credential.
     refuse_userinfo(value)
@@ -268,7 +272,7 @@ def check_http_url(value: str) -> str:
 def check_installer_repository(value: str) -> str:
     """An image repository such as ``factory.talos.dev/installer`` (written into patches and
     URLs: a line break there would start another YAML key)."""
-    if not _REPOSITORY.fullmatch(value):
+    if not REPOSITORY.fullmatch(value):
         raise ValueError(
             f"{shown(value)} is not an image repository (e.g. factory.talos.dev/installer): "
             "letters, digits and . _ / : - only, no spaces or line breaks"
@@ -277,7 +281,7 @@ def check_installer_repository(value: str) -> str:
 
 
 def check_pool_name(value: str) -> str:
-    if not _DNS_LABEL.fullmatch(value):
+    if not DNS_LABEL.fullmatch(value):
         raise ValueError(
             f"{shown(value)} is not a valid pool name: use lowercase letters, digits and '-'"
         )
@@ -322,7 +326,7 @@ def check_replicas(data: Mapping[Any, Any]) -> None:
 
 
 def check_object_name(value: str) -> str:
-    if not _DNS_LABEL.fullmatch(value):
+    if not DNS_LABEL.fullmatch(value):
         raise ValueError(f"{value!r} is not a valid name: use lowercase letters, digits, '-'")
     return value
 

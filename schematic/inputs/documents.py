@@ -9,6 +9,7 @@ schema).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import (
@@ -17,8 +18,10 @@ from pydantic import (
     Field,
     StrictBool,
 )
+from pydantic.config import JsonDict
 
 from schematic.facts import media as md
+from schematic.facts.talos import RELEASE_PATTERN
 from schematic.inputs import cluster_values as cl
 from schematic.inputs import profile_values as pr
 
@@ -34,6 +37,30 @@ __all__ = [
     "cluster_json_schema",
     "profile_json_schema",
 ]
+
+
+def _pattern(regex: re.Pattern[str] | str, *, padded: bool = False) -> str:
+    """A reader's regular expression, which it matches whole, as a JSON Schema ``pattern``:
+    anchored, its groups unnamed (editors read ECMA regular expressions, which name groups
+    otherwise), and with blanks around it where the reader strips them first (``padded``)."""
+    text = regex.pattern if isinstance(regex, re.Pattern) else regex
+    body = re.sub(r"\(\?P<\w+>", "(?:", text)
+    blank = r"\s*" if padded else ""
+    return f"^{blank}(?:{body}){blank}$"
+
+
+# The bounds and patterns the readers hold values to, so that the schema refuses what they do.
+_DNS_NAME: JsonDict = {"pattern": _pattern(cl.DNS_LABEL)}
+_POOL_NAME: JsonDict = {"pattern": _pattern(cl.DNS_LABEL), "maxLength": cl.MAX_NAME}
+_NOT_BLANK: JsonDict = {"pattern": r"\S"}
+_NOT_BLANK_ITEMS: JsonDict = {"items": _NOT_BLANK}
+# An http(s) URL without spaces, control characters or a user:password@ part.
+_URL: JsonDict = {
+    "pattern": _pattern("https?://[^" + cl.UNSAFE_CHARS.pattern.strip("[]") + "@]*", padded=True)
+}
+_REPOSITORY: JsonDict = {"pattern": _pattern(cl.REPOSITORY.pattern + "/*", padded=True)}
+_RELEASE: JsonDict = {"pattern": _pattern(RELEASE_PATTERN, padded=True)}
+_REPLICAS: JsonDict = {"type": "integer", "minimum": 0}
 
 
 class _Document(BaseModel):
@@ -123,8 +150,13 @@ class _MediaDocument(_Document):
 class GpuDocument(_Document):
     """GPUs of one kind in the machine: PCI ID, how many, and the architecture if unlisted."""
 
-    id: str = Field(description="PCI vendor:device ID, e.g. 10de:2bb5 (vendor 10de if omitted)")
-    count: int = Field(default=1, ge=1, description="how many of these GPUs the machine holds")
+    id: str = Field(
+        description="PCI vendor:device ID, e.g. 10de:2bb5 (vendor 10de if omitted)",
+        json_schema_extra={"pattern": _pattern(pr.PCI_ID, padded=True)},
+    )
+    count: int = Field(
+        default=1, ge=1, le=pr.MAX_GPUS, description="how many of these GPUs the machine holds"
+    )
     architecture: str | None = Field(
         default=None,
         description="GPU architecture (e.g. Blackwell), needed only for IDs the device table lacks",
@@ -151,7 +183,10 @@ class GpuDirectDocument(_Document):
 class ProfileDocument(_MediaDocument):
     """One kind of machine, as a Talos node sees it."""
 
-    name: str = Field(description="profile name; shipped profiles are named after their file")
+    name: str = Field(
+        description="profile name; shipped profiles are named after their file",
+        json_schema_extra={"pattern": _pattern(pr.PROFILE_NAME)},
+    )
     aliases: tuple[str, ...] = Field(
         default=(), description="other names the profile answers to (e.g. without 'kubevirt-')"
     )
@@ -169,9 +204,13 @@ class ProfileDocument(_MediaDocument):
         "file's nvidia, cluster-wide or per pool, overrides each",
     )
     extensions: tuple[str, ...] = Field(
-        default=(), description="official extensions to add, e.g. siderolabs/drbd"
+        default=(),
+        description="official extensions to add, e.g. siderolabs/drbd",
+        json_schema_extra=_NOT_BLANK_ITEMS,
     )
-    kernel_args: tuple[str, ...] = Field(default=(), alias="kernelArgs")
+    kernel_args: tuple[str, ...] = Field(
+        default=(), alias="kernelArgs", json_schema_extra=_NOT_BLANK_ITEMS
+    )
 
 
 def profile_json_schema() -> dict[str, Any]:
@@ -192,11 +231,12 @@ def profile_json_schema() -> dict[str, Any]:
 class TalosDocument(_Document):
     """The Talos release of every pool and where its images come from."""
 
-    version: str = Field(description="Talos release, e.g. v1.13.9")
+    version: str = Field(description="Talos release, e.g. v1.13.9", json_schema_extra=_RELEASE)
     image_factory_url: str = Field(
         default=cl.DEFAULT_IMAGE_FACTORY_URL,
         alias="imageFactoryURL",
         description="Image Factory serving boot images (no trailing slash)",
+        json_schema_extra=_URL,
     )
     installer_repository: str = Field(
         default="",
@@ -206,6 +246,7 @@ class TalosDocument(_Document):
         "<platform>-installer of the image the pool boots (metal-installer on bare metal, "
         "openstack-installer for KubeVirt; the plain ghcr.io/siderolabs/installer is no longer "
         "published)",
+        json_schema_extra=_REPOSITORY,
     )
     registry_mirrors: dict[str, Any] | None = Field(
         default=None,
@@ -270,7 +311,10 @@ class PoolDocument(_MediaDocument):
 
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(description="pool name; the KubernetesNodes object is <cluster>-<name>")
+    name: str = Field(
+        description="pool name; the KubernetesNodes object is <cluster>-<name>",
+        json_schema_extra=_POOL_NAME,
+    )
     profile: str | None = Field(
         default=None, description="a shipped hardware profile name, a --profiles name, or a path"
     )
@@ -278,9 +322,13 @@ class PoolDocument(_MediaDocument):
         default=None, description="an inline hardware profile instead of `profile`"
     )
     extensions: tuple[str, ...] = Field(
-        default=(), description="official extensions to add, checked against the Talos release"
+        default=(),
+        description="official extensions to add, checked against the Talos release",
+        json_schema_extra=_NOT_BLANK_ITEMS,
     )
-    kernel_args: tuple[str, ...] = Field(default=(), alias="kernelArgs")
+    kernel_args: tuple[str, ...] = Field(
+        default=(), alias="kernelArgs", json_schema_extra=_NOT_BLANK_ITEMS
+    )
     kernel_modules: tuple[KernelModuleDocument, ...] | None = Field(
         default=None,
         alias="kernelModules",
@@ -324,9 +372,13 @@ class AddonsDocument(_Document):
 class ClusterDocument(_Document):
     """A Cozystack tenant cluster's worker pools."""
 
-    cluster: str = Field(description="name of the Cozystack Kubernetes application")
+    cluster: str = Field(
+        description="name of the Cozystack Kubernetes application", json_schema_extra=_DNS_NAME
+    )
     namespace: str | None = Field(
-        default=None, description="tenant namespace written into each KubernetesNodes object"
+        default=None,
+        description="tenant namespace written into each KubernetesNodes object",
+        json_schema_extra=_DNS_NAME,
     )
     cozystack: CozystackDocument = Field(default_factory=CozystackDocument)
     addons: AddonsDocument = Field(default_factory=AddonsDocument)
@@ -343,6 +395,8 @@ def cluster_json_schema() -> dict[str, Any]:
     for key, owner in cl.pool_keys().items():
         if owner == "user" and key not in pool["properties"]:
             pool["properties"][key] = {"description": f"Cozystack kubernetes-nodes value {key}"}
+    for key in ("minReplicas", "maxReplicas"):
+        pool["properties"][key].update(_REPLICAS)
     pool["additionalProperties"] = False
     pool["oneOf"] = [{"required": ["profile"]}, {"required": ["hardware"]}]
     return {

@@ -16,6 +16,9 @@ from schematic.errors import NvidiaError
 from schematic.facts.media import ImageOptions
 
 __all__ = [
+    "MAX_GPUS",
+    "PCI_ID",
+    "PROFILE_NAME",
     "VM_PLATFORMS",
     "GpuDirect",
     "GpuSpec",
@@ -55,8 +58,9 @@ Architecture = Literal["amd64", "arm64"]
 CpuVendor = Literal["intel", "amd", "arm"]
 # Hypervisors that hand whole GPUs to the guest through VFIO; NVLink does not work there.
 VM_PLATFORMS = frozenset({"kubevirt", "proxmox"})
-_PCI_ID_RE = re.compile(r"(?:(?:0x)?([0-9a-f]{4}):)?(?:0x)?([0-9a-f]{4})", re.IGNORECASE)
-_PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+# Hex digits in either case, written out (no IGNORECASE): the JSON Schema uses the same text.
+PCI_ID = re.compile(r"(?:(?:0[xX])?([0-9a-fA-F]{4}):)?(?:0[xX])?([0-9a-fA-F]{4})")
+PROFILE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,7 +151,7 @@ class HardwareProfile:
 
 def normal_pci_id(value: str) -> str:
     """``10de:2BB5``, ``0x2bb5`` or ``2bb5`` as ``10de:2bb5`` (vendor 10de when omitted)."""
-    match = _PCI_ID_RE.fullmatch(value.strip())
+    match = PCI_ID.fullmatch(value.strip())
     if match is None:
         raise ValueError(f"{value!r} is not a PCI ID like 10de:2bb5")
     from schematic.facts.nvidia import NVIDIA_VENDOR
@@ -198,7 +202,7 @@ def check_gpu_count(count: int, what: str = "count") -> None:
 
 
 def check_profile_name(value: str) -> str:
-    if not _PROFILE_NAME.fullmatch(value):
+    if not PROFILE_NAME.fullmatch(value):
         raise ValueError("use lowercase letters, digits, '.', '_' and '-'")
     return value
 
