@@ -10,11 +10,16 @@ TOOLS := $(VENV)/tools
 .PHONY: example test tools lint bench docs clean
 
 # The tool alone is what `make example` needs; the test and docs tools are added, into the same
-# .venv, by the targets that use them, so trying the example waits for neither.
-PIP := $(BIN)/pip install --quiet --disable-pip-version-check
+# .venv, by the targets that use them, so trying the example waits for neither. The Python's own
+# pip installs into .venv when it can (pip 22.3+, --python): a venv without a pip of its own is
+# made in under a second, ensurepip takes 5-15 s. Byte-compiling is left to the first run, which
+# compiles only what it imports.
+PIP = $$([ -x $(BIN)/pip ] && echo $(BIN)/pip || echo $(PYTHON) -m pip --python $(BIN)/python) \
+	install --quiet --disable-pip-version-check --no-compile
 
 $(BIN)/talos-schematic: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	if $(PYTHON) -m pip --python "$$(command -v $(PYTHON))" --version >/dev/null 2>&1; \
+	then $(PYTHON) -m venv --without-pip $(VENV); else $(PYTHON) -m venv $(VENV); fi
 	$(PIP) -e .
 	touch $@
 
