@@ -87,8 +87,8 @@ def terraform_json(pool: PoolPlan) -> str:
     document = {
         "//": (
             f"talos-schematic: pool {pool.name} (Talos {pool.talos.version}), schematic "
-            f"{pool.schematic_id}. Use local.{name}.config_patches in "
-            "talos_machine_configuration_apply.config_patches."
+            f"{pool.schematic_id}. As a module, module.<name>.{name} holds the schematic ID, "
+            "the images and the config_patches for talos_machine_configuration_apply."
         ),
         "terraform": {"required_providers": {"talos": {"source": PROVIDER_SOURCE}}},
         "locals": {name: value},
