@@ -352,3 +352,18 @@ def test_talosctl_nodeaddresses_give_every_address_of_the_machine() -> None:
     text = "".join("   ".join(cell.ljust(13) for cell in row).rstrip() + "\n" for row in rows)
     aliases = {s.get("aliases") for s in read_evidence(text, "p").signals}
     assert aliases == {"172.31.5.7"}
+
+
+def test_the_device_plugins_messages_are_its_own() -> None:
+    # k8s-device-plugin's log as pasted in https://github.com/NVIDIA/k8s-device-plugin/issues/1080
+    text = (
+        "E1129 11:18:42.708338       1 factory.go:112] Incompatible strategy detected auto\n"
+        "I1129 11:18:42.708370       1 main.go:381] No devices found. Waiting indefinitely.\n"
+    )
+    assert [s.kind for s in read_evidence(text, "p").signals] == [
+        Kind.PLUGIN_NO_NVML,
+        Kind.PLUGIN_NO_DEVICES,
+    ]
+    # nvidia-smi's own wording, both forms, stays NO_DEVICES.
+    for line in ("No devices were found\n", "No devices found\n"):
+        assert [s.kind for s in read_evidence(line, "p").signals] == [Kind.NO_DEVICES]

@@ -64,6 +64,8 @@ class Kind(Enum):
     CDI_UNRESOLVABLE = "unresolvable CDI devices"
     PLUGIN_STRATEGY = "device plugin list strategy"
     PLUGIN_ENV = "device plugin environment"
+    PLUGIN_NO_DEVICES = "device plugin found no devices"
+    PLUGIN_NO_NVML = "device plugin cannot load NVML (runtime not configured)"
     OOM_KILL = "OOM kill"
     # Kubernetes objects
     NODE = "Kubernetes node"

@@ -35,7 +35,17 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
     ),
     (re.compile(r"supported through the NVIDIA \d+\.xx Legacy drivers"), Kind.NVRM_LEGACY),
     (re.compile(r"RmInitAdapter failed"), Kind.RM_INIT_FAILED),
+    # The device plugin's own "No devices found. Waiting indefinitely." is not nvidia-smi's.
+    (re.compile(r"^No devices found\. Waiting indefinitely"), Kind.PLUGIN_NO_DEVICES),
     (re.compile(r"^No devices (?:were )?found\b"), Kind.NO_DEVICES),
+    # The device plugin cannot see NVML: the container runtime does not hand it the driver
+    # (k8s-device-plugin internal/rm and factory.go messages).
+    (
+        re.compile(
+            r"Incompatible strategy detected|could not load NVML library|Failed to initialize NVML"
+        ),
+        Kind.PLUGIN_NO_NVML,
+    ),
     (re.compile(r"couldn't communicate with the NVIDIA driver"), Kind.NO_DRIVER),
     (re.compile(r"No NVIDIA GPU found"), Kind.NO_GPU_FOUND),
     (
@@ -80,6 +90,8 @@ KEYWORDS = (
     "api certificates",
     "NVIDIA",
     "No devices",
+    "Incompatible strategy",
+    "NVML",
     "ib_umad",
     "NV_WARN",
     "fabricmanager",
