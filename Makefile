@@ -37,11 +37,12 @@ example: $(BIN)/talos-schematic
 
 ## tools: helm and kubectl into .venv/tools, for the tests that render Cozystack's charts
 tools: $(BIN)/talos-schematic
-	@if [ -x $(SHARED)/tools/get-helm.sh ]; then $(SHARED)/tools/get-helm.sh $(TOOLS); \
+	@if [ -f $(SHARED)/tools/get-helm.sh ]; then bash $(SHARED)/tools/get-helm.sh $(TOOLS); \
 	else echo "no $(SHARED)/tools/get-helm.sh: the chart-rendering tests are skipped"; fi
 
 ## test: lint, type-check and run the test suite
-test: $(VENV)/.dev-tools tools
+# mypy checks scripts/docs_pages.py, which imports mkdocs: the docs tools come too.
+test: $(VENV)/.dev-tools $(VENV)/.docs-tools tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
