@@ -122,3 +122,64 @@ def test_a_nodes_own_keys_win_over_its_roles(tmp_path: Path) -> None:
     findings = found(lint(tmp_path, text))
     assert not {finding for finding in findings if finding[1] == "node gpu1"}
     assert ("TS112", "node gpu2") in findings
+
+
+# --- a node's schematic, decoded from the node's own text as `talos-schematic id` decodes it ----
+
+GO_TYPED = """\
+customization:
+  extraKernelArgs: [0x10, 1.50, 1e3, '0x10']
+  meta: [{key: 0xa, value: 012}]
+  systemExtensions:
+    officialExtensions: [siderolabs/iscsi-tools]
+"""
+
+
+def node_schematic_ids(tmp_path: Path, schematic: str) -> list[str]:
+    from schematic.doctor.lint.inventory import Inventory
+    from schematic.doctor.lint.loader import load_paths
+    from schematic.doctor.lint.talhelper import add_talhelper_pools
+
+    body = textwrap.indent(schematic, "      ")
+    text = HEAD.format(talos="v1.13.6") + f"  - hostname: n1\n    schematic:\n{body}"
+    (tmp_path / "talconfig.yaml").write_text(text)
+    [document], _ = load_paths([str(tmp_path / "talconfig.yaml")])
+    inventory = Inventory()
+    add_talhelper_pools(document, inventory)
+    return [schematic.id for schematic, _ in inventory.schematic_files]
+
+
+def id_command(tmp_path: Path, schematic: str) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from schematic.cli import app, register_all_commands
+
+    register_all_commands()
+    (tmp_path / "schematic.yaml").write_text(schematic)
+    result = CliRunner().invoke(app, ["id", str(tmp_path / "schematic.yaml")])
+    return result.exit_code, result.stdout.split()[0] if result.stdout else ""
+
+
+def test_a_nodes_schematic_gets_the_id_the_id_command_gives(tmp_path: Path) -> None:
+    code, expected = id_command(tmp_path, GO_TYPED)
+    assert code == 0
+    assert node_schematic_ids(tmp_path, GO_TYPED) == [expected]
+    # 0x10, 1.50 and 1e3 are kernel arguments as written, not the numbers PyYAML reads.
+    plain = GO_TYPED.replace("[0x10, 1.50, 1e3, '0x10']", "['16', '1.5', '1000.0', '0x10']")
+    assert node_schematic_ids(tmp_path, plain) != [expected]
+
+
+def test_a_timestamp_where_the_factory_wants_text_is_refused_as_id_refuses_it(
+    tmp_path: Path,
+) -> None:
+    dated = "customization:\n  extraKernelArgs: [2024-01-01]\n"
+    assert id_command(tmp_path, dated)[0] == 1
+    findings = lint(
+        tmp_path,
+        HEAD.format(talos="v1.13.6")
+        + "  - hostname: n1\n    schematic:\n"
+        + textwrap.indent(dated, "      "),
+    )
+    [problem] = [f for f in findings if f.code == "TS004"]
+    assert problem.severity == "error"
+    assert problem.line == 9  # the extraKernelArgs line of talconfig.yaml

@@ -15,7 +15,7 @@ for model construction; :mod:`schematic.core.model` builds the ``Schematic`` mod
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -30,6 +30,7 @@ __all__ = [
     "canonical_schematic",
     "canonical_tree",
     "decode_fields",
+    "decode_fields_at",
     "go_value",
     "schematic_id_of",
 ]
@@ -63,6 +64,30 @@ def decode_fields(body: str | bytes, source: str = "-") -> dict[str, Any]:
     """
     text = _text(body, source)
     return _SchematicDecoder(source, text).schematic(_document(text, source))
+
+
+def decode_fields_at(
+    body: str | bytes, path: Sequence[str | int], source: str = "-"
+) -> dict[str, Any]:
+    """:func:`decode_fields` of the schematic found at ``path`` (mapping keys and list indices)
+    inside a larger document — a talhelper node's ``schematic:`` — from its own nodes, by the
+    same rules: nothing is re-dumped, so each scalar means what it means to the factory."""
+    text = _text(body, source)
+    node = _document(text, source)
+    for step in path:
+        found = None
+        if isinstance(step, int) and isinstance(node, yaml.SequenceNode):
+            found = node.value[step] if 0 <= step < len(node.value) else None
+        elif isinstance(step, str) and isinstance(node, yaml.MappingNode):
+            found = next(
+                (value for key, value in node.value if getattr(key, "value", None) == step),
+                None,
+            )
+        if found is None:
+            where = ".".join(str(part) for part in path)
+            raise SchematicError(f"no schematic at {where}", source=source)
+        node = found
+    return _SchematicDecoder(source, text).schematic(node)
 
 
 def schematic_id_of(

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from schematic.core.canonical import sha256_hex
-from schematic.core.decode import BOOTLOADERS, canonical_schematic, decode_fields
+from schematic.core.decode import BOOTLOADERS, canonical_schematic, decode_fields, decode_fields_at
 
 __all__ = [
     "BOOTLOADERS",
@@ -97,6 +97,14 @@ class Schematic(_Frozen):
     def from_yaml(cls, text: str | bytes, source: str = "-") -> Schematic:
         """Decode a request body (YAML or JSON) as strictly as the factory does."""
         return cls.model_validate(decode_fields(text, source))
+
+    @classmethod
+    def from_yaml_at(
+        cls, text: str | bytes, path: Sequence[str | int], source: str = "-"
+    ) -> Schematic:
+        """Decode the schematic at ``path`` inside a larger document (a talhelper node's
+        ``schematic:``) from the document's own text, as strictly as the factory does."""
+        return cls.model_validate(decode_fields_at(text, path, source))
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "-") -> Schematic:

@@ -25,7 +25,6 @@ from schematic.core.model import Schematic
 from schematic.doctor.lint.inventory import Inventory, Place, Pool, SchematicUse, config_patch_pool
 from schematic.doctor.lint.loader import Document, Path_, parse_yaml
 from schematic.errors import SchematicError
-from schematic.output.render import yamltext
 from schematic.safe_yaml import read_text
 
 __all__ = [
@@ -135,12 +134,12 @@ def _kernel_modules(doc: Document, where: Path_ | None) -> Document:
 
 def _schematic(doc: Document, where: Path_, inventory: Inventory) -> Schematic | None:
     try:
-        # Values kept their go-yaml typing when read: dumped and decoded again, they mean the
-        # same to the factory's decoder.
-        text = yamltext.dump(doc.get(where))
-        schematic = Schematic.from_yaml(text, source=f"{doc.file}:{doc.line(where)}")
+        # The node's own text, by the factory's decoder: what talhelper sends is what the
+        # node says (0x10, 1.50, 012 and a timestamp mean to it what they mean to `id`).
+        schematic = Schematic.from_yaml_at(doc.text, where, source=doc.file)
     except SchematicError as err:
-        inventory.schematic_problems.append((err, Place(doc, where)))
+        # The error's line counts from the document's first line.
+        inventory.schematic_problems.append((err, Place(doc)))
         return None
     inventory.schematic_files.append((schematic, Place(doc, where)))
     return schematic
