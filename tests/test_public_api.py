@@ -22,6 +22,7 @@ def test_core_public_api() -> None:
         "canonical_schematic",
         "canonical_tree",
         "decode_fields",
+        "decode_fields_at",
         "go_value",
         "schematic_id_of",
     ]

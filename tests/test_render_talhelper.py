@@ -174,7 +174,8 @@ BOOT_MEDIA = ROOT / "examples" / "boot-media.yaml"
 
 def test_boot_media_pools_say_what_talhelpers_defaults_do_not() -> None:
     pools = {name: yaml.safe_load(text) for name, text in fragments(BOOT_MEDIA).items()}
-    # talhelper derives installer-secureboot from machineSpec.secureboot: no URL to pin.
+    # talhelper derives metal-installer-secureboot from machineSpec.secureboot, the factory's
+    # metal installer-secureboot the pool upgrades with: no URL to pin.
     assert pools["secure"]["machineSpec"] == {"secureboot": True}
     assert "talosImageURL" not in pools["secure"]
     assert pools["rpi"]["machineSpec"] == {"arch": "arm64"}
@@ -218,3 +219,49 @@ def test_lint_reads_a_written_fragment_as_a_talhelper_node(tmp_path: Path) -> No
     (out / "rtx6000" / "talhelper.yaml").write_text(yaml.safe_dump(keys))
     findings = list(lint_paths([str(out)], talos="v1.13.9").findings)
     assert {(f.code, f.file) for f in findings} == {("TS123", str(out / "rtx6000/talhelper.yaml"))}
+
+
+def test_talhelpers_installer_is_its_mode_installer(tmp_path: Path) -> None:
+    # talhelper's default template (pkg/config/defaults.go at 39b69792):
+    # <registry>/<machineSpec.mode>-installer[-secureboot]/<ID>:<talosVersion>.
+    pools = {name: yaml.safe_load(text) for name, text in fragments(EXAMPLE).items()}
+    for name, keys in pools.items():
+        # KubeVirt pools boot the openstack image; talhelper would install openstack-installer,
+        # not the installer/<ID> the pool upgrades with up to Talos 1.13: pinned.
+        schematic = Schematic.from_yaml(yaml.safe_dump(keys["schematic"]))
+        assert keys["machineSpec"]["mode"] == "openstack", name
+        assert keys["talosImageURL"] == f"factory.talos.dev/installer/{schematic.id}", name
+    assert (
+        "(talhelper derives <factory>/<mode>-installer/<ID>: talosImageURL pins it)"
+        in (fragments(EXAMPLE)["cpu"])
+    )
+    # Before Talos 1.10 the factory serves no metal-installer: a metal pool pins installer/.
+    old = tmp_path / "old.yaml"
+    old.write_text(BOOT_MEDIA.read_text().replace("version: v1.13.9", "version: v1.9.5"))
+    secure = yaml.safe_load(fragments(old)["secure"])
+    assert secure["talosImageURL"].startswith("factory.talos.dev/installer-secureboot/")
+
+
+def test_lint_checks_the_media_talhelper_derives_from_machine_spec(tmp_path: Path) -> None:
+    written = fragments(BOOT_MEDIA)
+    for name, text in written.items():
+        found = lint_talconfig(
+            tmp_path, talconfig("v1.13.9", f"{name}-1", text, as_worker_group=False)
+        )
+        assert [f for f in found if f.severity != "note"] == [], name
+    # Without machineSpec.arch, talhelper boots the Raspberry Pi from metal-amd64: the board
+    # overlay cannot apply (TS134).
+    rpi = yaml.safe_load(written["rpi"])
+    del rpi["machineSpec"]
+    found = lint_talconfig(
+        tmp_path, talconfig("v1.13.9", "rpi-1", yaml.safe_dump(rpi), as_worker_group=False)
+    )
+    assert [(f.code, f.severity) for f in found if f.severity != "note"] == [("TS134", "error")]
+    # A SecureBoot node pinned to a non-SecureBoot installer (TS132).
+    secure = yaml.safe_load(written["secure"])
+    schematic = Schematic.from_yaml(yaml.safe_dump(secure["schematic"]))
+    secure["talosImageURL"] = f"factory.talos.dev/metal-installer/{schematic.id}"
+    found = lint_talconfig(
+        tmp_path, talconfig("v1.13.9", "secure-1", yaml.safe_dump(secure), as_worker_group=False)
+    )
+    assert [(f.code, f.severity) for f in found if f.severity != "note"] == [("TS132", "error")]

@@ -25,6 +25,7 @@ __all__ = [
     "driver_key",
     "driver_row",
     "driver_table",
+    "talhelper_installer",
     "vanilla_installer_image",
 ]
 
@@ -103,6 +104,15 @@ def default_installer_repository(version: str | TalosVersion, platform: str = "m
     release = TalosVersion.of(version).release
     kind = f"{platform}-installer" if release >= METAL_INSTALLER_FROM else "installer"
     return f"{_FACTORY_REGISTRY}/{kind}"
+
+
+def talhelper_installer(registry: str, mode: str, secureboot: bool, schematic_id: str) -> str:
+    """The installer talhelper derives with its default template (without ``:<version>``):
+    ``<registry>/<mode>-installer[-secureboot]/<ID>``, ``mode`` being the node's
+    ``machineSpec.mode`` (``metal`` unless set): budimanjojo/talhelper
+    ``pkg/config/defaults.go`` (``GetImageFactory``) at 39b69792, this form since 6b09d815."""
+    secure = "-secureboot" if secureboot else ""
+    return f"{registry}/{mode}-installer{secure}/{schematic_id}"
 
 
 def vanilla_installer_image(version: str | TalosVersion) -> str:

@@ -93,7 +93,7 @@ def lint_paths(
     from schematic.doctor.lint.addons import check_addons
     from schematic.doctor.lint.extensions import check_extension_names, check_extension_order
     from schematic.doctor.lint.inventory import build_inventory, config_patch_pool
-    from schematic.doctor.lint.loader import collect_files, load_paths, parse_yaml
+    from schematic.doctor.lint.loader import load_counted, parse_yaml
     from schematic.doctor.lint.manifests import check_manifests
     from schematic.doctor.lint.omni import add_omni_pools, is_omni_template
     from schematic.doctor.lint.passthrough import check_passthrough
@@ -109,7 +109,7 @@ def lint_paths(
     from schematic.plan.gpupath import operator_release, operator_release_named
 
     release = operator_release() if cozystack is None else operator_release_named(cozystack)
-    documents, problems = load_paths(paths)
+    documents, problems, files = load_counted(paths)
     if chart is None:
         chart = generated_for(documents)
     out = Collector()
@@ -184,7 +184,7 @@ def lint_paths(
     check_url_listings(documents, out)
     for failure in failures:
         out.add("TS005", f"the factory was not asked: {failure}", factory, None)
-    files = len(collect_files(paths)) + len(config_patches)
+    files += len(config_patches)
     return LintReport(findings=tuple(out.findings), files=files)
 
 

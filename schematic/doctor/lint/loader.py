@@ -35,6 +35,7 @@ __all__ = [
     "LoadProblem",
     "Path_",
     "collect_files",
+    "load_counted",
     "load_paths",
     "may_hold_lint_object",
     "parse_yaml",
@@ -268,9 +269,17 @@ def _problem(shown: str, text: str, err: yaml.YAMLError, relevant: bool) -> Load
 
 def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem]]:
     """Read every file below ``paths``; LintInputError for a file that cannot be read."""
+    documents, problems, _ = load_counted(paths)
+    return documents, problems
+
+
+def load_counted(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem], int]:
+    """:func:`load_paths`, and how many files it read (those :func:`collect_files` lists), from
+    the one walk of the tree."""
     documents: list[Document] = []
     problems: list[LoadProblem] = []
-    for path, shown, reason in _entries(paths):
+    entries = _entries(paths)
+    for path, shown, reason in entries:
         if reason:
             problems.append(LoadProblem(shown, None, reason, template=False, skipped=True))
             continue
@@ -297,7 +306,7 @@ def load_paths(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem]]
                 check_syntax(text)
         except yaml.YAMLError as err:
             problems.append(_problem(shown, text, err, relevant))
-    return documents, problems
+    return documents, problems, sum(1 for _, _, reason in entries if not reason)
 
 
 def walk(value: Any, path: Path_ = ()) -> Iterator[tuple[Path_, Any]]:

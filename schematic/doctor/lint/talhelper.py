@@ -25,6 +25,7 @@ from schematic.core.model import Schematic
 from schematic.doctor.lint.inventory import Inventory, Place, Pool, SchematicUse, config_patch_pool
 from schematic.doctor.lint.loader import Document, Path_, parse_yaml
 from schematic.errors import SchematicError
+from schematic.facts.talos import talhelper_installer
 from schematic.safe_yaml import read_text
 
 __all__ = [
@@ -153,14 +154,54 @@ def _node_pool(doc: Document, here: Path_, role: Path_ | None, name: str) -> Poo
     return pool
 
 
+def _spec(doc: Document, here: Path_, role: Path_ | None, key: str, default: Any) -> Any:
+    """The node's ``machineSpec.<key>``: its own, else its role's, else talhelper's default."""
+    for base in (here,) if role is None else (here, role):
+        value = doc.get((*base, "machineSpec", key))
+        if value is not None:
+            return value
+    return default
+
+
+def _media(
+    doc: Document, here: Path_, role: Path_ | None, schematic_id: str, version: str
+) -> tuple[str, str]:
+    """The installer and boot image talhelper derives for the node from its machineSpec
+    (mode ``metal``, arch ``amd64``, no SecureBoot unless set) and ``talosImageURL``, with its
+    default templates (budimanjojo/talhelper ``pkg/config/defaults.go`` at 39b69792)."""
+    registry = doc.get(("imageFactory", "registryURL")) if role is not None else None
+    registry = registry if isinstance(registry, str) and registry else "factory.talos.dev"
+    mode = str(_spec(doc, here, role, "mode", "metal"))
+    arch = str(_spec(doc, here, role, "arch", "amd64"))
+    secure = _spec(doc, here, role, "secureboot", False) is True
+    pinned = _setting(doc, here, role, "talosImageURL")
+    installer = (
+        str(doc.get(pinned))
+        if pinned is not None
+        else talhelper_installer(registry, mode, secure, schematic_id)
+    )
+    suffix = "-secureboot" if secure else ""
+    medium = f"https://{registry}/image/{schematic_id}/{version}/{mode}-{arch}{suffix}.iso"
+    return f"{installer}:{version}", medium
+
+
 def _add_schematic(
     doc: Document, here: Path_, role: Path_ | None, pool: Pool, inventory: Inventory
 ) -> None:
     where = _setting(doc, here, role, "schematic")
     if where is not None and (schematic := _schematic(doc, where, inventory)) is not None:
-        pool.schematics.insert(
-            0, SchematicUse(schematic.id, Place(doc, where), "talhelper schematic")
+        place = Place(doc, where)
+        pool.schematics.insert(0, SchematicUse(schematic.id, place, "talhelper schematic"))
+        # What talhelper installs and boots from it, so that the media rules (SecureBoot
+        # pairs, board overlays) see the node's machineSpec; a node whose boot media carry a
+        # schematic of their own (imageSchematic) is meant to differ from its installer.
+        version = pool.talos or "<talosVersion>"
+        installer, medium = _media(doc, here, role, schematic.id, version)
+        pool.schematics.append(
+            SchematicUse(schematic.id, place, "installer image", reference=installer)
         )
+        if _setting(doc, here, role, "imageSchematic") is None:
+            pool.schematics.append(SchematicUse(schematic.id, place, "boot disk", reference=medium))
     inventory.pools.append(pool)
 
 

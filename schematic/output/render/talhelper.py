@@ -10,9 +10,10 @@ to the pool (a talconfig has one ``worker:`` group, and a cluster has several po
   derives from it through its image factory carries the pool's schematic ID;
   ``imageSchematic`` when the boot media carry a schematic of their own.
 - ``talosImageURL``: only when the installer the pool upgrades with is not the one talhelper
-  derives by default (``<factory host>/installer[-secureboot]/<ID>``), e.g. a custom
-  installer repository or a KubeVirt pool's ``openstack-installer``; talhelper appends its
-  ``talosVersion``.
+  derives by default, ``<factory host>/<machineSpec.mode>-installer[-secureboot]/<ID>`` with
+  its ``talosVersion`` appended (``metal-installer`` by default, ``openstack-installer`` for a
+  KubeVirt pool's mode; budimanjojo/talhelper ``pkg/config/defaults.go`` at 39b69792, the
+  ``InstallerURLTmpl`` default since 6b09d815), e.g. a custom installer repository.
 - ``machineSpec``: the boot media's platform, architecture and SecureBoot, when not
   talhelper's defaults (``metal``, ``amd64``, off).
 - ``kernelModules``: talhelper writes them into ``machine.kernel.modules``, so up to Talos 1.13
@@ -30,6 +31,7 @@ import textwrap
 from typing import Any
 
 from schematic.facts.media import platform_media
+from schematic.facts.talos import TalosVersion, talhelper_installer
 from schematic.output.render import yamltext
 from schematic.output.render.machineconfig import patch_without_installer
 from schematic.plan.cluster import PoolPlan
@@ -58,11 +60,22 @@ def _schematic_text(pool: PoolPlan) -> str:
     return pool.canonical if pool.offline_schematic_id is None else pool.schematic.canonical()
 
 
-def _talhelper_installer(pool: PoolPlan) -> str:
-    """The installer talhelper derives from the schematic with its default URL template."""
+# The factory serves ``<platform>-installer`` from Talos 1.10; ``installer`` is the metal one
+# (DOMAIN: the installer image row), so before 1.10 talhelper's metal-installer does not exist.
+_PLATFORM_INSTALLERS_FROM = TalosVersion(1, 10, 0)
+
+
+def _talhelper_installs(pool: PoolPlan, pinned: str) -> bool:
+    """Whether talhelper's own installer for the pool is ``pinned`` (or the same image)."""
     registry = pool.talos.image_factory_url.split("://", 1)[-1].rstrip("/")
-    secure = "-secureboot" if pool.media.secureboot_enabled else ""
-    return f"{registry}/installer{secure}/{pool.schematic_id}"
+    mode = platform_media(pool.profile.platform).image_platform
+    secure = pool.media.secureboot_enabled
+    derived = talhelper_installer(registry, mode, secure, pool.schematic_id)
+    if pinned == derived:
+        return True
+    legacy = f"{registry}/installer{'-secureboot' if secure else ''}/{pool.schematic_id}"
+    served = TalosVersion.of(pool.talos.version).release >= _PLATFORM_INSTALLERS_FROM
+    return mode == "metal" and pinned == legacy and served
 
 
 def _machine_spec(pool: PoolPlan) -> dict[str, Any]:
@@ -98,13 +111,17 @@ def talhelper_fragment(pool: PoolPlan) -> str:
         f"# schematic {pool.schematic_id}",
         f"# installer {installer}",
     ]
+    fields: dict[str, Any] = {}
+    pinned = pool.references.installer_unversioned
+    if _talhelper_installs(pool, pinned):
+        lines.append("# (what talhelper derives: <factory>/<mode>-installer[-secureboot]/<ID>)")
+    else:
+        # talhelper would install <factory>/<machineSpec.mode>-installer/<ID>: another image.
+        lines.append("# (talhelper derives <factory>/<mode>-installer/<ID>: talosImageURL pins it)")
+        fields["talosImageURL"] = pinned
     out = "\n".join(lines) + "\n" + _nested("schematic", _schematic_text(pool))
     if pool.boot_canonical is not None:
         out += _nested("imageSchematic", pool.boot_canonical)
-    fields: dict[str, Any] = {}
-    pinned = pool.references.installer_unversioned
-    if pinned != _talhelper_installer(pool):
-        fields["talosImageURL"] = pinned
     if spec := _machine_spec(pool):
         fields["machineSpec"] = spec
     modules, patches = _modules_and_patches(pool)
