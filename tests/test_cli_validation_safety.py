@@ -57,11 +57,17 @@ CASES = {
         GOOD.replace("name: cpu", "name: " + "p" * 64),
         ["pool name", "64 characters", "63"],
     ),
-    "object name over 63 characters": (
-        GOOD.replace("cluster: c", "cluster: " + "c" * 40).replace(
-            "name: cpu", "name: " + "p" * 30
+    # Helm refuses release names over 53 characters; Cozystack's is kubernetes-nodes-<c>-<p>.
+    "release name over 53 characters": (
+        GOOD.replace("cluster: c", "cluster: " + "c" * 30).replace(
+            "name: cpu", "name: " + "p" * 10
         ),
-        ['pool "' + "p" * 30 + '"', "71 characters", "63"],
+        ['pool "' + "p" * 10 + '"', "58 characters", "over 53", "may have 5 characters"],
+    ),
+    # cozystack/cozystack#3315 caps cluster names at 32.
+    "cluster name over 32 characters": (
+        GOOD.replace("cluster: c", "cluster: " + "c" * 33),
+        ["cluster:", "33 characters", "32 at most"],
     ),
     "newline in installerRepository": (
         GOOD.replace(

@@ -636,10 +636,18 @@ def test_generated_cluster_files_render_or_fail_with_a_user_error(
         assert set(parse_index(files[INDEX]).files) == set(files) - {INDEX}
         names = set(POOL_FILES.values())
         per_pool = [name for name in files if name.count("/") == 1 and name.split("/")[1] in names]
-        # A bare-metal or board pool gets no Cozystack object, values or HelmRelease.
+        # A bare-metal or board pool gets no Cozystack object, values or HelmRelease; with every
+        # kind asked for, a pool's HelmRelease replaces its KubernetesNodes object.
         assert len(per_pool) == sum(
-            len([k for k in POOL_FILES if pool.tenant_pool or k not in TENANT_KINDS])
+            len(
+                [
+                    k
+                    for k in POOL_FILES
+                    if (pool.tenant_pool or k not in TENANT_KINDS) and k != "cozystack"
+                ]
+            )
             for pool in plan.pools
         )
+        assert not any(name.endswith(f"/{POOL_FILES['cozystack']}") for name in per_pool)
         for kind in KINDS:
             assert render_stream(plan, kind, layout)

@@ -39,6 +39,7 @@ from schematic.inputs.cluster_values import (
     check_registry_mirrors,
     check_release,
     check_replicas,
+    cluster_name_problem,
     normal_endpoint,
     object_name_problem,
     pool_keys,
@@ -307,7 +308,9 @@ def _read_cluster(data: object, reading: Reading) -> ClusterFile:
     if "pools" not in fields.data:
         (at / "pools").problem("missing; list at least one pool")
     pools = fields.read("pools", _pools, _NO_POOLS)
-    if fields.ok and isinstance(cluster, str):
+    if fields.ok and isinstance(cluster, str) and (too_long := cluster_name_problem(cluster)):
+        (at / "cluster").problem(too_long)
+    elif fields.ok and isinstance(cluster, str):
         for index, pool in enumerate(pools):
             problem = object_name_problem(cluster, pool.name)
             if problem:

@@ -292,16 +292,39 @@ def check_pool_name(value: str) -> str:
     return value
 
 
-def object_name_problem(cluster: str, pool: str) -> str | None:
-    """What is wrong with the pool's KubernetesNodes object name, ``<cluster>-<pool>``, if
-    anything."""
-    name = f"{cluster}-{pool}"
-    if len(name) <= MAX_NAME:
+# Helm refuses a release name over 53 characters (helm/helm pkg/chartutil/validate_name.go,
+# maxReleaseNameLen). Cozystack names a pool's release kubernetes-nodes-<cluster>-<pool>, and the
+# chart refuses any other; Flux would shorten a longer name (helm-controller
+# internal/release/name.go, ShortenName) into one the chart refuses. Cozystack caps cluster
+# names at 32 (cozystack/cozystack#3315, validateNameLength).
+MAX_RELEASE_NAME = 53
+RELEASE_PREFIX = "kubernetes-nodes-"
+MAX_CLUSTER_NAME = 32
+
+
+def cluster_name_problem(cluster: str) -> str | None:
+    """What is wrong with the length of the cluster name, if anything."""
+    if len(cluster) <= MAX_CLUSTER_NAME:
         return None
     return (
-        f"its KubernetesNodes object name {name} is {len(name)} characters; Kubernetes allows "
-        f"{MAX_NAME} there. Shorten the pool or cluster name"
+        f"{shown(cluster)} is {len(cluster)} characters; Cozystack accepts a cluster name of "
+        f"{MAX_CLUSTER_NAME} at most (cozystack/cozystack#3315): shorten it"
     )
+
+
+def object_name_problem(cluster: str, pool: str) -> str | None:
+    """What is wrong with the pool's KubernetesNodes object name, ``<cluster>-<pool>``, and the
+    Helm release Cozystack makes of it, ``kubernetes-nodes-<cluster>-<pool>``, if anything."""
+    release = f"{RELEASE_PREFIX}{cluster}-{pool}"
+    if len(release) > MAX_RELEASE_NAME:
+        room = MAX_RELEASE_NAME - len(RELEASE_PREFIX) - len(cluster) - 1
+        return (
+            f"its Helm release {release} is {len(release)} characters; Helm refuses a release "
+            f"name over {MAX_RELEASE_NAME} (Cozystack's chart takes no other name, and Flux "
+            f"would shorten it into one the chart refuses). With cluster {cluster}, a pool name "
+            f"may have {room} characters: shorten the pool or cluster name"
+        )
+    return None
 
 
 def check_replicas(data: Mapping[Any, Any]) -> None:

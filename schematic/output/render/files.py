@@ -273,7 +273,13 @@ def render_tree(
 
     ``kustomization=False`` leaves it out (the directory holds the user's own)."""
     wanted = tuple(kind for kind in KINDS if kind in set(kinds))
-    per_pool = [kind for kind in wanted if kind in POOL_FILES]
+    # A pool's HelmRelease replaces its KubernetesNodes object: both would manage the release
+    # kubernetes-nodes-<cluster>-<pool> (Cozystack makes one from the object).
+    per_pool = [
+        kind
+        for kind in wanted
+        if kind in POOL_FILES and not (kind == "cozystack" and "helmrelease" in wanted)
+    ]
     renderer = _Renderer(plan, layout)
     files: dict[str, bytes] = {}
     for pool in plan.pools:
@@ -289,7 +295,7 @@ def render_tree(
         f"{pool.name}/{POOL_FILES[kind]}"
         for pool in plan.pools
         for kind in MANIFEST_KINDS
-        if kind in wanted and pool.tenant_pool
+        if kind in per_pool and pool.tenant_pool
     ]
     if kustomization and manifests:
         files[KUSTOMIZATION] = _kustomization(manifests).encode()
