@@ -139,6 +139,23 @@ spec:
 """
 
 
+def test_ts182_node_groups_on_a_release_without_them(tmp_path: Path) -> None:
+    files = {"app.yaml": APP.format(id=OPEN_PROD, second="cpu", second_gpu="")}
+    found = run_for(tmp_path, files, "v1.7")
+    # v1.7's Kubernetes app reads no spec.nodeGroups: each group is said to create no workers,
+    # and nothing is reported about them as pools (no TS101 / TS102 for groups that are not).
+    assert sorted((f.code, f.object, f.severity) for f in found) == [
+        ("TS182", "prod nodeGroups.cpu", "error"),
+        ("TS182", "prod nodeGroups.gpu", "error"),
+    ]
+    assert "cozystack/cozystack#3315" in found[0].message
+    # Releases that read node groups check them as pools, and say nothing of TS182.
+    for chart in ("v1.6", "main"):
+        found = run_for(tmp_path, files, chart)
+        assert "TS182" not in codes(found) and "TS102" in codes(found), chart
+    assert "TS182" not in codes(run(tmp_path, files))
+
+
 def test_ts102_cluster_wide_nvidia_schematic_with_a_cpu_pool(tmp_path: Path) -> None:
     found = run(tmp_path, {"app.yaml": APP.format(id=OPEN_PROD, second="cpu", second_gpu="")})
     hit = finding(found, "TS102")

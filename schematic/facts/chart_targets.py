@@ -98,6 +98,15 @@ class ChartTarget:
     module_guards: bool
     # The schema file in the shared reference this target's keys were read from.
     schema: str | None
+    # Whether the release's Kubernetes app still reads spec.nodeGroups (v1.7 removed them,
+    # cozystack/cozystack#3315: worker pools are KubernetesNodes objects only).
+    app_node_groups: bool = True
+
+    @property
+    def verified(self) -> bool:
+        """Whether a chart in the sources this data was checked against reads these keys (a
+        commit was read); otherwise the keys are taken on the word of a pull request."""
+        return self.commit is not None
 
     def accepts(self, key: str) -> bool:
         """Whether the chart reads the value ``key`` (``talos.x`` for a talos key)."""
@@ -164,6 +173,7 @@ def _table() -> tuple[tuple[ChartTarget, ...], str]:
             nvidia_modules_by_default=entry["nvidiaModulesByDefault"],
             module_guards=entry["moduleGuards"],
             schema=entry["schema"],
+            app_node_groups=entry.get("appNodeGroups", True),
         )
         for entry in data["targets"]
     )

@@ -125,6 +125,8 @@ class Pool:
     machine_config_modules: KernelModules | None = None
     # False for a standalone machine config: it does not say which GPUs the node has.
     gpus_known: bool = True
+    # A node group of a Kubernetes app (spec.nodeGroups), not a KubernetesNodes object.
+    node_group: bool = False
     # From a machine config read here: its machine.sysctls, and where it sets
     # machine.install.extensions.
     sysctls: dict[str, str] | None = None
@@ -337,6 +339,7 @@ def _app(doc: Document, base: Path_, inventory: Inventory) -> None:
         pool = _values_pool(
             doc, group_base, f"{name} nodeGroups.{group}", cluster.name, union="image"
         )
+        pool.node_group = True
         own = _own_schematic(doc, group_base, union="image")
         if own is None:
             own = SchematicUse(wide.id, wide.place, wide.role, inherited=True)

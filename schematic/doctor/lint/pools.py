@@ -623,7 +623,21 @@ class _PoolCheck:
 
 
 def check_pools(inventory: Inventory, ctx: LintContext) -> None:
+    chart = ctx.chart
     for pool in inventory.pools:
+        if pool.node_group and chart is not None and not chart.app_node_groups:
+            # The release's Kubernetes app does not read spec.nodeGroups: the group is no
+            # pool at all, so what it says is not checked as one.
+            ctx.out.add(
+                "TS182",
+                f"pool {pool.name!r}: {chart.title}'s Kubernetes app has no spec.nodeGroups "
+                "(cozystack/cozystack#3315 removed them), so this node group creates no "
+                "workers; its GPUs, schematic and kernel modules apply to nothing",
+                pool.place.file,
+                pool.place.line,
+                pool.name,
+            )
+            continue
         _PoolCheck(pool, ctx).run()
 
 
@@ -649,7 +663,9 @@ def _check_cluster(cluster: Cluster, ctx: LintContext) -> None:
         )
         return
     nvidia = _nvidia_extensions(resolution.schematic)
-    plain = [pool.name for pool in cluster.pools if not pool.nvidia_gpus]
+    chart = ctx.chart
+    read = [p for p in cluster.pools if not (p.node_group and chart and not chart.app_node_groups)]
+    plain = [pool.name for pool in read if not pool.nvidia_gpus]
     if nvidia and plain:
         ctx.out.add(
             "TS102",
