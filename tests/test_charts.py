@@ -137,7 +137,8 @@ def test_how_config_changes_reach_nodes_per_target() -> None:
 def test_v1_7_gpu_pools_warn_that_kernel_modules_may_be_ignored() -> None:
     fit = fit_plan(plan_of(with_target("v1.7")))
     assert fit.layout == "osimage"
-    (warning,) = fit.warnings  # one GPU pool
+    unverified, warning = fit.warnings  # the target, then one GPU pool
+    assert "chart v1.7 (Cozystack v1.7.x) is unverified" in unverified
     assert warning.startswith('cluster.yaml: pool "gpu": kernelModules (nvidia,')
     assert "grep -c kernelModules" in warning and "--chart pr3571 or osimage" in warning
     notes = " ".join(fit.notes)
@@ -656,3 +657,13 @@ def test_an_unknown_chart_is_a_usage_error_on_every_command(tmp_path: Path, comm
     assert "v1.9" in result.output
     # A release the tool knows is accepted by both.
     assert run(command, str(cluster), "--chart", "v1.7").exit_code in (0, 3)
+
+
+@pytest.mark.parametrize("name", ["v1.6", "main", "pr3571", "osimage", "v1.7"])
+def test_a_target_no_chart_in_the_sources_reads_says_unverified(name: str) -> None:
+    fit = fit_plan(plan_of(with_target(name)))
+    said = any("is unverified" in warning for warning in fit.warnings)
+    assert said == (name in ("osimage", "v1.7"))
+    assert chart_target(name).verified == (name not in ("osimage", "v1.7"))
+    help_text = run("generate", "--help").stdout
+    assert "unverified" in help_text

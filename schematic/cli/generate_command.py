@@ -181,6 +181,7 @@ def generate(
     pools, fit, written = len(result.plan.pools), result.fit, result.detail
     state = "written to" if written.changed else "already up to date in"
     target = f"chart {fit.target.name}" + (" (assumed)" if fit.assumption else "")
+    target += "" if fit.target.verified else ", unverified"
     print(
         f"{pools} pool{'s' * (pools != 1)}, {written.files} files {state} {out} ({target})",
         file=sys.stderr,

@@ -195,16 +195,19 @@ def _choices() -> str:
 
 
 def chart_choices() -> str:
-    """The targets as ``--chart`` help names them: ``v1.6, main, pr3571, osimage (PR #4171),
-    v1.7``: each target's name, with the pull request it stands for when the name does not say
-    it (any alias and any release of a target's line are taken too)."""
+    """The targets as ``--chart`` help names them: ``v1.6; main; pr3571; osimage (PR #4171),
+    unverified; v1.7, unverified``: each target's name, with the pull request it stands for when
+    the name does not say it (any alias and any release of a target's line are taken too), and
+    ``unverified`` where no chart in the sources reads its keys."""
     named = []
     for target in chart_targets():
         pull = target.title.removeprefix("Cozystack ")
         number = pull.removeprefix("PR #")
         shown = pull.startswith("PR #") and number not in target.name
-        named.append(f"{target.name} ({pull})" if shown else target.name)
-    return ", ".join(named)
+        name = f"{target.name} ({pull})" if shown else target.name
+        # No chart in the sources reads an unverified target's keys: said wherever it is named.
+        named.append(name if target.verified else f"{name}, unverified")
+    return "; ".join(named)
 
 
 def release_note(value: str) -> str | None:

@@ -277,6 +277,13 @@ def fit_plan(
     said = release_note(named) if named is not None else None
     if said:
         notes.append(f"{source}: cozystack.version: {said}")
+    if not target.verified:
+        warnings.append(
+            f"{source}: chart {target.name} ({target.title}) is unverified: no chart in the "
+            "sources this tool was checked against reads these keys, so the values follow the "
+            "pull request's description; render them through your chart (helm template) and "
+            "check the boot disk URL and kernel modules before rolling out"
+        )
     insisted: set[str] = set()
 
     def ignored(where: str, key: str, consequence: str, fix: str) -> None:

@@ -31,6 +31,8 @@ def chart_summary(fit: ChartFit) -> dict[str, Any]:
         "target": target.name,
         "title": target.title,
         "assumed": fit.assumption is not None,
+        # False where no chart in the sources this tool was checked against reads the keys.
+        "verified": target.verified,
         "layout": fit.layout,
         "kernelModules": target.kernel_modules_support,
         "machineConfigChanges": target.machine_config_changes,
