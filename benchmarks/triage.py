@@ -1,9 +1,10 @@
 """`triage` at cluster scale and on 16 MiB of any one evidence kind: time and peak memory.
 
-Targets (each run a child process; medians of several runs, baseline and measured alternating):
+Targets (each run a child process, timed by its CPU seconds: user and system; medians of several
+runs, baseline and measured alternating):
 
 - ``talos-schematic triage pods.json nodes.json`` at the default limits, on a generated
-  ``kubectl get pods -A -o json`` of 5,000 pods (about 47 MB) over 200 nodes, within 1.5x the
+  ``kubectl get pods -A -o json`` of 5,000 pods (about 56 MB) over 200 nodes, within 1.5x the
   time of ``json.load`` of the same two files, and its peak resident set size within 2.5x their
   size. One pool of 50 nodes (``ml-cpu``) reboots on the 70-minute timer (every pod on it
   restarted 14 times together, about every 70 minutes); on every other node each pod restarted
@@ -316,12 +317,20 @@ def write_kinds(folder: Path) -> dict[str, Path]:
 
 
 def measure(command: list[str]) -> tuple[float, float, int]:
-    """Seconds, peak resident megabytes and exit status of one child process."""
+    """CPU seconds (user and system), peak resident megabytes and exit status of one child.
+
+    CPU time, not the wall clock: on a machine shared with other work the wall clock measures
+    the others too. The wall clock is printed beside it.
+    """
     started = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
+    WALL.append(time.perf_counter() - started)
+    seconds = usage.ru_utime + usage.ru_stime
     return seconds, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+WALL: list[float] = []
 
 
 def _check_report(path: Path) -> list[str]:
@@ -385,9 +394,9 @@ def main() -> int:
     took_mb = statistics.median(m for _, m, _ in runs["triage"])
     codes = {code for _, _, code in runs["triage"]}
     print(f"inputs:     {PODS} pods and {NODES} nodes, {size_mb:.1f} MB, default limits")
-    print(f"json.load:  {base_s:.2f} s, peak {base_mb:.0f} MB")
+    print(f"json.load:  {base_s:.2f} s CPU, peak {base_mb:.0f} MB")
     print(
-        f"triage:     {took_s:.2f} s ({took_s / base_s:.2f}x), peak {took_mb:.0f} MB "
+        f"triage:     {took_s:.2f} s CPU ({took_s / base_s:.2f}x), peak {took_mb:.0f} MB "
         f"({took_mb / size_mb:.2f}x the files), exit {sorted(codes)}"
     )
     if took_s > TIME_FACTOR * base_s:
@@ -397,9 +406,10 @@ def main() -> int:
     if not codes <= {0, 3}:
         missed.append(f"triage exited {sorted(codes)}")
     for kind, (seconds, peak, code) in kind_runs.items():
-        print(f"16 MiB of {kind}: {seconds:.2f} s, peak {peak:.0f} MB, exit {code}")
+        print(f"16 MiB of {kind}: {seconds:.2f} s CPU, peak {peak:.0f} MB, exit {code}")
         if seconds > KIND_SECONDS or peak > KIND_MB or code not in (0, 3):
             missed.append(f"16 MiB of {kind}: {seconds:.2f} s, {peak:.0f} MB, exit {code}")
+    print(f"(wall clock of every run: {min(WALL):.2f} to {max(WALL):.2f} s)")
     print("targets met" if not missed else "missed: " + "; ".join(missed))
     return 1 if missed else 0
 

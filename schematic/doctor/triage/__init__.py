@@ -76,26 +76,6 @@ def _files(paths: Sequence[str]) -> list[str]:
 DEFAULT_MAX_JSON_SIZE = 256 * 1024 * 1024
 _CHUNK = 1 << 20
 _KERNEL_STAMP = re.compile(r"\s*\[\s*\d+\.\d+\]")
-# Markdown structure: a heading, a code fence, a table's rule. No log, console or tool output
-# has one; notes and READMEs beside the evidence do.
-_MARKDOWN = re.compile(
-    r"^(?:#{1,6} [A-Z0-9`*]|#{2,6} \S|```|~~~|\|?\s*:?-{3,}:?\s*\|)", re.MULTILINE
-)
-# A line a machine printed: a stamp, a prefix or a tool's word at its start, a time or Talos's
-# marker near it. Colour codes and quote marks in front of a paste do not count.
-_MACHINE_LINE = re.compile(
-    r"^\s*(?:\[|\d|[A-Za-z0-9._-]+: |[IWEF]\d{4} |NVRM|NVIDIA|nvidia|No devices|time=|level=|\{)"
-)
-_MACHINE_MARK = re.compile(
-    r"\[talos\]|\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d|\b\d\d:\d\d:\d\d\b|\[\s*\d+\.\d+\]"
-)
-_DECORATION = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|^[\s>]+")
-_WORD = re.compile(r"[A-Za-z][a-z']+")
-
-
-def _machine_line(line: str) -> bool:
-    line = _DECORATION.sub("", line)
-    return bool(_MACHINE_LINE.match(line) or _MACHINE_MARK.search(line[:120]))
 
 
 def _chunks(file: str, limit: int) -> Iterator[str]:
@@ -130,21 +110,17 @@ def _json_start(file: str) -> bool:
     return head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] in (b"{", b"[")
 
 
-def _prose(text: str, reading: Reading) -> bool:
-    """Notes, a README, an issue's text: Markdown structure, or sentences where a machine's
-    lines would be. Such a file is not evidence, whatever lines it quotes."""
-    head = text[:65536]
-    if _MARKDOWN.search(head):
-        return True
-    numbered = head.splitlines()
-    lines = [line for line in numbered if line.strip()]
-    prose = [line for line in lines if not _machine_line(line) and len(_WORD.findall(line)) >= 6]
-    quoted = {s.evidence.line for s in reading.signals}
-    # Evidence quoted beyond the first 64 KiB: a log, not a note.
-    machine = max(quoted, default=0) > len(numbered) or any(
-        _machine_line(numbered[number - 1]) for number in quoted
-    )
-    return len(prose) >= 3 and len(prose) * 5 >= len(lines) * 3 and not machine
+# No tool prints a line this long; beyond it a line is read cut, so a 16 MiB line costs the
+# readers' patterns 64 KiB each. Line numbers stay those of the file.
+_LONGEST_LINE = 65536
+# From a line's start only: tried at every character, the scan would be quadratic.
+_TOO_LONG = re.compile(rf"^[^\n]{{{_LONGEST_LINE + 1}}}", re.MULTILINE)
+
+
+def _cut_long_lines(text: str) -> str:
+    if len(text) <= _LONGEST_LINE or not _TOO_LONG.search(text):
+        return text
+    return "\n".join(line[:_LONGEST_LINE] for line in text.split("\n"))
 
 
 def _read(file: str, max_json_size: int) -> Reading:
@@ -156,7 +132,8 @@ def _read(file: str, max_json_size: int) -> Reading:
             except DocumentError as err:
                 if err.fatal:
                     raise
-                head = read_bytes(file, 4096 + 1)[:4096].decode("utf-8", "replace")
+                with open(file, "rb") as handle:
+                    head = handle.read(4096).decode("utf-8", "replace")
                 # "[   12.345678] ..." is a kernel log, not a JSON list.
                 if not _KERNEL_STAMP.match(head):
                     where = f"line {err.line}: " if err.line else ""
@@ -172,12 +149,10 @@ def _read(file: str, max_json_size: int) -> Reading:
         where = f"{file}:{err.line}" if err.line else file
         raise TriageInputError(f"{where}: {err}") from None
     try:
-        reading = read_evidence(text, file)
+        reading = read_evidence(_cut_long_lines(text), file)
     except DocumentError as err:
         where = f"{file}:{err.line}" if err.line else file
         raise TriageInputError(f"{where}: {err}") from None
-    if reading.format == "log" and _prose(text, reading):
-        return Reading(file, "", (), "notes or documentation (prose, Markdown), not evidence")
     return reading
 
 

@@ -187,17 +187,26 @@ _NON_SPACE = re.compile(r"\S")
 def _lines(text: str) -> Iterator[_Line]:
     """Messages in order; a kernel continuation line is joined to the message before it."""
     pending: _Line | None = None
+    # A message's continuation lines, joined once it ends (joining as they come is quadratic).
+    more: list[str] = []
     for number, raw in _non_blank(text):
         continued = _CONTINUATION.match(raw)
         if continued and pending is not None:
-            pending.message += "\n" + continued["msg"]
-            pending.raw += "\\x0a" + continued["msg"]
+            more.append(continued["msg"])
             continue
         if pending is not None:
-            yield pending
+            yield _joined(pending, more)
+            more = []
         pending = _split(number, raw)
     if pending is not None:
-        yield pending
+        yield _joined(pending, more)
+
+
+def _joined(line: _Line, more: list[str]) -> _Line:
+    if more:
+        line.message = "\n".join([line.message, *more])
+        line.raw = "\\x0a".join([line.raw, *more])
+    return line
 
 
 def _cut(text: str) -> str:

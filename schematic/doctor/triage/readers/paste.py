@@ -63,6 +63,10 @@ def clean(text: str) -> str:
     return "\n".join(lines)
 
 
+# The commands _PROMPT recognises without a prompt in front.
+_BARE_COMMANDS = ("talosctl", "kubectl", "virtctl", "nvidia-smi")
+
+
 def _maybe_prompt(text: str) -> bool:
     return any(mark in text for mark in ("$ ", "# ", "% ", "\u276f ", "> ", "➜ ", "» "))
 
@@ -85,6 +89,10 @@ def sections(text: str) -> Iterator[Section]:
     raw = text.replace("\r\n", "\n")
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
+    if not _maybe_prompt(raw) and not any(tool in raw for tool in _BARE_COMMANDS):
+        # No prompt and no command line: one output (and no list of every line to build).
+        yield Section(clean(text), "", "")
+        return
     lines = raw.split("\n")
     starts = [(i, m["command"]) for i, line in enumerate(lines) if (m := _PROMPT.match(line))]
     # Outputs before the first prompt and after each one; beyond a few dozen commands the
@@ -115,7 +123,8 @@ def _node_of(command: str) -> str:
 
 # --- notes, READMEs: prose, not evidence ----------------------------------------------------
 
-_MARKDOWN = re.compile(r"^(?:#{1,6} \S|```|~~~|\|\s*-{3,}|\s*[-*] \[[ x]\] )", re.MULTILINE)
+# Horizontal space only: a "\s*" here would run across every blank line that follows.
+_MARKDOWN = re.compile(r"^(?:#{1,6} \S|```|~~~|\|[ \t]*-{3,}|[ \t]*[-*] \[[ x]\] )", re.MULTILINE)
 # Lines a tool writes: a stamp, a bracket, a "prog:" or "prog[pid]:" prefix, a key and a value,
 # JSON, klog, a table row (cells apart by two spaces or more).
 _TOOL_LINE = re.compile(
