@@ -12,6 +12,7 @@ plain kernel log's continuation line (indented, without its own stamp).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -125,12 +126,16 @@ def _split(number: int, raw: str) -> _Line:
     return _Line(number, raw.rstrip("\r\n"), node, "", line)
 
 
+@functools.lru_cache(maxsize=4096)
 def iso_time(text: str) -> str:
     """An RFC 3339 time as UTC with whole seconds ("2025-10-30T18:20:10Z"); "" if it is not
     one. Times without a zone are taken as UTC, as talosctl and Go's log print them."""
     found = _RFC3339.match(text.strip())
     if not found:
         return ""
+    if found["zone"] in (None, "Z", "+00:00") and found["clock"] < "24":
+        # UTC already: no arithmetic (a log repeats this for every line).
+        return f"{found['date']}T{found['clock']}Z"
     try:
         when = datetime.fromisoformat(
             f"{found['date']}T{found['clock']}{found['zone'] or ''}".replace("Z", "+00:00")

@@ -78,41 +78,49 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
 )
 
 
-# Words one of the patterns above needs: most lines of a log hold none, and a substring test
-# rules them out faster than the patterns would (a test holds every pattern to one of them).
-KEYWORDS = (
-    "startAllServices",
-    "startEverything",
-    "boot sequence",
-    "rebooting in",
-    "reverting failed upgrade",
-    "API server CSR",
-    "api certificates",
-    "NVIDIA",
-    "No devices",
-    "Incompatible strategy",
-    "NVML",
-    "ib_umad",
-    "NV_WARN",
-    "fabricmanager",
-    "NVSwitch management port",
-    "In Progress",
-    "CUDA",
-    "cudaError",
-    "RmInitAdapter",
-    "System Processor",
-    "unresolvable CDI",
-    "SIGKILL to cgroup",
-    "OOMKilled",
-    "Out of memory",
+# The words each pattern above needs, in the same order: most lines of a log hold none, and a
+# substring test rules a pattern out faster than the pattern would (a test holds every pattern
+# to its words).
+_WORDS: tuple[tuple[str, ...], ...] = (
+    ("startAllServices",),
+    ("startEverything",),
+    ("boot sequence",),
+    ("boot sequence",),
+    ("rebooting in",),
+    ("reverting failed upgrade",),
+    ("API server CSR",),
+    ("api certificates",),
+    ("NVIDIA open",),
+    ("System Processor",),
+    ("Legacy drivers",),
+    ("RmInitAdapter",),
+    ("No devices",),
+    ("No devices",),
+    ("Incompatible strategy", "NVML"),
+    ("NVIDIA driver",),
+    ("No NVIDIA GPU",),
+    ("ib_umad",),
+    ("NV_WARN",),
+    ("NVSwitch management port",),
+    ("fabricmanager",),
+    ("In Progress",),
+    ("CUDA", "cudaError"),
+    ("unresolvable CDI",),
+    ("SIGKILL to cgroup", "OOMKilled", "Out of memory"),
+)
+KEYWORDS = tuple(dict.fromkeys(word for words in _WORDS for word in words))
+_ANY_WORD = re.compile("|".join(re.escape(word) for word in KEYWORDS))
+_FILTERED = tuple(
+    (words, pattern, kind) for words, (pattern, kind) in zip(_WORDS, _MESSAGES, strict=True)
 )
 
 
 def message_kinds(message: str) -> list[Kind]:
     """What ``message`` means: one kind, or none."""
-    if not any(word in message for word in KEYWORDS):
+    present = set(_ANY_WORD.findall(message))
+    if not present:
         return []
-    for pattern, kind in _MESSAGES:
-        if pattern.search(message):
+    for words, pattern, kind in _FILTERED:
+        if not present.isdisjoint(words) and pattern.search(message):
             return [kind]
     return []

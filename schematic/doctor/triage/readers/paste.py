@@ -24,22 +24,42 @@ _TOOLS = (
     "talosctl|tl|t|kubectl|k|kubecolor|oc|virtctl|nvidia-smi|dmesg|journalctl|cat|grep|egrep"
     "|tail|head|less|jq|yq|curl|wget|vmctl|lspci|lsmod|helm|watch|sudo|ssh|crictl|ctr|ibstat"
 )
-_PROMPT = re.compile(
-    r"^\s*(?:\[[^\]]*\]\s*)?"  # "[22:22:18] " time stamps some prompts carry
-    r"(?:(?:(?:\([\w.-]+\)\s*)?[\w.-]+@[\w.-]+(?::[^\s$#%]*)?\s*[$#%]|PS [A-Za-z]:\\[^>]*>"
-    r"|[$#%\u276f➜»>])\s+"
+# Whole lines only: `[ \t]`, never `\s`, so that no pattern runs on past a line break (a
+# pattern that does makes a file of blank lines quadratic).
+_PROMPT_BODY = (
+    r"[ \t]*(?:\[[^\]\n]*\][ \t]*)?"  # "[22:22:18] " time stamps some prompts carry
+    r"(?:(?:(?:\([\w.-]+\)[ \t]*)?[\w.-]+@[\w.-]+(?::[^\s$#%]*)?[ \t]*[$#%]|PS [A-Za-z]:\\[^>\n]*>"
+    r"|[$#%\u276f➜»>])[ \t]+"
     # a command line pasted without its prompt
-    r"|(?=(?:sudo\s+)?(?:talosctl|kubectl|virtctl|nvidia-smi)\s))"
-    rf"(?P<command>(?:{_TOOLS})(?:\s.*)?"
+    r"|(?=(?:sudo[ \t]+)?(?:talosctl|kubectl|virtctl|nvidia-smi)[ \t]))"
+    rf"(?P<command>(?:{_TOOLS})(?:[ \t][^\n]*)?"
     # a shell alias ("# klnodes", "$ kgn -o wide"): one lower-case word, options at most
-    r"|[a-z][\w-]{1,15}(?:\s+-{1,2}[\w-]+(?:[ =]\S+)?)*\s*)$"
+    r"|[a-z][\w-]{1,15}(?:[ \t]+-{1,2}[\w-]+(?:[ =][^\s]+)?)*[ \t]*)$"
 )
-# Code fences around a paste copied from a Markdown page.
-_FENCE = re.compile(r"^\s*(?:```|~~~)[\w-]*\s*$")
-# talosctl: "WARNING: 10.0.0.5: server version 1.7.6 is older than client version 1.8.3",
-# kubectl: "Warning: ..." (deprecations), "error: ..." after a failed command.
-_STDERR = re.compile(r"^(?:WARNING|Warning|W\d{4} [\d:.]+\s+\d+ warnings\.go):? ")
+_PROMPT = re.compile("^" + _PROMPT_BODY, re.MULTILINE)
+# Lines that are not the tool's output: the prompt, talosctl's stderr warning ("WARNING:
+# 10.0.0.5: server version 1.7.6 is older than client version 1.8.3"), kubectl's "Warning: ...",
+# and the code fences of a paste copied from a Markdown page.
+_NOT_OUTPUT = re.compile(
+    r"^(?:(?:WARNING|Warning|W\d{4} [\d:.]+[ \t]+\d+ warnings\.go):? [^\n]*"
+    r"|[ \t]*(?:```|~~~)[\w-]*[ \t]*"
+    rf"|{_PROMPT_BODY})$",
+    re.MULTILINE,
+)
 _NODE_FLAG = re.compile(r"(?:^|\s)(?:-n|--nodes?)(?:\s+|=)(?P<nodes>[^\s-][^\s]*)")
+_MARKS = (
+    "$ ",
+    "# ",
+    "% ",
+    "\u276f ",
+    "> ",
+    "➜ ",
+    "» ",
+    "talosctl",
+    "kubectl",
+    "virtctl",
+    "nvidia-smi",
+)
 
 
 def clean(text: str) -> str:
@@ -56,19 +76,11 @@ def clean(text: str) -> str:
         and not _maybe_prompt(text)
     ):
         return text
-    lines = text.split("\n")
-    for index, line in enumerate(lines):
-        if _STDERR.match(line) or _PROMPT.match(line) or _FENCE.match(line):
-            lines[index] = ""
-    return "\n".join(lines)
-
-
-# The commands _PROMPT recognises without a prompt in front.
-_BARE_COMMANDS = ("talosctl", "kubectl", "virtctl", "nvidia-smi")
+    return _NOT_OUTPUT.sub("", text)
 
 
 def _maybe_prompt(text: str) -> bool:
-    return any(mark in text for mark in ("$ ", "# ", "% ", "\u276f ", "> ", "➜ ", "» "))
+    return any(mark in text for mark in _MARKS)
 
 
 @dataclass(frozen=True)
@@ -89,17 +101,21 @@ def sections(text: str) -> Iterator[Section]:
     raw = text.replace("\r\n", "\n")
     if "\x1b" in raw:
         raw = _ANSI.sub("", raw)
-    if not _maybe_prompt(raw) and not any(tool in raw for tool in _BARE_COMMANDS):
-        # No prompt and no command line: one output (and no list of every line to build).
-        yield Section(clean(text), "", "")
-        return
-    lines = raw.split("\n")
-    starts = [(i, m["command"]) for i, line in enumerate(lines) if (m := _PROMPT.match(line))]
+    starts: list[tuple[int, str]] = []
+    if _maybe_prompt(raw):
+        line, offset = 0, 0
+        for found in _PROMPT.finditer(raw):
+            line += raw.count("\n", offset, found.start())
+            offset = found.start()
+            starts.append((line, found["command"]))
+            if len(starts) > 64:
+                break
     # Outputs before the first prompt and after each one; beyond a few dozen commands the
     # paste is read whole (a bounded cost: each section copies the file's line breaks).
     if not starts or len(starts) > 64:
         yield Section(clean(text), "", "")
         return
+    lines = raw.split("\n")
     bounds = [*starts, (len(lines), "")]
     if starts[0][0] > 0:
         yield Section(clean("\n".join(lines[: starts[0][0]])), "", "")
@@ -123,7 +139,6 @@ def _node_of(command: str) -> str:
 
 # --- notes, READMEs: prose, not evidence ----------------------------------------------------
 
-# Horizontal space only: a "\s*" here would run across every blank line that follows.
 _MARKDOWN = re.compile(r"^(?:#{1,6} \S|```|~~~|\|[ \t]*-{3,}|[ \t]*[-*] \[[ x]\] )", re.MULTILINE)
 # Lines a tool writes: a stamp, a bracket, a "prog:" or "prog[pid]:" prefix, a key and a value,
 # JSON, klog, a table row (cells apart by two spaces or more).
