@@ -103,3 +103,15 @@ def test_upgrade_reports_the_secureboot_installer_in_json_and_markdown(
     markdown = upgrade_markdown(result.detail)
     row = next(line for line in markdown.splitlines() if line.startswith("| `secure`"))
     assert f"`talosctl upgrade --nodes <node> --image {secure['after']}`" in row
+
+
+def test_a_one_document_kind_of_two_pools_needs_a_pool(tmp_path: Path) -> None:
+    # machine-config is one patch: two pools' documents in one stream would patch one node
+    # with the other pool's settings.
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(SECUREBOOT_BESIDE_PLAIN)
+    with pytest.raises(UsageError) as err:
+        generate(Request(cluster, kinds=("machine-config",)))
+    assert err.value.option == "--format" and "has 2 pools (plain, secure)" in str(err.value)
+    one = generate(Request(cluster, kinds=("machine-config",), pools=("secure",)))
+    assert "installer-secureboot/" in one.text

@@ -213,8 +213,10 @@ def test_mirrors_before_talos_1_12_go_under_machine_registries() -> None:
     }
 
 
-def test_mirrors_from_talos_1_12_are_registry_mirror_documents() -> None:
-    first, *documents = machine_config_patch(pool("kubevirt-cpu", "v1.12.4", MIRRORS))
+@pytest.mark.parametrize("talos", ["v1.12.0", "v1.12.4"])
+def test_mirrors_from_talos_1_12_are_registry_mirror_documents(talos: str) -> None:
+    # From the first 1.12 release on: v1.12.0 has no machine.registries either.
+    first, *documents = machine_config_patch(pool("kubevirt-cpu", talos, MIRRORS))
     assert "registries" not in first["machine"]
     assert documents == [
         {

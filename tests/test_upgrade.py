@@ -418,3 +418,45 @@ def test_a_secureboot_pool_sharing_a_plain_pools_schematic_upgrades_from_secureb
     assert "/installer/" in str(plain.installer_after)
     commands = [action.command for action in secure.actions if action.kind == "image"]
     assert commands == [f"talosctl upgrade --nodes <node> --image {secure.installer_after}"]
+
+
+def _revision(old_text: str, new_text: str, to: str) -> UpgradeReport:
+    """Two revisions of a cluster file compared (what upgrade --base does)."""
+    old = plan_cluster(cluster_of(old_text), source="cluster.yaml")
+    return compare_plans(old, plan_target(cluster_of(new_text), to), values_of=tool_values)
+
+
+def test_a_changed_mirror_alone_still_changes_the_patch() -> None:
+    # Same release, same schematic: only the registry mirror moves. No line names it by
+    # kind, so the report points at the patch rather than calling the pool unchanged.
+    text = (
+        "cluster: c\ntalos: {version: v1.13.9, registryMirrors: "
+        "{docker.io: {endpoints: [https://MIRROR]}}}\npools:\n  - {name: p, profile: metal-intel}\n"
+    )
+    before, after = text.replace("MIRROR", "a.example"), text.replace("MIRROR", "b.example")
+    (pool,) = _revision(before, after, "v1.13.9").pools
+    assert pool.status == "changed"
+    assert pool.machine_config == (
+        "the machine-config patch changes (compare machine-config-patch.yaml)",
+    )
+    (same,) = _revision(before, before, "v1.13.9").pools
+    assert same.status == "unchanged"
+
+
+def test_a_platform_change_on_talos_1_14_is_not_called_the_1_14_installer_move() -> None:
+    # Both sides on 1.14: the repository follows the platform the pool boots, and the note
+    # about 1.14's platform installers (for a pool crossing into 1.14) does not apply.
+    text = "cluster: c\ntalos: {version: v1.14.0}\npools:\n  - {name: p, profile: PROFILE}\n"
+    metal, kubevirt = (
+        text.replace("PROFILE", "metal-intel"),
+        text.replace("PROFILE", "kubevirt-cpu"),
+    )
+    (pool,) = _revision(metal, kubevirt, "v1.14.0").pools
+    line = next(line for line in pool.output if line.startswith("installer repository"))
+    assert line == (
+        "installer repository factory.talos.dev/metal-installer → "
+        "factory.talos.dev/openstack-installer"
+    )
+    crossing = text.replace("PROFILE", "kubevirt-cpu").replace("v1.14.0", "v1.13.9")
+    (moved,) = _revision(crossing, kubevirt, "v1.14.0").pools
+    assert any("from Talos 1.14 a node upgrades" in line for line in moved.output)

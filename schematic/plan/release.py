@@ -4,7 +4,7 @@ A cluster file names its release as text (``talos.version``, or a pool's own). P
 each distinct one into a frozen :class:`Release` here, once: the packaged tables that plan it
 (its extension catalogue and its NVIDIA driver row) and every release-dependent form the
 outputs take (the installer repository's default, where the installer is pinned, how kernel
-modules and registry mirrors are written, the disk images' compression). Nothing after
+modules and registry mirrors are written). Nothing after
 planning parses a version again: it reads these fields.
 """
 
@@ -80,11 +80,6 @@ class Release:
     def unattended_install(self) -> bool:
         """Whether the release has the UnattendedInstallConfig document."""
         return self.version.release >= UNATTENDED_INSTALL_FROM
-
-    @property
-    def zstd_images(self) -> bool:
-        """Whether the factory builds zstd-compressed disk images for the release."""
-        return self.version >= ZSTD_FROM
 
     @property
     def platform_installers(self) -> bool:

@@ -366,16 +366,9 @@ def _config_changes(old: PoolPlan, new: PoolPlan) -> list[str]:
 
 
 def _patch_inputs(pool: PoolPlan) -> tuple[Any, ...]:
-    """What the machine-config patch is written from, besides the installer pin: the modules,
-    the sysctls, the registry mirrors and the forms the release writes them in."""
-    modules, mirrors = pool.kernel_modules, pool.registry_mirrors
-    return (
-        modules,
-        pool.release.kernel_module_documents if modules else None,
-        dict(pool.sysctls),
-        mirrors,
-        pool.release.mirror_documents if mirrors else None,
-    )
+    """What the machine-config patch is written from, besides the installer pin and the
+    release's forms (a change of form is named above): modules, sysctls, registry mirrors."""
+    return (pool.kernel_modules, dict(pool.sysctls), pool.registry_mirrors)
 
 
 def _actions(
