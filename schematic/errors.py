@@ -150,13 +150,26 @@ class TriageInputError(TalosSchematicError):
     """An input of `triage` that cannot be read: missing, too large, or nested too deeply."""
 
 
-# Control characters other than line breaks and tabs, C1 included: a NUL, an escape sequence that
-# would recolour or rewrite the terminal (ESC, or CSI as one byte), a carriage return that would
-# hide the start of the line.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What may not reach a terminal from outside text: C0 controls other than tab and line feed (a
+# NUL; ESC, which starts every escape sequence, OSC 52 clipboard writes included; a carriage
+# return that hides the start of a line), DEL, the C1 controls (U+0085 to U+009F; U+009B is a
+# one-byte CSI), and the bidirectional overrides, isolates and marks that make a terminal show
+# text in another order than it is (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# The same, tab and line feed included: for a name that must stay on its line.
+_CONTROL_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def printable(text: str) -> str:
-    """``text`` with control characters written as escapes (``\\x00``, ``\\r``, ``\\x1b``): how
-    every message and every string a server sent is shown."""
-    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    # C0 controls as Python writes them (\x1b, \r, \n); the rest as \u escapes, which mean the
+    # same character in a JSON or YAML string, so escaping a JSON document keeps its value.
+    return repr(found.group())[1:-1] if code < 0x20 else f"\\u{code:04x}"
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """``text`` with every character that could rewrite a terminal written as a visible escape
+    (``\\x1b``, ``\\r``, ``\\u009b``, ``\\u202e``): the one way outside text (evidence, file
+    names, arguments, a server's answers) is shown. ``one_line`` escapes tab and line feed too,
+    for a name or a value that must not break the line it stands in."""
+    return (_CONTROL_OR_BREAK if one_line else _CONTROL).sub(_escape, text)

@@ -5,8 +5,10 @@ Command modules import this module and the library, never each other.
 
 from __future__ import annotations
 
+import io
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -53,6 +55,57 @@ CREDENTIALS_HELP = (
 )
 
 
+class TerminalSafeStream(io.TextIOBase):
+    """A text stream that writes through :func:`printable`: whatever a command prints, no
+    control character, C1 control or bidirectional override reaches the terminal raw.
+
+    Evidence, file names, arguments and a server's answers end up in messages and reports by
+    many routes; this is the one place they all pass. JSON stays exact: it holds such a
+    character only inside a string, where the ``\\u`` escape written instead means the same.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self.unescaped = stream
+
+    def write(self, text: str) -> int:
+        self.unescaped.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.unescaped.flush()
+
+    def isatty(self) -> bool:
+        return bool(self.unescaped.isatty())
+
+    def fileno(self) -> int:
+        return int(self.unescaped.fileno())
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.unescaped, "encoding", None) or "utf-8")
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.unescaped, "errors", None)
+
+
+@contextmanager
+def terminal_safe_output() -> Iterator[None]:
+    """stdout and stderr through :class:`TerminalSafeStream` for the duration."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafeStream(saved[0]), TerminalSafeStream(saved[1])
+    try:
+        yield
+    finally:
+        for guarded in (sys.stdout, sys.stderr):
+            try:
+                guarded.flush()
+            except (OSError, ValueError):
+                pass
+        sys.stdout, sys.stderr = saved
+
+
 class _ReportingGroup(TyperGroup):
     """Runs a command and turns what it lets escape into one message and an exit code.
 
@@ -60,6 +113,11 @@ class _ReportingGroup(TyperGroup):
     check (a name longer than 255 bytes, a symbolic-link loop, a vanished directory) ends as
     ``talos-schematic: PATH: reason`` and exit 1, never a traceback.
     """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # Usage errors are printed here, after invoke returns: the guard spans both.
+        with terminal_safe_output():
+            return super().main(*args, **kwargs)
 
     def invoke(self, ctx: Any) -> Any:  # typer's click Context, a private module's name
         try:
@@ -131,7 +189,9 @@ def progress_line(label: str) -> Callable[[int, int], None] | None:
 
     def show(done: int, total: int) -> None:
         end = "\n" if done == total else ""
-        print(f"\r{label} {done}/{total}", end=end, file=sys.stderr, flush=True)
+        # The carriage return is the tool's own: past the escaping stream.
+        stream = getattr(sys.stderr, "unescaped", sys.stderr)
+        print(f"\r{label} {done}/{total}", end=end, file=stream, flush=True)
 
     return show
 

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
-from schematic.errors import TalosSchematicError
+from schematic.errors import TalosSchematicError, printable
 
 # Exit status when an error is diagnosed (shared with lint / check / verify / detect).
 FOUND_ERRORS = 3
@@ -88,9 +88,13 @@ def triage(
     every other file up to 16 MiB; --max-input-size sets one limit for both.
     """
     if commands:
-        from schematic.doctor.triage.commands import collection_commands
+        from schematic.doctor.triage.commands import CommandValueError, collection_commands
 
-        sys.stdout.write(collection_commands(cluster=cluster, namespace=namespace, node=node))
+        try:
+            script = collection_commands(cluster=cluster, namespace=namespace, node=node)
+        except CommandValueError as err:
+            raise typer.BadParameter(str(err), param_hint=err.option) from None
+        sys.stdout.write(script)
         return
     from schematic.doctor.triage import triage_paths
     from schematic.doctor.triage.formats import FORMATS, render
@@ -118,7 +122,7 @@ def triage(
         f"({_count(errors, 'error', 'errors')}) from {_count(read, 'file', 'files')}"
     )
     if report.unrecognised:
-        names = ", ".join(r.file for r in report.unrecognised[:5])
+        names = ", ".join(printable(r.file, one_line=True) for r in report.unrecognised[:5])
         more = "…" if len(report.unrecognised) > 5 else ""
         summary += f"; {len(report.unrecognised)} unrecognised: {names}{more}"
     print(f"talos-schematic triage: {summary}", file=sys.stderr)

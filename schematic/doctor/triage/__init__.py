@@ -23,7 +23,7 @@ from schematic.doctor.triage.diagnose import Committed, CommittedPool, Diagnosis
 from schematic.doctor.triage.readers import DocumentError, Reading, read_evidence
 from schematic.doctor.triage.readers.documents import read_json_chunks
 from schematic.doctor.triage.signals import Evidence
-from schematic.errors import TriageInputError
+from schematic.errors import TriageInputError, printable
 from schematic.safe_yaml import (
     InputTooLargeError,
     NotTextError,
@@ -51,12 +51,20 @@ class TriageReport:
         return tuple(r for r in self.readings if not r.format)
 
 
+def _unreadable(err: OSError) -> None:
+    # A folder that cannot be listed is evidence not read: a diagnosis from the rest could
+    # name the look-alike, or nothing, and exit 0.
+    raise TriageInputError(
+        f"{printable(str(err.filename), one_line=True)}: cannot read: {err.strerror or err}"
+    )
+
+
 def _files(paths: Sequence[str]) -> list[str]:
     found: list[str] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            for root, dirs, names in os.walk(path):
+            for root, dirs, names in os.walk(path, onerror=_unreadable):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(names):
                     child = Path(root) / name

@@ -10,7 +10,49 @@ beside virt-launcher; VictoriaMetrics answers Prometheus queries under
 
 from __future__ import annotations
 
-__all__ = ["collection_commands"]
+import ipaddress
+import re
+from shlex import quote
+
+from schematic.errors import TalosSchematicError, printable
+
+__all__ = ["CommandValueError", "collection_commands"]
+
+# What Kubernetes accepts: a cluster (a Helm release suffix) and a namespace are RFC 1123
+# labels; a node is a RFC 1123 subdomain (its name) or an IP address.
+_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
+_SUBDOMAIN = re.compile(
+    r"(?=.{1,253}$)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*"
+)
+
+
+class CommandValueError(TalosSchematicError):
+    """A --cluster, --namespace or --node value that cannot name what it stands for; ``option``
+    is the option's name."""
+
+    exit_code = 2
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+def _checked(option: str, value: str, *, node: bool = False) -> str:
+    """``value`` when Kubernetes could hold it as a name (or, for a node, an address): the
+    commands are shell text, and a value that is neither is refused rather than pasted."""
+    if node:
+        try:
+            ipaddress.ip_address(value)
+            return value
+        except ValueError:
+            pass
+    if (_SUBDOMAIN if node else _LABEL).fullmatch(value):
+        return value
+    what = (
+        "a node name (RFC 1123) or an IP address" if node else "a Kubernetes name (RFC 1123 label)"
+    )
+    raise CommandValueError(option, f"{printable(value, one_line=True)!s} is not {what}")
+
 
 _WINDOW = "end=$(date +%s); start=$((end - 2*86400))"
 
@@ -18,10 +60,13 @@ _WINDOW = "end=$(date +%s); start=$((end - 2*86400))"
 def collection_commands(
     *, cluster: str | None = None, namespace: str | None = None, node: str | None = None
 ) -> str:
-    """Shell commands, with comments, that collect every input triage reads."""
-    name = cluster or "CLUSTER"
-    ns = namespace or "TENANT_NAMESPACE"
-    target = node or "NODE"
+    """Shell commands, with comments, that collect every input triage reads.
+
+    Raises CommandValueError for a value that cannot be a Kubernetes name (or, for ``node``, an
+    address); every value is also shell-quoted where it is pasted."""
+    name = quote(_checked("--cluster", cluster)) if cluster is not None else "CLUSTER"
+    ns = quote(_checked("--namespace", namespace)) if namespace is not None else "TENANT_NAMESPACE"
+    target = quote(_checked("--node", node, node=True)) if node is not None else "NODE"
     release = f"kubernetes-{name}"
     lines = [
         f"# Evidence for talos-schematic triage: tenant cluster {name!r} in namespace {ns!r},",
@@ -67,8 +112,11 @@ def collection_commands(
         f"kubectl -n {ns} run talosctl --restart=Never "
         "--image=ghcr.io/siderolabs/talosctl:TALOS_VERSION --command -- sleep 7200",
         f"kubectl -n {ns} cp ./talosconfig talosctl:/tmp/talosconfig",
-        f"T='kubectl -n {ns} exec talosctl -- talosctl --talosconfig /tmp/talosconfig "
-        f"-e {target} -n {target}'",
+        "T="
+        + quote(
+            f"kubectl -n {ns} exec talosctl -- talosctl --talosconfig /tmp/talosconfig "
+            f"-e {target} -n {target}"
+        ),
         f"$T dmesg > {target}.dmesg.txt",
         f"$T services > {target}.services.txt",
         f"$T get pcidevices -o yaml > {target}.pcidevices.yaml",

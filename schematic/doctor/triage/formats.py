@@ -8,10 +8,17 @@ from typing import Any
 
 from schematic.doctor.triage import TriageReport
 from schematic.doctor.triage.diagnose import Diagnosis
+from schematic.errors import printable
 
 __all__ = ["FORMATS", "render"]
 
 FORMATS = ("text", "json", "markdown", "sarif")
+
+
+def _shown(text: str) -> str:
+    """Evidence (a line a tenant's workload may have written) and file names as text and
+    Markdown show them: control characters and bidirectional overrides escaped, on one line."""
+    return printable(text, one_line=True)
 
 
 def _lines(text: str, indent: str) -> list[str]:
@@ -54,7 +61,7 @@ def render_text(report: TriageReport) -> str:
         for role, schematic in d.schematics:
             out.append(f"  schematic {role}: {schematic}")
         out.append("  evidence:")
-        out += [f"    {e.where}: {e.text}" for e in d.evidence]
+        out += [f"    {_shown(e.where)}: {_shown(e.text)}" for e in d.evidence]
         if d.ruled_out:
             out.append("  ruled out:")
             out += [f"    {reason}" for reason in d.ruled_out]
@@ -115,7 +122,7 @@ def render_json(report: TriageReport) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("`", "'")
+    return _shown(text).replace("|", "\\|").replace("`", "'")
 
 
 def render_markdown(report: TriageReport) -> str:
@@ -131,7 +138,7 @@ def render_markdown(report: TriageReport) -> str:
         if d.summary:
             out += [d.summary, ""]
         out += ["| where | line |", "| --- | --- |"]
-        out += [f"| `{e.where}` | {_cell(e.text)} |" for e in d.evidence]
+        out += [f"| `{_cell(e.where)}` | {_cell(e.text)} |" for e in d.evidence]
         out.append("")
         if d.ruled_out:
             out += ["**Ruled out:**", ""] + [f"- {reason}" for reason in d.ruled_out] + [""]
@@ -143,7 +150,9 @@ def render_markdown(report: TriageReport) -> str:
             out += ["**Collect next:**", ""] + [f"- {item}" for item in d.collect] + [""]
     if report.unrecognised:
         out += ["## Unrecognised inputs", ""]
-        out += [f"- `{r.file}` {r.problem}".rstrip() for r in report.unrecognised] + [""]
+        out += [
+            f"- `{_cell(r.file)}` {_shown(r.problem)}".rstrip() for r in report.unrecognised
+        ] + [""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from itertools import chain, islice
 
-from schematic.doctor.triage.readers.messages import message_kinds
+from schematic.doctor.triage.readers.messages import KEYWORDS, message_kinds
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 
 __all__ = ["read_log", "recognise_log"]
@@ -75,12 +77,44 @@ _PROC_MODULE = re.compile(
 )
 _STRATEGY = re.compile(r'"deviceListStrategy"\s*:\s*(?P<rest>.*)$')
 _MAX_TEXT = 400
+# What a message must hold for any signal to come of it (or of the message beside it): the
+# messages' keywords, a /proc/modules address, the device plugin's config, nvidia-smi's GPU
+# lines, table rows and Fabric section. Messages without one are passed over unsplit, so a
+# 16 MiB log of eight million short lines is read in seconds. A new signal read from a log
+# line needs its word here (tests/test_triage.py holds the readers' own examples to it).
+_MARK = re.compile(
+    "|".join(
+        [
+            *map(
+                re.escape,
+                (
+                    *KEYWORDS,
+                    " 0x",
+                    "PCI ID:",
+                    "Running with config:",
+                    "deviceListStrategy",
+                    "UUID: GPU-",
+                    "Product Name",
+                    "Fabric",
+                    "State",
+                    "Status",
+                ),
+            ),
+            r"^\|\s+\d+\s",  # a GPU row of nvidia-smi's table
+        ]
+    ),
+    re.MULTILINE,
+)
+# How far after ``Running with config:`` the device plugin's strategy is looked for, and how
+# many lines its list may take.
+_STRATEGY_SEARCH = 200
+_STRATEGY_LINES = _STRATEGY_SEARCH + 20
 
 
 class _Line:
     """One message with its place: the node its prefix names and the kernel uptime, if any."""
 
-    __slots__ = ("message", "node", "number", "raw", "time", "uptime")
+    __slots__ = ("follows", "message", "node", "number", "raw", "time", "uptime")
 
     def __init__(
         self, number: int, raw: str, node: str, uptime: str, message: str, time: str = ""
@@ -91,6 +125,8 @@ class _Line:
         self.uptime = uptime
         self.message = message
         self.time = time
+        # Whether it comes right after the message before it (none between was passed over).
+        self.follows = True
 
 
 def _split(number: int, raw: str) -> _Line:
@@ -190,28 +226,45 @@ _NON_SPACE = re.compile(r"\S")
 
 
 def _lines(text: str) -> Iterator[_Line]:
-    """Messages in order; a kernel continuation line is joined to the message before it."""
-    pending: _Line | None = None
-    # A message's continuation lines, joined once it ends (joining as they come is quadratic).
-    more: list[str] = []
-    for number, raw in _non_blank(text):
-        continued = _CONTINUATION.match(raw)
-        if continued and pending is not None:
-            more.append(continued["msg"])
-            continue
-        if pending is not None:
-            yield _joined(pending, more)
-            more = []
-        pending = _split(number, raw)
-    if pending is not None:
-        yield _joined(pending, more)
+    """Messages in order; a kernel continuation line is joined to the message before it.
 
-
-def _joined(line: _Line, more: list[str]) -> _Line:
-    if more:
-        line.message = "\n".join([line.message, *more])
-        line.raw = "\\x0a".join([line.raw, *more])
-    return line
+    Only messages that hold a :data:`_MARK` are split into their parts, with the lines that
+    follow ``Running with config:``; the rest are passed over whole (a 16 MiB log of short
+    lines holds eight million of them). Continuation lines are gathered in a list and joined
+    once: joining them one at a time copied the message for every line (200,000 took 24 s)."""
+    if not _MARK.search(text):
+        return
+    first_number = 0
+    first_raw: str | None = None
+    parts: list[str] = []
+    keep_all = 0
+    passed_over = False
+    for number, raw in chain(_non_blank(text), ((0, ""),)):
+        if first_raw is not None:
+            if raw.startswith("    "):
+                continued = _CONTINUATION.match(raw)
+                if continued:
+                    parts.append(continued["msg"])
+                    continue
+            if keep_all or _MARK.search(first_raw) or (parts and _MARK.search("".join(parts))):
+                keep_all = max(keep_all - 1, 0)
+                line = _split(first_number, first_raw)
+                if parts:
+                    line.message += "\n" + "\n".join(parts)
+                    # Evidence shows at most _MAX_TEXT characters of it.
+                    line.raw = _cut("\\x0a".join([line.raw, *parts]))
+                    parts.clear()
+                if "Running with config:" in line.message:
+                    keep_all = _STRATEGY_LINES
+                line.follows = not passed_over
+                passed_over = False
+                yield line
+            else:
+                parts.clear()
+                passed_over = True
+        if not raw:
+            break
+        first_number, first_raw = number, raw
 
 
 def _cut(text: str) -> str:
@@ -246,12 +299,41 @@ def _unjoined(lines: Iterator[_Line]) -> Iterator[_Line]:
                 yield _split(line.number, part)
 
 
+# Signals of one kind for one node kept from one log: the first ones and the last. A real log
+# holds a few hundred (a boot loop of two days: forty reboots); a log of nothing but one
+# message repeated would otherwise hold millions, each kept in memory.
+MAX_SIGNALS_OF_A_KIND = 1000
+
+
 def read_log(text: str, file: str) -> Iterator[Signal]:
-    """The signals of a line-oriented log."""
-    lines = list(_unjoined(_lines(text)))
+    """The signals of a line-oriented log, read in one pass: a message is looked at with the
+    one before it and the one after it and, after ``Running with config:``, the few hundred
+    after it. Of one kind for one node, the first :data:`MAX_SIGNALS_OF_A_KIND` - 1 and the
+    last are kept."""
+    counts: dict[tuple[Kind, str], int] = {}
+    latest: dict[tuple[Kind, str], Signal] = {}
+    for signal in _read_log(text, file):
+        key = (signal.kind, signal.node)
+        seen = counts.get(key, 0) + 1
+        counts[key] = seen
+        if seen < MAX_SIGNALS_OF_A_KIND:
+            yield signal
+        else:
+            latest[key] = signal
+    yield from latest.values()
+
+
+def _read_log(text: str, file: str) -> Iterator[Signal]:
+    source = _unjoined(_lines(text))
+    ahead: deque[_Line] = deque()
+    previous: _Line | None = None
     listed_modules: dict[str, int] = {}
     fabric_until = -1  # the State of nvidia-smi -q's Fabric section is on one of these lines
-    for index, line in enumerate(lines):
+    while True:
+        line = ahead.popleft() if ahead else next(source, None)
+        if line is None:
+            break
+        before, previous = (previous if line.follows else None), line
         evidence = Evidence(file, line.number, _cut(line.raw))
         data: tuple[tuple[str, str], ...] = ()
         if line.uptime:
@@ -281,10 +363,13 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
             )
             continue
         if _SMI_FABRIC.match(message):
-            fabric_until = index + 3
+            fabric_until = line.number + 3
             continue
-        if index <= fabric_until and (fabric := _SMI_STATE.match(message)):
-            status = _SMI_STATUS.match(lines[index + 1].message) if index + 1 < len(lines) else None
+        if line.number <= fabric_until and (fabric := _SMI_STATE.match(message)):
+            if not ahead:
+                ahead.extend(islice(source, 1))
+            after = ahead[0] if ahead and ahead[0].follows else None
+            status = _SMI_STATUS.match(after.message) if after else None
             yield Signal(
                 Kind.FABRIC_STATE,
                 line.node,
@@ -299,7 +384,7 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
             for found in _SERVICE_WAIT.finditer(message):
                 yield Signal(Kind.SERVICE_WAITING, line.node, evidence, found["service"], data)
             continue
-        module = _PROC_MODULE.match(message)
+        module = _PROC_MODULE.match(message) if " 0x" in message else None
         if module:
             listed_modules.setdefault(line.node, line.number)
             yield Signal(
@@ -311,21 +396,20 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
             )
             continue
         if "Running with config:" in message:
-            strategy = _device_list_strategy(lines, index)
+            ahead.extend(islice(source, _STRATEGY_LINES - len(ahead)))
+            strategy = _device_list_strategy(list(ahead))
             if strategy is not None:
-                number, values = strategy
+                found_line, values = strategy
                 yield Signal(
                     Kind.PLUGIN_STRATEGY,
                     line.node,
-                    Evidence(file, number, _cut(_lines_text(lines, number))),
+                    Evidence(file, found_line.number, _cut(found_line.raw)),
                     ",".join(values),
                 )
             continue
         for kind in message_kinds(message):
             extra = data
-            pci = _PCI_ID.search(message) or (
-                _PCI_ID.search(lines[index - 1].message) if index else None
-            )
+            pci = _PCI_ID.search(message) or (_PCI_ID.search(before.message) if before else None)
             if pci:
                 extra = (*extra, ("pci", pci["id"].lower()))
             yield Signal(kind, line.node, evidence, "", extra)
@@ -333,24 +417,17 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
         yield Signal(Kind.MODULES_LISTED, node, Evidence(file, number, "/proc/modules"))
 
 
-def _lines_text(lines: list[_Line], number: int) -> str:
-    for line in lines:
-        if line.number == number:
-            return line.raw
-    return ""
-
-
-def _device_list_strategy(lines: list[_Line], start: int) -> tuple[int, list[str]] | None:
+def _device_list_strategy(following: list[_Line]) -> tuple[_Line, list[str]] | None:
     """The ``flags.plugin.deviceListStrategy`` of the JSON printed after ``Running with config:``
-    (the device plugin pretty-prints it over many lines)."""
-    for line in lines[start + 1 : start + 200]:
+    (the device plugin pretty-prints it over many lines), from the lines that follow it."""
+    for index, line in enumerate(following[:_STRATEGY_SEARCH]):
         found = _STRATEGY.search(line.message)
         if not found:
             continue
         rest = found["rest"].strip().rstrip(",")
         collected = rest
         if rest.startswith("[") and "]" not in rest:
-            for more in lines[lines.index(line) + 1 : lines.index(line) + 20]:
+            for more in following[index + 1 : index + 20]:
                 collected += more.message.strip()
                 if "]" in more.message:
                     break
@@ -360,6 +437,6 @@ def _device_list_strategy(lines: list[_Line], start: int) -> tuple[int, list[str
             return None
         values = [value] if isinstance(value, str) else value
         if isinstance(values, list) and all(isinstance(item, str) for item in values):
-            return line.number, values
+            return line, values
         return None
     return None
