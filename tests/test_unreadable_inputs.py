@@ -65,9 +65,9 @@ def run_unprivileged(*args: str) -> tuple[int, str, str]:
     with os.fdopen(reading) as pipe:
         answer = pipe.read()
     os.waitpid(child, 0)
-    code, out, err = json.loads(answer)
-    assert code != -1, err
-    return int(code), str(out), str(err)
+    code, out, stderr = json.loads(answer)
+    assert code != -1, stderr
+    return int(code), str(out), str(stderr)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -99,10 +99,8 @@ def terminal_safe_output() -> Iterator[None]:
         yield
     finally:
         for guarded in (sys.stdout, sys.stderr):
-            try:
+            with suppress(OSError, ValueError):
                 guarded.flush()
-            except (OSError, ValueError):
-                pass
         sys.stdout, sys.stderr = saved
 
 
