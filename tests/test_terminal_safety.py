@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
+from schematic.doctor.triage import triage_paths
 from schematic.errors import printable
-from schematic.triage import triage_paths
 
 register_all_commands()
 

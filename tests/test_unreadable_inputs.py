@@ -26,7 +26,11 @@ from schematic.cli import app, register_all_commands
 
 register_all_commands()
 # What the commands import when they run: the child that gave up root cannot read them then.
-for _module in ("schematic.doctor.triage", "schematic.doctor.triage.formats", "schematic.doctor.lint"):
+for _module in (
+    "schematic.doctor.triage",
+    "schematic.doctor.triage.formats",
+    "schematic.doctor.lint",
+):
     importlib.import_module(_module)
 NOBODY = 65534
 
