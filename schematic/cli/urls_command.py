@@ -12,6 +12,7 @@ import typer
 
 from schematic.cli.base import JsonAliasOption, TextFormat, TextFormatOption, app, fail, json_alias
 from schematic.errors import TalosSchematicError
+from schematic.inputs.factory_url import split_factory_url
 from schematic.inputs.profile_values import Platform
 
 _SCHEMATIC_ID = re.compile(r"[0-9a-f]{64}")
@@ -112,7 +113,8 @@ def urls(
             arch.value,
             secureboot=secureboot,
             board=board,
-            image_factory_url=factory.rstrip("/"),
+            # Printed: without user:password@; a query or fragment (a token?) is refused.
+            image_factory_url=split_factory_url(factory)[0],
             installer_repository=installer_repository,
         )
         document = {"schematicID": wanted, "talos": str(version)} | media_urls(media)

@@ -216,9 +216,34 @@ _T = TypeVar("_T")
 _V = TypeVar("_V")
 
 
-def _one_line(text: str, limit: int = _SNIPPET) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+def _redacted(text: str, secrets: Collection[str]) -> str:
+    """``text`` with every secret replaced by ``***``. Servers may echo headers or URLs back. A
+    secret of 4 characters or more is hidden wherever it appears; a shorter one (replacing every
+    "ab" would garble the message) wherever it stands alone, not inside a longer word."""
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+        else:
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
+    return text
+
+
+def _one_line(text: str, secrets: Collection[str], limit: int = _SNIPPET) -> str:
+    """A server's text on one line of at most ``limit`` characters, its secrets hidden.
+
+    Secrets are hidden before the text is cut (cut first, a secret straddling the cut would no
+    longer match and its first half would be shown), and a cut that ends in the first
+    characters of a secret loses them too."""
+    flat = " ".join(_redacted(text, secrets).split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    for secret in filter(None, secrets):
+        for length in range(min(len(secret) - 1, len(cut)), 0, -1):
+            if cut.endswith(secret[:length]):
+                cut = cut[:-length]
+                break
+    return cut + "…"
 
 
 def _is_html(response: httpx.Response) -> bool:
@@ -303,7 +328,7 @@ def _hashes_to(text: str, schematic_id: str) -> bool:
     return decoded is not None and decoded.id == schematic_id
 
 
-def _changes(old: str, new: str, limit: int = 3) -> str:
+def _changes(old: str, new: str, secrets: Collection[str], limit: int = 3) -> str:
     """The first few changed lines between two canonical bodies, for a one-line explanation.
 
     Bounded for any answer: whole lines are matched (ndiff's character-level matching of each
@@ -323,7 +348,7 @@ def _changes(old: str, new: str, limit: int = 3) -> str:
         ):
             count += len(lines)
             for line in lines[: max(0, limit - len(shown))]:
-                shown.append(f"{verb} {_one_line(line, _LINE_SNIPPET)!r}")
+                shown.append(f"{verb} {_one_line(line, secrets, _LINE_SNIPPET)!r}")
     return ", ".join(shown) + (f" and {count - limit} more" if count > limit else "")
 
 
@@ -570,15 +595,7 @@ class FactoryClient:
             self._secrets |= {encoded, *_echoed_forms(pair), *_echoed_forms(userinfo[1])}
 
     def _redact(self, text: str) -> str:
-        # Servers may echo headers or URLs back. A secret of 4 characters or more is hidden
-        # wherever it appears; a shorter one (replacing every "ab" would garble the message)
-        # wherever it stands alone, not inside a longer word.
-        for secret in sorted(filter(None, self._secrets), key=len, reverse=True):
-            if len(secret) >= 4:
-                text = text.replace(secret, "***")
-            else:
-                text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
-        return text
+        return _redacted(text, self._secrets)
 
     def _cleaned(self, value: _V) -> _V:
         """A server's strings as they may be printed or cached: secrets it echoed hidden, control
@@ -649,7 +666,8 @@ class FactoryClient:
             except _UnaskedEncodingError as exc:
                 raise self._error(
                     subject,
-                    f"{what}: the answer is in Content-Encoding {_one_line(str(exc), 40)!r}, "
+                    f"{what}: the answer is in Content-Encoding "
+                    f"{_one_line(str(exc), self._secrets, 40)!r}, "
                     "which was not asked for (gzip or deflate)",
                 ) from None
             except httpx.DecodingError as exc:
@@ -657,7 +675,7 @@ class FactoryClient:
                 raise self._error(
                     subject,
                     f"{what}: the answer's body could not be decoded (its Content-Encoding "
-                    f"does not match its bytes: {_one_line(str(exc))})",
+                    f"does not match its bytes: {_one_line(str(exc), self._secrets)})",
                 ) from None
             except httpx.TransportError as exc:
                 reason = _describe_transport_error(exc)
@@ -770,7 +788,7 @@ class FactoryClient:
         if _is_html(response):
             detail = "an HTML page, not the factory's answer (a proxy or login page in front?)"
         else:
-            body = _one_line(response.text)
+            body = _one_line(response.text, self._secrets)
             detail = body or "(empty body)"
         tail = f" (after {_attempts(attempts)})" if response.status_code in _RETRY_STATUSES else ""
         if retry_after is not None:
@@ -797,7 +815,7 @@ class FactoryClient:
             raise self._error(
                 subject,
                 f"{what}: {status} with malformed or truncated JSON ({exc}): "
-                f"{_one_line(response.text) or '(empty body)'}",
+                f"{_one_line(response.text, self._secrets) or '(empty body)'}",
             ) from None
 
     def _html_error(self, response: httpx.Response, what: str, subject: str) -> FactoryError:
@@ -826,7 +844,8 @@ class FactoryClient:
         if not isinstance(factory_id, str) or not _ID.fullmatch(factory_id):
             raise self._error(
                 subject,
-                f"{what}: {status} without a schematic ID: {_one_line(response.text)}",
+                f"{what}: {status} without a schematic ID: "
+                f"{_one_line(response.text, self._secrets)}",
             )
         stored = payload.get("schematic") if isinstance(payload, dict) else None
         if stored is not None and not isinstance(stored, str):
@@ -860,12 +879,14 @@ class FactoryClient:
             raise self._error(
                 subject,
                 f"{what}: the factory stores a body that differs from the one sent by more "
-                f"than an added owner ({_changes(sent, stored)}) under ID {factory_id}; "
+                f"than an added owner ({_changes(sent, stored, self._secrets)}) "
+                f"under ID {factory_id}; "
                 "nothing is written",
             )
         notice = self._redact(
             f"{self.url}: {subject or 'schematic'}: the factory stores a different body "
-            f"({_changes(sent, stored)}), so its ID {factory_id} is used instead of the "
+            f"({_changes(sent, stored, self._secrets)}), "
+            f"so its ID {factory_id} is used instead of the "
             f"offline {offline_id}"
         )
         return Registration(
@@ -895,7 +916,9 @@ class FactoryClient:
         payload = self._json(response, what, "")
         if not isinstance(payload, list) or not all(isinstance(v, str) for v in payload):
             raise self._error(
-                "", f"{what}: expected a JSON list of versions: {_one_line(response.text)}"
+                "",
+                f"{what}: expected a JSON list of versions: "
+                f"{_one_line(response.text, self._secrets)}",
             )
         return [self._cleaned(version) for version in payload]
 
@@ -921,7 +944,8 @@ class FactoryClient:
             raise CatalogError(
                 self._redact(
                     f"{self.url}: Talos {talos}: the factory does not know this version "
-                    f"({_status_text(response)}: {_one_line(response.text) or '(empty body)'})"
+                    f"({_status_text(response)}: "
+                    f"{_one_line(response.text, self._secrets) or '(empty body)'})"
                 )
             )
         payload = self._json(response, what, f"Talos {talos}")
@@ -1041,7 +1065,8 @@ def verify_ids(
                     subject=subject,
                     id=schematic_id,
                     status="different",
-                    detail=f"the factory stores another body ({_changes(wanted, body)})",
+                    detail="the factory stores another body "
+                    f"({_changes(wanted, body, client._secrets)})",
                 )
             )
     return results

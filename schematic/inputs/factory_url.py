@@ -11,8 +11,10 @@ This is the one parser of factory URLs, and it decides what of one may be shown 
   though a strict URL parser would take part of it for the host or path. Given to ``--factory``
   or ``$TALOS_SCHEMATIC_FACTORY`` it is taken as basic credentials
   (:func:`split_factory_url`) and never shown (:func:`without_userinfo`).
-- A URL that is written to a file (``talos.imageFactoryURL``) must hold none
-  (:func:`refuse_userinfo`): files land in Git.
+- A URL that is written to a file (``talos.imageFactoryURL``) must hold none, nor a query or a
+  fragment, where a token would travel (:func:`refuse_userinfo`): files land in Git.
+- A URL printed from ``--factory`` (``urls``) is the base alone (:func:`split_factory_url`): no
+  ``user:password@``, and a query or fragment is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from schematic.errors import FactoryError
 __all__ = [
     "DEFAULT_FACTORY_URL",
     "FACTORY_ENV",
+    "QUERY_REFUSED",
     "USERINFO_REFUSED",
     "refuse_userinfo",
     "resolve_factory_url",
@@ -40,6 +43,11 @@ FACTORY_ENV = "TALOS_SCHEMATIC_FACTORY"
 USERINFO_REFUSED = (
     "must not carry user:password@ — the URL is written into every pool's values and image "
     "URLs; give the credentials in $TALOS_SCHEMATIC_FACTORY_AUTH (user:password) or "
+    "$TALOS_SCHEMATIC_FACTORY_TOKEN instead"
+)
+QUERY_REFUSED = (
+    "must not carry a query (?...) or fragment (#...) — it may hold a token, and the URL is "
+    "written into every pool's values and image URLs; give a token in "
     "$TALOS_SCHEMATIC_FACTORY_TOKEN instead"
 )
 
@@ -81,10 +89,14 @@ def without_userinfo(url: str) -> str:
 
 
 def refuse_userinfo(url: str) -> None:
-    """ValueError (:data:`USERINFO_REFUSED`, which never echoes it) when ``url`` carries a
-    ``user:password@`` part: for a URL that is written to a file."""
-    if _split(url.strip())[2] is not None:
+    """ValueError (:data:`USERINFO_REFUSED` or :data:`QUERY_REFUSED`, which never echo it) when
+    ``url`` carries a ``user:password@`` part, a query or a fragment: for a URL that is written
+    to a file."""
+    _, rest, userinfo = _split(url.strip())
+    if userinfo is not None:
         raise ValueError(USERINFO_REFUSED)
+    if "?" in rest or "#" in rest:
+        raise ValueError(QUERY_REFUSED)
 
 
 def split_factory_url(url: str) -> tuple[str, tuple[str, str] | None]:

@@ -20,6 +20,7 @@ only when there is a problem to report.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -52,6 +53,9 @@ T = TypeVar("T")
 KeyPath = tuple[Any, ...]
 # A file with the same mistake in every one of 10,000 pools gets a readable error.
 MAX_PROBLEMS = 20
+# Problems kept of one file; the rest are counted. Those shown are the first by line, and
+# readers find problems in about the order of the file.
+MAX_COLLECTED = 1000
 
 # --- the typing rule ------------------------------------------------------------------------------
 
@@ -181,23 +185,56 @@ def parse_yaml(
 # --- where a problem is ---------------------------------------------------------------------------
 
 
-def _line(node: yaml.Node | None, path: KeyPath) -> int | None:
+_KeyIndex = dict[object, tuple[int, yaml.Node]]
+
+
+def _line(
+    node: yaml.Node | None, path: KeyPath, keys: dict[int, _KeyIndex] | None = None
+) -> int | None:
     """The line of the key or item ``path`` names, or of the nearest enclosing one."""
-    return _walk(node, path)[0]
+    return _walk(node, path, keys)[0]
 
 
-def _walk(node: yaml.Node | None, path: KeyPath) -> tuple[int | None, yaml.Node | None]:
-    """The line ``path`` names (as :func:`_line`) and the node there, if the path is whole."""
+def _key_index(node: yaml.MappingNode) -> _KeyIndex:
+    """A mapping's keys (and, for a key that is not text, its text) with each key's line and
+    value; the first pair of a key wins, as in :func:`_pairs`."""
+    index: _KeyIndex = {}
+    for key_node, value_node in _pairs(node):
+        if not isinstance(key_node, yaml.ScalarNode):
+            continue
+        try:
+            value = _scalar(key_node)
+        except _YamlError:
+            continue
+        found = (key_node.start_mark.line + 1, value_node)
+        with contextlib.suppress(TypeError):  # an unhashable key names nothing
+            index.setdefault(value, found)
+        if not isinstance(value, str):
+            # A key that is not text is named by its text in a path (see Fields).
+            index.setdefault(str(value), found)
+    return index
+
+
+def _walk(
+    node: yaml.Node | None, path: KeyPath, keys: dict[int, _KeyIndex] | None = None
+) -> tuple[int | None, yaml.Node | None]:
+    """The line ``path`` names (as :func:`_line`) and the node there, if the path is whole.
+
+    ``keys`` keeps each mapping's key index between calls: a file with a problem on each of
+    16,000 keys is then located in one pass over each mapping, not one pass a problem."""
     if node is None:
         return None, None
+    keys = {} if keys is None else keys
     line = node.start_mark.line + 1
     for step in path:
         child: yaml.Node | None = None
         if isinstance(node, yaml.MappingNode):
-            for key_node, value_node in _pairs(node):
-                if isinstance(key_node, yaml.ScalarNode) and _same_key(key_node, step):
-                    line, child = key_node.start_mark.line + 1, value_node
-                    break
+            index = keys.get(id(node))
+            if index is None:
+                index = keys[id(node)] = _key_index(node)
+            with contextlib.suppress(TypeError):
+                if step in index:
+                    line, child = index[step]
         elif isinstance(node, yaml.SequenceNode) and isinstance(step, int):
             child = node.value[step] if 0 <= step < len(node.value) else None
             line = line if child is None else child.start_mark.line + 1
@@ -219,15 +256,6 @@ def _pairs(node: yaml.MappingNode) -> Iterator[tuple[yaml.Node, yaml.Node]]:
         for item in source.value if isinstance(source, yaml.SequenceNode) else [source]:
             if isinstance(item, yaml.MappingNode):
                 yield from _pairs(item)
-
-
-def _same_key(node: yaml.ScalarNode, key: object) -> bool:
-    try:
-        value = _scalar(node)
-    except _YamlError:
-        return False
-    # A key that is not text is named by its text in a path (see Fields).
-    return bool(value == key) or (not isinstance(value, str) and str(value) == key)
 
 
 def location(path: KeyPath) -> str:
@@ -257,9 +285,13 @@ class Reading:
         # Names a part of the file (a pool) by a word rather than its index.
         self.label = label
         self.problems: list[tuple[KeyPath, str]] = []
+        self.left_out = 0
 
     def problem(self, path: KeyPath, message: str) -> None:
-        self.problems.append((path, message))
+        if len(self.problems) < MAX_COLLECTED:
+            self.problems.append((path, message))
+        else:
+            self.left_out += 1
 
     def item_lines(self, path: KeyPath) -> list[int | None]:
         """The line of each item of the list at ``path`` (empty without the YAML)."""
@@ -273,16 +305,17 @@ class Reading:
         if not self.problems:
             return
         lines: list[tuple[int, str]] = []
+        keys: dict[int, _KeyIndex] = {}
         for path, message in self.problems:
-            line = _line(self.node, path)
+            line = _line(self.node, path, keys)
             where = self.source if line is None else f"{self.source}:{line}"
             prefix, rest = self.label(path) if self.label else ("", path)
             key = location(rest)
             parts = [where, prefix, key, message] if key else [where, prefix, message]
             lines.append((line or 0, ": ".join(part for part in parts if part)))
         shown = list(dict.fromkeys(text for _line_number, text in sorted(lines, key=_first)))
-        if len(shown) > MAX_PROBLEMS:
-            more = len(shown) - MAX_PROBLEMS
+        if len(shown) > MAX_PROBLEMS or self.left_out:
+            more = max(len(shown) - MAX_PROBLEMS, 0) + self.left_out
             shown = [*shown[:MAX_PROBLEMS], f"… and {more} more problems"]
         raise self.error("\n".join(shown))
 
@@ -309,7 +342,7 @@ class At:
 
     @property
     def problems(self) -> int:
-        return len(self.reading.problems)
+        return len(self.reading.problems) + self.reading.left_out
 
     def check(self, value: Any, check: Callable[[Any], T]) -> T | None:
         """``check(value)``, or None with its ValueError recorded here."""

@@ -29,10 +29,11 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 import secrets
 import stat
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -297,13 +298,17 @@ def _owned_digest(folders: _Folders, name: str, claims: Claims) -> tuple[bytes |
     return content, content is not None and digest(content) in claims.get(name, frozenset())
 
 
-def recover(root: Path) -> dict[str, frozenset[str]]:
+def recover(root: Path, listed: Collection[str] = ()) -> dict[str, frozenset[str]]:
     """Clean up after a killed run from its journal; the digests it proves the tool's.
 
     The journal is untrusted: entries that are not plain paths are ignored, and nothing is
-    removed unless it is a regular temporary file reached through real folders that still has
-    the digest the journal gives (or is empty: killed before its first byte). Folders the run
-    created are removed only if empty.
+    removed unless it is one of the tool's own temporary files (``.NAME.TOKEN.tmp`` beside a
+    ``write`` entry for ``NAME``), reached through real folders, that still has the digest the
+    journal gives or is empty (killed before its first byte). An empty file is claimed for a
+    ``write`` or ``remove`` entry only where the old index ``listed`` names it: a planted
+    journal cannot make a user's empty ``.gitkeep`` or ``__init__.py`` the tool's. A folder the
+    journal says the run created is removed only once a temporary file of the run was removed
+    from it and it is empty.
     """
     try:
         text = read_file(root, JOURNAL)
@@ -315,6 +320,7 @@ def recover(root: Path) -> dict[str, frozenset[str]]:
     claims: dict[str, set[str]] = {}
     folders_made: list[str] = []
     temps: list[tuple[str, str]] = []
+    writes: set[str] = set()
     if lines[:1] == [_JOURNAL_HEADER]:
         for line in lines[1:]:
             kind, _, rest = line.partition(" ")
@@ -325,26 +331,50 @@ def recover(root: Path) -> dict[str, frozenset[str]]:
             if not plain_path(name) or len(recorded) != 64:
                 continue
             if kind in ("write", "remove"):
-                # An empty file there was cut off before its first byte: nothing to lose.
-                claims.setdefault(name, set()).update((recorded, _EMPTY))
-            elif kind == "temp" and name.rpartition("/")[2].startswith("."):
+                claims.setdefault(name, set()).add(recorded)
+                if name in listed:
+                    # A listed file cut off before its first byte: nothing of the user's to lose.
+                    claims[name].add(_EMPTY)
+                if kind == "write":
+                    writes.add(name)
+            elif kind == "temp":
                 temps.append((name, recorded))
+    emptied: set[str] = set()
     with _Folders(root) as folders:
         for name, recorded in temps:
+            written = _temporary_of(name)
+            if written is None or written not in writes:
+                continue
             with contextlib.suppress(OSError):
                 content, _ = _owned_digest(folders, name, {})
                 if content is not None and (not content or digest(content) == recorded):
                     folder, _, base = name.rpartition("/")
                     os.unlink(base, dir_fd=folders.get(folder))
+                    emptied.add(folder)
         with contextlib.suppress(OSError):
             os.unlink(JOURNAL, dir_fd=folders.get(""))
         for folder in sorted(folders_made, reverse=True):
+            if folder not in emptied:
+                continue
             parent, _, base = folder.rpartition("/")
             with contextlib.suppress(OSError):
                 above = folders.get(parent)
                 if above is not None:
                     os.rmdir(base, dir_fd=above)  # a link or non-empty folder: refused
+                    emptied.add(parent)
     return {name: frozenset(found) for name, found in claims.items()}
+
+
+_TEMPORARY = re.compile(r"\.(?P<base>.+)\.[0-9a-f]{8}\.tmp")
+
+
+def _temporary_of(name: str) -> str | None:
+    """The path whose temporary file (:func:`_temporary`) ``name`` is, or None."""
+    folder, _, base = name.rpartition("/")
+    found = _TEMPORARY.fullmatch(base)
+    if found is None:
+        return None
+    return f"{folder}/{found['base']}" if folder else found["base"]
 
 
 def compare(root: Path, files: Mapping[str, bytes], listed: frozenset[str]) -> Drift:

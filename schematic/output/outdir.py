@@ -398,13 +398,18 @@ def write_directory(
     root = output.prepare_root(directory)
     with output.locked(root, shared=False):
         exists = os.path.lexists(root)
-        claims = output.recover(root) if exists else {}
+        unreadable: OutputError | None = None
         try:
             old = _read_locked(root) if exists else None
-        except OutputError:
-            if INDEX not in claims:
-                raise
-            old = None  # an index a killed run was writing: its journal proves it ours
+        except OutputError as err:
+            old, unreadable = None, err
+        # The journal is read with what the old index lists: only those paths may be claimed
+        # empty (cut off before their first byte).
+        listed = frozenset(old.files if old is not None else ()) | {INDEX}
+        claims = output.recover(root, listed) if exists else {}
+        if unreadable is not None and INDEX not in claims:
+            raise unreadable
+        # Otherwise an index a killed run was writing: its journal proves it ours.
         if old is not None and old.cluster != tree.index.cluster and not force:
             raise OutputError(
                 f"{root / INDEX}: this directory holds cluster {old.cluster!r}, not "
