@@ -120,3 +120,46 @@ def test_triage_reads_the_same_folder_once_it_is_readable(shared_folder: Path) -
     code, out, _ = run_unprivileged("triage", str(shared_folder))
     assert code == 3
     assert "TS103" in out
+
+
+def _manifests(folder: Path) -> Path:
+    (folder / "values.yaml").write_text("a: 1\n")
+    (folder / "values.yaml").chmod(0o644)
+    hidden = folder / "more"
+    hidden.mkdir()
+    (hidden / "patch.yaml").write_text("b: 2\n")
+    hidden.chmod(0)
+    return hidden
+
+
+def test_lint_names_an_unreadable_sub_folder_and_fails(shared_folder: Path) -> None:
+    hidden = _manifests(shared_folder)
+    code, out, err = run_unprivileged("lint", str(shared_folder))
+    assert code == 1, (out, err)
+    assert f"{hidden}: cannot be read (Permission denied)" in err
+
+
+def test_lint_on_an_unreadable_folder_fails(shared_folder: Path) -> None:
+    hidden = _manifests(shared_folder)
+    code, _, err = run_unprivileged("lint", str(hidden))
+    assert code == 1
+    assert str(hidden) in err and "Permission denied" in err
+
+
+def test_lint_on_a_listable_folder_whose_entries_cannot_be_looked_at_fails(
+    shared_folder: Path,
+) -> None:
+    # Read but not search permission: the names are listed, each file's stat is refused.
+    hidden = _manifests(shared_folder)
+    hidden.chmod(0o444)
+    code, _, err = run_unprivileged("lint", str(shared_folder))
+    assert code == 1
+    assert "patch.yaml: cannot be read (Permission denied)" in err
+
+
+def test_lint_reads_the_same_folder_once_it_is_readable(shared_folder: Path) -> None:
+    hidden = _manifests(shared_folder)
+    hidden.chmod(0o755)
+    (hidden / "patch.yaml").chmod(0o644)
+    code, _, err = run_unprivileged("lint", str(shared_folder))
+    assert code == 0, err

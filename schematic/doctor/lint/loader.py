@@ -169,7 +169,7 @@ def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
             # Standard input: `helm template ... | talos-schematic lint -`.
             found.append((path, given, ""))
         elif path.is_dir():
-            for root, dirs, files in os.walk(path):
+            for root, dirs, files in os.walk(path, onerror=_unlistable):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
                     if name.endswith(_SUFFIXES) and not name.startswith("."):
@@ -184,6 +184,12 @@ def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
     return found
 
 
+def _unlistable(err: OSError) -> None:
+    # A folder that cannot be listed holds files nobody checked: passing the rest would be a
+    # gate passing on what it could not read.
+    raise LintInputError(f"{err.filename}: cannot be read ({err.strerror or err})")
+
+
 def _unreadable(path: Path) -> str:
     """Why a file found below a directory is not read: a dangling link or not a regular file
     (a FIFO would block the run, a device never end)."""
@@ -193,7 +199,7 @@ def _unreadable(path: Path) -> str:
         target = os.readlink(path) if path.is_symlink() else "?"
         return f"a symbolic link to {target}, which does not exist; skipped"
     except OSError as err:
-        return f"cannot be read ({err.strerror or err}); skipped"
+        raise LintInputError(f"{path}: cannot be read ({err.strerror or err})") from None
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file (a FIFO, socket or device); skipped"
     return ""
