@@ -4,8 +4,13 @@ Every YAML file the tool reads (schematics, cluster files, profiles, lint inputs
 goes through here, so one hostile file ends in one clear error instead of a hang, a memory blow-up
 or a traceback:
 
-- **Size**: a file is read at most ``max_input_size()`` bytes far (16 MiB unless
-  ``--max-input-size`` says otherwise), so ``/dev/zero`` stops at the cap. Too large is an
+- **Size**: a file is read at most its kind's limit far (:data:`INPUT_LIMITS`: 1 MiB for a
+  schematic, a profile, a cluster file, a lint input and a YAML or JSON hardware dump or
+  evidence; 16 MiB for a text hardware dump, text evidence and any other input), unless
+  ``--max-input-size`` gives one limit for every kind; so ``/dev/zero`` stops at the cap. Each
+  limit is what its kind costs at most 5 s and 500 MB to read in its worst shape (a million
+  one-character items in a flow list, a million keys, a million documents), and far above any
+  real input of the kind (``benchmarks/hostile_shapes.py``). Too large is an
   :class:`InputTooLargeError`, which is an ``OSError``: readers report it as "cannot read".
 - **Text**: UTF-8 (a BOM is dropped); anything else is one :class:`NotTextError` (also an
   ``OSError``) naming the byte. (Schematic bodies may also be UTF-16, as the factory's are:
@@ -32,6 +37,7 @@ go-yaml's, it lets an anchor be defined again (the later definition wins).
 
 from __future__ import annotations
 
+import enum
 import errno
 import math
 import os
@@ -47,13 +53,16 @@ import yaml
 __all__ = [
     "DEFAULT_MAX_INPUT_SIZE",
     "GO_YAML_MAX_DEPTH",
+    "INPUT_LIMITS",
     "MAX_NESTING",
     "MAX_NUMBER_DIGITS",
+    "InputKind",
     "InputTooLargeError",
     "NotRegularFileError",
     "NotTextError",
     "Resolver",
     "YamlLimitError",
+    "check_size",
     "check_syntax",
     "compose_all",
     "compose_first",
@@ -72,6 +81,39 @@ __all__ = [
 ]
 
 DEFAULT_MAX_INPUT_SIZE = 16 * 1024 * 1024
+_MIB = 1024 * 1024
+
+
+class InputKind(enum.Enum):
+    """What an input is, for its size limit; the value names it in a message."""
+
+    SCHEMATIC = "a schematic"
+    PROFILE = "a hardware profile"
+    CLUSTER = "a cluster file"
+    LINT = "a lint input"
+    HARDWARE = "a hardware dump"
+    HARDWARE_DOCUMENTS = "a YAML or JSON hardware dump"
+    EVIDENCE = "a triage evidence file"
+    EVIDENCE_DOCUMENTS = "YAML triage evidence"
+    OTHER = "an input"
+
+
+# Each kind's default limit: far above the kind's real inputs (a schematic, a profile or a
+# config patch of a few kilobytes; a cluster file of a thousand pools, 500 kB), and low enough
+# that its worst shape costs at most 5 s and 500 MB. YAML costs about 3 s of CPU and 250 MB a
+# MiB in its worst shapes (a flow list of one-character items, a million small documents);
+# line-oriented text (lspci, logs) and JSON a small part of that.
+INPUT_LIMITS: dict[InputKind, int] = {
+    InputKind.SCHEMATIC: _MIB,
+    InputKind.PROFILE: _MIB,
+    InputKind.CLUSTER: _MIB,
+    InputKind.LINT: _MIB,
+    InputKind.HARDWARE: DEFAULT_MAX_INPUT_SIZE,
+    InputKind.HARDWARE_DOCUMENTS: _MIB,
+    InputKind.EVIDENCE: DEFAULT_MAX_INPUT_SIZE,
+    InputKind.EVIDENCE_DOCUMENTS: _MIB,
+    InputKind.OTHER: DEFAULT_MAX_INPUT_SIZE,
+}
 GO_YAML_MAX_DEPTH = 10_000
 MAX_NESTING = 100
 # No input takes a number near this long; Python refuses to convert an integer of more than
@@ -96,17 +138,19 @@ _FastLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # How a reader types untagged nodes: PyYAML's ``resolve(kind, value, implicit)``.
 Resolver = Callable[[type[yaml.Node], Any, Any], str]
 
-_max_input_size = DEFAULT_MAX_INPUT_SIZE
+# --max-input-size: one limit for every kind; None: each kind's own.
+_max_input_size: int | None = None
 
 
 class InputTooLargeError(OSError):
     """An input larger than the size limit (an ``OSError``, so readers say "cannot read")."""
 
-    def __init__(self, limit: int) -> None:
-        super().__init__(
-            errno.EFBIG,
-            f"larger than the {format_size(limit)} input limit (raise it with --max-input-size)",
-        )
+    def __init__(self, limit: int, kind: InputKind | None = None) -> None:
+        if kind in (None, InputKind.OTHER) or _max_input_size is not None:
+            what = f"the {format_size(limit)} input limit"
+        else:
+            what = f"{format_size(limit)}, the limit for {kind.value}"
+        super().__init__(errno.EFBIG, f"larger than {what} (raise it with --max-input-size)")
 
 
 class NotTextError(OSError):
@@ -131,17 +175,26 @@ class YamlLimitError(yaml.MarkedYAMLError):
     """A document refused by a go-yaml safety rule or the nesting limit, before it is built."""
 
 
-def set_max_input_size(limit: int) -> None:
-    """Set the size limit for every input read from now on (``--max-input-size``)."""
+def set_max_input_size(limit: int | None) -> None:
+    """Set one size limit for every input read from now on (``--max-input-size``); None goes
+    back to each kind's own (:data:`INPUT_LIMITS`)."""
     global _max_input_size
-    if limit < 1:
+    if limit is not None and limit < 1:
         raise ValueError("the input size limit must be at least 1 byte")
     _max_input_size = limit
 
 
-def max_input_size() -> int:
-    """The size limit inputs are read with."""
-    return _max_input_size
+def max_input_size(kind: InputKind = InputKind.OTHER) -> int:
+    """The size limit an input of ``kind`` is read with."""
+    return INPUT_LIMITS[kind] if _max_input_size is None else _max_input_size
+
+
+def check_size(text: str | bytes, kind: InputKind) -> None:
+    """InputTooLargeError when ``text``, already read, is larger than ``kind``'s limit: for a
+    reader that learns the kind from the content (a hardware dump that turns out to be YAML)."""
+    limit = max_input_size(kind)
+    if len(text) > limit:
+        raise InputTooLargeError(limit, kind)
 
 
 _UNITS = {
@@ -193,18 +246,20 @@ def format_size(size: int) -> str:
     return f"{size} bytes"
 
 
-def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
+def read_bytes(
+    path: str | Path, limit: int | None = None, kind: InputKind = InputKind.OTHER
+) -> bytes:
     """At most ``limit`` bytes of ``path`` (``-`` is standard input); InputTooLargeError beyond.
 
     Reads with ``os.read`` in bounded chunks, so a pipe that never ends costs at most the limit.
     A FIFO, socket or device is a :class:`NotRegularFileError`, found before it is opened, except
     a descriptor this process already holds (``/dev/stdin``, ``/dev/fd/N`` from ``<(command)``).
     """
-    cap = _max_input_size if limit is None else limit
+    cap = max_input_size(kind) if limit is None else limit
     if str(path) == "-":
         data = sys.stdin.buffer.read(cap + 1)
         if len(data) > cap:
-            raise InputTooLargeError(cap)
+            raise InputTooLargeError(cap, kind)
         return data
     inherited = _OPEN_DESCRIPTOR.fullmatch(os.path.normpath(path)) is not None
     if not inherited and not _regular_or_directory(os.stat(path).st_mode):
@@ -228,7 +283,7 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     finally:
         os.close(descriptor)
     if total > cap:
-        raise InputTooLargeError(cap)
+        raise InputTooLargeError(cap, kind)
     return b"".join(chunks)
 
 
@@ -249,9 +304,9 @@ def decode_text(data: bytes) -> str:
         raise NotTextError(f"{err.reason} at byte {err.start}") from None
 
 
-def read_text(path: str | Path, limit: int | None = None) -> str:
+def read_text(path: str | Path, limit: int | None = None, kind: InputKind = InputKind.OTHER) -> str:
     """:func:`read_bytes` then :func:`decode_text`: every error is an ``OSError``."""
-    return decode_text(read_bytes(path, limit))
+    return decode_text(read_bytes(path, limit, kind))
 
 
 def nesting_exceeds(value: Any, limit: int) -> bool:

@@ -167,15 +167,25 @@ def test_a_bomb_in_one_linted_file_is_a_finding_and_the_rest_is_linted(workdir: 
     assert peak is None or peak < PEAK_LIMIT_MB
 
 
-@pytest.mark.parametrize("command", [["id"], ["generate"], ["detect"], ["register"]])
-def test_a_50_mb_file_is_refused_at_the_size_limit(workdir: Path, command: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("command", "limit"),
+    [
+        (["id"], "1 MiB, the limit for a schematic"),
+        (["generate"], "1 MiB, the limit for a cluster file"),
+        (["detect"], "16 MiB, the limit for a hardware dump"),
+        (["register"], "1 MiB, the limit for a schematic"),
+    ],
+)
+def test_a_50_mb_file_is_refused_at_its_kinds_size_limit(
+    workdir: Path, command: list[str], limit: str
+) -> None:
     with (workdir / "big.yaml").open("wb") as big:
         big.write(b"a: ")
         big.write(b"x" * (50 << 20))
     code, _, err, peak = run_measured(*command, "big.yaml", cwd=workdir)
     assert code == 1, err
     assert err[-1] == (
-        "talos-schematic: big.yaml: cannot read: larger than the 16 MiB input limit "
+        f"talos-schematic: big.yaml: cannot read: larger than {limit} "
         "(raise it with --max-input-size)"
     )
     assert peak is None or peak < PEAK_LIMIT_MB, f"peak {peak:.0f} MB"
@@ -191,7 +201,7 @@ def test_lint_reports_an_oversized_or_binary_file_and_lints_the_rest(workdir: Pa
     assert code == 3, err
     assert err == ["talos-schematic lint: 3 errors, 0 warnings, 0 notes in 3 files"]
     assert (
-        "lint/a-big.yaml: error TS002: not read: larger than the 16 MiB input limit "
+        "lint/a-big.yaml: error TS002: not read: larger than 1 MiB, the limit for a lint input "
         "(raise it with --max-input-size)\n"
     ) in out
     assert "lint/b-bin.yaml: error TS002: not read: not UTF-8 text (invalid start byte" in out

@@ -196,10 +196,11 @@ def progress_line(label: str) -> Callable[[int, int], None] | None:
 
 def _apply_max_input_size(value: str | None) -> str | None:
     # Every run sets the limit, so one run's --max-input-size never outlives it.
-    from schematic.safe_yaml import DEFAULT_MAX_INPUT_SIZE, parse_size, set_max_input_size
+    from schematic.safe_yaml import parse_size, set_max_input_size
 
     try:
-        set_max_input_size(parse_size(value) if value else DEFAULT_MAX_INPUT_SIZE)
+        # Without the option, each kind of input has its own limit.
+        set_max_input_size(parse_size(value) if value else None)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
     return value
@@ -212,8 +213,9 @@ MaxInputSizeOption = Annotated[
         metavar="SIZE",
         callback=_apply_max_input_size,
         show_default=False,
-        help="Largest input file read, e.g. 64MiB or 500k (default 16MiB); "
-        "a larger one is an error, read no further than the limit.",
+        help="Largest input file read, e.g. 64MiB or 500k, for every kind of input (default: "
+        "1MiB for a schematic, profile, cluster file, lint input or YAML dump; 16MiB for "
+        "text dumps and logs); a larger one is an error, read no further than the limit.",
     ),
 ]
 

@@ -18,12 +18,12 @@ class ProfileFormat(StrEnum):
 
 
 def _read(path: str) -> tuple[str, str]:
-    from schematic.safe_yaml import read_bytes
+    from schematic.safe_yaml import InputKind, read_bytes
 
     shown = "<stdin>" if path == "-" else path
     try:
         # Dumps may carry stray bytes in device names: they are replaced, not refused.
-        return read_bytes(path).decode("utf-8", errors="replace"), shown
+        return read_bytes(path, kind=InputKind.HARDWARE).decode("utf-8", errors="replace"), shown
     except OSError as err:
         raise DetectError(f"{shown}: cannot read: {err.strerror or err}") from None
 

@@ -76,7 +76,7 @@ def id_command(
 
     # Bounded by --max-input-size; os.read underneath skips the buffered file object. Imported
     # here, once: an import statement in a function run per file costs as much as a read.
-    from schematic.safe_yaml import read_bytes
+    from schematic.safe_yaml import InputKind, read_bytes
 
     names = files or ["-"]
     standard_input_alone = names == ["-"]
@@ -95,7 +95,7 @@ def id_command(
     for name in names:
         try:
             schematic_id, text = schematic_id_of(
-                read_bytes(name), name, legacy_quoting=legacy_quoting
+                read_bytes(name, kind=InputKind.SCHEMATIC), name, legacy_quoting=legacy_quoting
             )
         except SchematicError as err:
             complain(str(err))

@@ -39,10 +39,11 @@ def _pool_entries(pools: list[str], dump: Path | None) -> list[tuple[str, dict[s
     if dump is not None:
         from schematic.doctor.detect import detect
         from schematic.errors import DetectError
-        from schematic.safe_yaml import read_bytes
+        from schematic.safe_yaml import InputKind, read_bytes
 
         try:
-            text = read_bytes(str(dump)).decode("utf-8", errors="replace")
+            data = read_bytes(str(dump), kind=InputKind.HARDWARE)
+            text = data.decode("utf-8", errors="replace")
         except OSError as err:
             raise DetectError(f"{dump}: cannot read: {err.strerror or err}") from None
         for index, detected in enumerate(detect(text, str(dump)), 1):

@@ -213,7 +213,7 @@ def lint(
 def _read_patches(values: list[str]) -> list[tuple[str, str]]:
     """(name, text) of each --config-patch: ``@FILE`` read under the input limit, else the YAML
     given inline."""
-    from schematic.safe_yaml import read_problem, read_text
+    from schematic.safe_yaml import InputKind, read_problem, read_text
 
     patches = []
     for number, value in enumerate(values, start=1):
@@ -221,7 +221,7 @@ def _read_patches(values: list[str]) -> list[tuple[str, str]]:
             patches.append((f"--config-patch #{number}", value))
             continue
         try:
-            patches.append((value[1:], read_text(value[1:])))
+            patches.append((value[1:], read_text(value[1:], kind=InputKind.LINT)))
         except OSError as err:
             # Like a PATH that cannot be read: an input error, not a usage error.
             raise fail(LintInputError(f"{value[1:]}: {read_problem(err)}")) from None

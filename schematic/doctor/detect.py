@@ -63,7 +63,14 @@ import yaml
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
 from schematic.errors import DetectError
 from schematic.facts.nvidia import NVIDIA_VENDOR
-from schematic.safe_yaml import MAX_NESTING, compose_all, nesting_exceeds
+from schematic.safe_yaml import (
+    MAX_NESTING,
+    InputKind,
+    InputTooLargeError,
+    check_size,
+    compose_all,
+    nesting_exceeds,
+)
 
 __all__ = [
     "Machine",
@@ -349,15 +356,19 @@ def _parse_machine_readable(address: str, rest: str, source: str, number: int) -
 
 def _json_values(text: str, source: str) -> list[tuple[int, Any]]:
     """Every top-level JSON value with its first line; talosctl prints objects back to back."""
+    _check_documents_size(text, source)
     decoder = json.JSONDecoder()
     values: list[tuple[int, Any]] = []
     position = 0
+    line, counted = 1, 0
     while True:
         while position < len(text) and text[position].isspace():
             position += 1
         if position == len(text):
             return values
-        line = text.count("\n", 0, position) + 1
+        # Counted on from the last value: counting from the start each time was quadratic.
+        line += text.count("\n", counted, position)
+        counted = position
         try:
             value, position = decoder.raw_decode(text, position)
         except json.JSONDecodeError as err:
@@ -376,7 +387,16 @@ def _too_deep(source: str, line: int) -> str:
     )
 
 
+def _check_documents_size(text: str, source: str) -> None:
+    """A YAML or JSON dump has a lower limit than lspci text: each of its bytes costs more."""
+    try:
+        check_size(text, InputKind.HARDWARE_DOCUMENTS)
+    except InputTooLargeError as err:
+        raise DetectError(f"{source}: {err.strerror}") from None
+
+
 def _yaml_values(text: str, source: str) -> list[tuple[int, Any]]:
+    _check_documents_size(text, source)
     # BaseLoader keeps every scalar a string, so "0x10de" or 2335 are never turned into ints.
     try:
         nodes = list(compose_all(text, _strings_only))

@@ -25,11 +25,11 @@ __all__ = ["Check", "read_schematic", "verify_checks"]
 def read_schematic(path: Path) -> Schematic:
     """A schematic file (YAML or JSON; ``-`` for stdin), decoded as the factory decodes it."""
     from schematic.core.model import Schematic
-    from schematic.safe_yaml import read_bytes, read_problem
+    from schematic.safe_yaml import InputKind, read_bytes, read_problem
 
     source = str(path)
     try:
-        text = read_bytes(source)
+        text = read_bytes(source, kind=InputKind.SCHEMATIC)
     except OSError as exc:
         raise SchematicError(read_problem(exc), source=source) from None
     return Schematic.from_yaml(text, source=source)
@@ -61,10 +61,10 @@ def _cluster_text(path: Path) -> str | None:
 
     if str(path) == "-" or not path.is_file():
         return None
-    from schematic.safe_yaml import load, read_text
+    from schematic.safe_yaml import InputKind, load, read_text
 
     try:
-        text = read_text(path)
+        text = read_text(path, kind=InputKind.CLUSTER)
         data = load(text)
     except (OSError, yaml.YAMLError):
         return None  # read again as a schematic, whose error then says what is wrong

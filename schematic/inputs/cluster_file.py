@@ -63,7 +63,7 @@ from schematic.inputs.reading import (
     text,
     texts,
 )
-from schematic.safe_yaml import read_problem, read_text
+from schematic.safe_yaml import InputKind, read_problem, read_text
 
 __all__ = [
     "CLUSTER_KEYS",
@@ -360,7 +360,7 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
 def load_cluster(path: Path) -> ClusterFile:
     """Read and validate a cluster file."""
     try:
-        text = read_text(path)
+        text = read_text(path, kind=InputKind.CLUSTER)
     except OSError as err:
         raise ClusterFileError(f"{path}: {read_problem(err)}") from None
     return parse_cluster(text, str(path))

@@ -46,7 +46,7 @@ from schematic.inputs.reading import (
     texts,
     whole,
 )
-from schematic.safe_yaml import read_problem, read_text
+from schematic.safe_yaml import InputKind, read_problem, read_text
 
 __all__ = [
     "PROFILE_KEYS",
@@ -217,7 +217,7 @@ def _read_path(path: Path) -> HardwareProfile:
         # A FIFO named like a profile would block the run until something writes to it.
         if not stat.S_ISREG(path.stat().st_mode):
             raise ProfileError(f"{path}: not a regular file (a FIFO or a device); not read")
-        text = read_text(path)
+        text = read_text(path, kind=InputKind.PROFILE)
     except OSError as err:
         raise ProfileError(f"{path}: {read_problem(err)}") from None
     return parse_profile(text, str(path), path.stem)

@@ -21,6 +21,7 @@ import yaml
 from schematic.core.goscalar import resolve_plain
 from schematic.errors import LintInputError
 from schematic.safe_yaml import (
+    InputKind,
     InputTooLargeError,
     NotTextError,
     YamlLimitError,
@@ -290,7 +291,7 @@ def load_counted(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem
             problems.append(LoadProblem(shown, None, reason, template=False, skipped=True))
             continue
         try:
-            text = read_text(path)
+            text = read_text(path, kind=InputKind.LINT)
         except (InputTooLargeError, NotTextError) as err:
             # Like a bomb, a hostile file is a finding for that file; the others are still read.
             fix = (

@@ -30,7 +30,7 @@ from schematic.doctor.lint.inventory import (
 )
 from schematic.doctor.lint.loader import Document, Path_, parse_yaml
 from schematic.output.render.omni import GPUS_ANNOTATION, TALOS_ANNOTATION
-from schematic.safe_yaml import read_text
+from schematic.safe_yaml import InputKind, read_text
 
 __all__ = ["OMNI_KINDS", "add_omni_pools", "is_omni_template"]
 
@@ -74,7 +74,7 @@ def _patches(doc: Document) -> list[Document]:
                 found += parse_yaml(content, doc.file, line_offset=doc.line(inline))
             elif isinstance(patch.get("file"), str):
                 shown = str(Path(doc.file).parent / patch["file"])
-                found += parse_yaml(read_text(shown), shown)
+                found += parse_yaml(read_text(shown, kind=InputKind.LINT), shown)
         except (OSError, yaml.YAMLError):
             continue  # Omni itself refuses a patch it cannot read
     return found

@@ -26,7 +26,7 @@ from schematic.doctor.lint.inventory import Inventory, Place, Pool, SchematicUse
 from schematic.doctor.lint.loader import Document, Path_, parse_yaml
 from schematic.errors import SchematicError
 from schematic.facts.talos import talhelper_installer
-from schematic.safe_yaml import read_text
+from schematic.safe_yaml import InputKind, read_text
 
 __all__ = [
     "add_talhelper_fragment_pool",
@@ -111,7 +111,7 @@ def _patches(doc: Document, node: Path_, role: Path_ | None) -> list[Document]:
             try:
                 if patch.startswith("@"):
                     shown = str(Path(doc.file).parent / patch[1:])
-                    found.extend(parse_yaml(read_text(shown), shown))
+                    found.extend(parse_yaml(read_text(shown, kind=InputKind.LINT), shown))
                 else:
                     # An inline patch is a block scalar: its text starts on the next line.
                     found.extend(parse_yaml(patch, doc.file, line_offset=doc.line(path)))

@@ -25,6 +25,7 @@ from schematic.doctor.triage.readers.documents import read_json_chunks
 from schematic.doctor.triage.signals import Evidence
 from schematic.errors import TriageInputError, printable
 from schematic.safe_yaml import (
+    InputKind,
     InputTooLargeError,
     NotTextError,
     decode_text,
@@ -146,7 +147,7 @@ def _read(file: str, max_json_size: int) -> Reading:
                 if not _KERNEL_STAMP.match(head):
                     where = f"line {err.line}: " if err.line else ""
                     return Reading(file, "", (), f"{where}{err}")
-        text = decode_text(read_bytes(file))
+        text = decode_text(read_bytes(file, kind=InputKind.EVIDENCE))
     except NotTextError as err:
         return Reading(file, "", (), f"not UTF-8 text ({err.strerror})")
     except InputTooLargeError as err:

@@ -18,7 +18,13 @@ import yaml
 
 from schematic.doctor.triage.readers.interpret import Located, interpret
 from schematic.doctor.triage.signals import Signal
-from schematic.safe_yaml import YamlLimitError, compose_all
+from schematic.safe_yaml import (
+    InputKind,
+    InputTooLargeError,
+    YamlLimitError,
+    check_size,
+    compose_all,
+)
 
 __all__ = ["DocumentError", "read_json", "read_json_chunks", "read_yaml"]
 
@@ -219,6 +225,13 @@ def _yaml_located(text: str, node: yaml.Node) -> Located:
 
 def read_yaml(text: str, file: str) -> Iterator[Signal]:
     """Signals of every YAML document in ``text`` (kubectl lists item by item)."""
+    try:
+        # YAML costs far more a byte than a log or JSON: its own, lower limit.
+        check_size(text, InputKind.EVIDENCE_DOCUMENTS)
+    except InputTooLargeError as err:
+        raise DocumentError(
+            f"{err.strerror}; or collect it with -o json", None, fatal=True
+        ) from None
     try:
         nodes = list(compose_all(text, _strings))
     except yaml.YAMLError as err:
