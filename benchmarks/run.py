@@ -19,6 +19,7 @@ BENCHMARKS = (
     "upgrade",
     "hostile",
     "hostile_input",
+    "hostile_shapes",
     "triage",
     "lint",
     "check_diff",

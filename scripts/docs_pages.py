@@ -255,20 +255,40 @@ def _chart_targets() -> str:
 
 def _limits() -> str:
     from schematic import safe_yaml
+    from schematic.doctor.triage.readers import logs
     from schematic.factory import client as factory
+    from schematic.inputs import reading
 
     policy = factory.DEFAULT_RETRY
     timeout = factory.DEFAULT_TIMEOUT
-    size = _size(safe_yaml.DEFAULT_MAX_INPUT_SIZE)
     answer = _size(factory.DEFAULT_MAX_RESPONSE_SIZE)
     request = f"{factory.DEFAULT_MAX_REQUEST_TIME:g} s"
+    kinds = ", ".join(
+        f"{kind.value} {_size(limit)}" for kind, limit in safe_yaml.INPUT_LIMITS.items()
+    )
     rows = [
         (
-            "size of an input file (schematic, cluster file, profile, `lint` input, `detect` "
-            "dump, `triage` input, the `--out` files `check` and `verify` read; also standard "
-            "input)",
-            f"{size}; reading stops there",
-            "`--max-input-size SIZE` (`64MiB`, `500k`, bytes) on every command that reads files",
+            "size of an input file, by kind (also standard input): each kind's limit is what "
+            "its worst shape costs at most 5 s and 500 MB to read (`benchmarks/hostile_shapes.py`)",
+            f"{kinds}; reading stops there",
+            "`--max-input-size SIZE` (`64MiB`, `500k`, bytes) on every command that reads files: "
+            "one limit for every kind",
+        ),
+        (
+            "size of a factory's extension, overlay or version list",
+            f"{_size(factory.MAX_LIST_RESPONSE_SIZE)}; reading stops there",
+            "none",
+        ),
+        (
+            "problems reported from one file",
+            f"the first {reading.MAX_PROBLEMS} by line, and a count of the rest (at most "
+            f"{reading.MAX_COLLECTED:,} kept)",
+            "none",
+        ),
+        (
+            "signals of one kind for one node from one plain-text log (`triage`)",
+            f"the first {logs.MAX_SIGNALS_OF_A_KIND - 1:,} and the last",
+            "none",
         ),
         (
             "aliases (go-yaml's `DefaultAliasCheck`, as the factory applies it): past 100 "

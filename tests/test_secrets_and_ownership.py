@@ -25,7 +25,12 @@ from typer.testing import CliRunner
 from schematic.cli import app, register_all_commands
 from schematic.core.model import Schematic
 from schematic.errors import ClusterFileError, FactoryError
-from schematic.factory.client import FactoryClient, RetryPolicy, verify_ids
+from schematic.factory.client import (
+    MAX_LIST_RESPONSE_SIZE,
+    FactoryClient,
+    RetryPolicy,
+    verify_ids,
+)
 from schematic.inputs.cluster_file import load_cluster
 from schematic.inputs.reading import MAX_PROBLEMS
 from schematic.output.disk import JOURNAL
@@ -236,3 +241,38 @@ def test_a_line_is_found_for_each_problem_as_before(tmp_path: Path) -> None:
     message = str(raised.value)
     assert f"{cluster}:5:" in message and f"{cluster}:7:" in message
     assert json.dumps(message)  # one string, whatever it holds
+
+
+# --- a large well-formed factory answer -------------------------------------------------------
+
+
+def _names(count: int) -> bytes:
+    return json.dumps([{"name": f"siderolabs/x{i}"} for i in range(count)]).encode()
+
+
+def test_an_extension_list_past_its_limit_is_refused_unread() -> None:
+    body = _names(60_000)  # about 1.6 MB: a real list is tens of kilobytes
+    assert len(body) > MAX_LIST_RESPONSE_SIZE
+    with respx.mock(base_url=URL) as router:
+        router.get("/version/v1.13.9/extensions/official").mock(
+            return_value=httpx.Response(200, content=body)
+        )
+        router.get("/versions").mock(return_value=httpx.Response(200, content=body))
+        with _client() as client:
+            for call in (lambda: client.official_extensions("v1.13.9"), client.versions):
+                with pytest.raises(FactoryError, match="larger than the 1 MiB a list may be"):
+                    call()
+
+
+def test_an_extension_list_within_its_limit_is_read() -> None:
+    digest = "sha256:" + "0" * 64
+    body = json.dumps(
+        [{"name": f"siderolabs/x{i}", "ref": f"r:{i}", "digest": digest} for i in range(5_000)]
+    ).encode()
+    assert len(body) < MAX_LIST_RESPONSE_SIZE
+    with respx.mock(base_url=URL) as router:
+        router.get("/version/v1.13.9/extensions/official").mock(
+            return_value=httpx.Response(200, content=body)
+        )
+        with _client() as client:
+            assert len(client.official_extensions("v1.13.9")) == 5_000

@@ -106,6 +106,11 @@ DEFAULT_TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 DEFAULT_MAX_IN_FLIGHT = 8
 # Extension lists, the largest answers, are tens of kilobytes.
 DEFAULT_MAX_RESPONSE_SIZE = 16 * 1024 * 1024
+# An extension, overlay or version list: tens of kilobytes (about 300 bytes an entry). Each
+# JSON element becomes a Python object and a validated model (about 150 bytes of memory a byte
+# of answer), so these answers are bounded far below the general limit: 1 MiB costs about
+# 150 MB, where a 12 MB answer of a million names cost 1.7 GB.
+MAX_LIST_RESPONSE_SIZE = 1024 * 1024
 # Above the worst honest case of the defaults: four attempts each stalling to the read timeout,
 # with their backoff.
 DEFAULT_MAX_REQUEST_TIME = 120.0
@@ -637,9 +642,12 @@ class FactoryClient:
         ok: Collection[int],
         content: bytes | None = None,
         content_type: str | None = None,
+        limit: int | None = None,
     ) -> httpx.Response:
-        """Send with retries; return an answer whose status is in ``ok`` or raise FactoryError."""
+        """Send with retries; return an answer whose status is in ``ok`` or raise FactoryError.
+        ``limit`` bounds this endpoint's answer below ``max_response_size``."""
         what = f"{method} {path}"
+        cap = min(self.max_response_size, limit or self.max_response_size)
         headers = dict(self._headers)
         if content_type:
             headers["Content-Type"] = content_type
@@ -649,7 +657,7 @@ class FactoryClient:
             retry_after: float | None = None
             try:
                 with self._slots:
-                    response = self._send(method, path, content, headers, deadline)
+                    response = self._send(method, path, content, headers, deadline, cap)
             except _OutOfTimeError:
                 raise self._error(
                     subject,
@@ -659,9 +667,9 @@ class FactoryClient:
             except _TooLargeError:
                 raise self._error(
                     subject,
-                    f"{what}: the answer is larger than the "
-                    f"{format_size(self.max_response_size)} a factory answer may be; not read "
-                    "further",
+                    f"{what}: the answer is larger than the {format_size(cap)} "
+                    f"{'a factory answer' if cap == self.max_response_size else 'a list'} "
+                    "may be; not read further",
                 ) from None
             except _UnaskedEncodingError as exc:
                 raise self._error(
@@ -712,8 +720,9 @@ class FactoryClient:
         content: bytes | None,
         headers: Mapping[str, str],
         deadline: float,
+        cap: int,
     ) -> httpx.Response:
-        """One attempt with its body read whole; raises past ``deadline`` or the size cap.
+        """One attempt with its body read whole; raises past ``deadline`` or the size ``cap``.
 
         The answer is returned with its body in memory and the connection closed.
         """
@@ -728,7 +737,6 @@ class FactoryClient:
             headers=headers,
             extensions={"trace": watchdog.trace},
         )
-        cap = self.max_response_size
         try:
             try:
                 response = self._http.send(request, stream=True, follow_redirects=False)
@@ -912,7 +920,7 @@ class FactoryClient:
     def versions(self) -> list[str]:
         """Talos versions the factory can build, as it lists them."""
         what = "GET /versions"
-        response = self._request("GET", "/versions", "", ok={200})
+        response = self._request("GET", "/versions", "", ok={200}, limit=MAX_LIST_RESPONSE_SIZE)
         payload = self._json(response, what, "")
         if not isinstance(payload, list) or not all(isinstance(v, str) for v in payload):
             raise self._error(
@@ -939,7 +947,9 @@ class FactoryClient:
             raise CatalogError(f"{version!r} is not a Talos version (vX.Y.Z)")
         path = f"/version/{talos}/{kind}/official"
         what = f"GET {path}"
-        response = self._request("GET", path, f"Talos {talos}", ok={200, 404})
+        response = self._request(
+            "GET", path, f"Talos {talos}", ok={200, 404}, limit=MAX_LIST_RESPONSE_SIZE
+        )
         if response.status_code == 404 and not _is_html(response):
             raise CatalogError(
                 self._redact(

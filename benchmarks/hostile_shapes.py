@@ -1,0 +1,282 @@
+"""Every reader fed hostile shapes at its kind's default size limit: worst time and peak memory.
+
+Each input kind has its own default limit (``schematic.safe_yaml.INPUT_LIMITS``): a schematic,
+a profile, a cluster file, a lint input and a YAML or JSON hardware dump or evidence file 1 MiB;
+a text hardware dump and text evidence 16 MiB; a factory's extension list 1 MiB. This feeds
+each command the shapes that cost a reader most per byte, each just under its limit (and, for
+the refusals, the issue's own reproductions far over it):
+
+- a one-line flow list of one-character items (``[1,1,...]``), a flow list of mappings, a block
+  list, a mapping of distinct keys (also: 16,000 unknown keys, located one by one), a stream of
+  tiny documents (``---\\na: 1``), random scalars (seeded);
+- for plain-text logs: blank lines, short lines, lines that each hold a keyword, lines that each
+  make a signal, continuation lines; for lspci text: one node's device line repeated;
+- a factory answering 1 M extension names (12 MB) to ``extensions --live``.
+
+Target: every run of every command within 5 s and 500 MB (peak resident set of the command's
+process). Each command runs as its own child, measured from a small launcher; one run each
+(the figures are worst cases, not medians). Prints the worst shape per command and the load
+average before and after: the 5 s target assumes an otherwise idle 2-core machine.
+
+    .venv/bin/python benchmarks/hostile_shapes.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SECONDS = 5.0
+PEAK_MB = 500.0
+MIB = 1 << 20
+SEED = 38
+
+_LAUNCH = """
+import resource, subprocess, sys, time
+started = time.perf_counter()
+code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+elapsed = time.perf_counter() - started
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(code, elapsed, peak / 1024 if sys.platform != "darwin" else peak / 1024 / 1024)
+"""
+
+
+def _run(command: list[str], env: dict[str, str] | None = None) -> tuple[int, float, float]:
+    """Exit code, seconds, peak MB of one run of ``command``."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LAUNCH, *command],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        check=True,
+    )
+    code, seconds, peak = done.stdout.split()
+    return int(code), float(seconds), float(peak)
+
+
+def _repeat(unit: str, size: int, head: str = "", tail: str = "") -> str:
+    return head + unit * ((size - len(head) - len(tail)) // len(unit)) + tail
+
+
+def yaml_shapes(size: int, rng: random.Random) -> dict[str, str]:
+    """The YAML shapes that cost a composer most per byte, each of about ``size`` bytes."""
+    keys: list[str] = []
+    total = 0
+    while total < size - 16:
+        line = f"k{len(keys)}: 1\n"
+        keys.append(line)
+        total += len(line)
+    words: list[str] = []
+    total = 0
+    while total < size - 16:
+        word = "".join(rng.choice("abcdefghij0123456789") for _ in range(rng.randint(1, 6)))
+        words.append(word)
+        total += len(word) + 1
+    return {
+        "flow list of 1-character items": _repeat("1,", size, "[", "1]"),
+        "flow list of mappings": _repeat("{a: 1},", size, "[", "{}]"),
+        "block list": _repeat("- 1\n", size),
+        "distinct keys": "".join(keys),
+        "tiny documents": _repeat("---\na: 1\n", size),
+        "random scalars (seeded)": "[" + ",".join(words) + "]",
+    }
+
+
+def log_shapes(size: int) -> dict[str, str]:
+    signal = "[ 87.300000] NVRM: RmInitAdapter failed! (0x22:0x56:884)\n"
+    return {
+        "blank lines": "\n" * size,
+        "short lines": _repeat("a\n", size),
+        "a keyword on every line": _repeat("NVIDIA x\n", size),
+        "a signal on every line": _repeat(signal, size),
+        "a signal on every short line": _repeat("OOMKilled\n", size),
+        "continuation lines": _repeat("    NVRM: x\n", size, "[ 1.0] NVRM: start\n"),
+        "blank lines, then a signal": "\n" * (size - len(signal)) + signal,
+    }
+
+
+class _Catalogue(BaseHTTPRequestHandler):
+    """A factory whose extension list is a million names (12 MB), well-formed JSON."""
+
+    body = b""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+
+def main() -> int:
+    tool = [sys.executable, "-m", "schematic"]
+    rng = random.Random(SEED)
+    worst: dict[str, tuple[float, float, str]] = {}
+    load_before = os.getloadavg()
+
+    def measure(
+        name: str, command: list[str], shape: str, env: dict[str, str] | None = None
+    ) -> None:
+        code, seconds, peak = _run([*tool, *command], env)
+        if code not in (0, 1, 3):
+            raise SystemExit(f"{name} on {shape}: exit {code}")
+        previous = worst.get(name)
+        if previous is None or seconds > previous[0]:
+            worst[name] = (seconds, max(peak, previous[1] if previous else 0.0), shape)
+        else:
+            worst[name] = (previous[0], max(peak, previous[1]), previous[2])
+
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+
+        def write(name: str, text: str) -> str:
+            path = work / name
+            path.write_text(text)
+            return str(path)
+
+        under_limit = MIB - 64
+        shapes = yaml_shapes(under_limit, rng)
+        shapes["16,000 unknown keys"] = "".join(f"k{i}: 1\n" for i in range(16_000))
+        (work / "empty.yaml").write_text("a: 1\n")
+        cluster = work / "cluster.yaml"
+        cluster.write_text(
+            "cluster: c\ntalos: {version: v1.13.9}\npools:\n"
+            "  - {name: gpu, profile: ./profile.yaml}\n"
+        )
+        commands: dict[str, Callable[[str], list[str]]] = {
+            "id (schematic)": lambda f: ["id", f],
+            "generate (cluster file)": lambda f: ["generate", f],
+            "check (cluster file)": lambda f: ["check", f, "--out", str(work / "out")],
+            "upgrade (cluster file)": lambda f: ["upgrade", f, "--to", "v1.13.9"],
+            "lint (lint input)": lambda f: ["lint", f],
+            "lint --config-patch (lint input)": lambda f: [
+                "lint",
+                "--config-patch",
+                f"@{f}",
+                str(work / "empty.yaml"),
+            ],
+            "lint --hardware (profile)": lambda f: [
+                "lint",
+                "--hardware",
+                f,
+                str(work / "empty.yaml"),
+            ],
+            "detect (YAML hardware dump)": lambda f: ["detect", f],
+            "detect --against (profile)": lambda f: [
+                "detect",
+                str(work / "lspci.txt"),
+                "--against",
+                f,
+            ],
+            "init --pool (profile)": lambda f: [
+                "init",
+                str(work / "init.yaml"),
+                "--pool",
+                f"gpu={f}",
+            ],
+            "triage (YAML evidence)": lambda f: ["triage", f],
+        }
+        (work / "lspci.txt").write_text(
+            "00:01.0 VGA compatible controller [0300]: NVIDIA Corporation AD102GL [L40S] "
+            "[10de:26b9] (rev a1)\n"
+        )
+        for name, command in commands.items():
+            for index, (shape, text) in enumerate(shapes.items()):
+                if name.startswith("triage"):
+                    text = (
+                        "kind: Pod\n" + text
+                        if shape != "tiny documents"
+                        else text.replace("a: 1", "kind: Pod")
+                    )
+                path = write(f"in-{index}.yaml", text)
+                measure(name, command(path), shape)
+        # The profile named by a cluster file: `profile: ./f`.
+        for shape, text in shapes.items():
+            (work / "profile.yaml").write_text(text)
+            measure("generate with profile: ./f (profile)", ["generate", str(cluster)], shape)
+
+        # The issue's reproductions, far over the limits: refused at once.
+        measure(
+            "id (schematic)",
+            ["id", write("flow14.yaml", "[" + "1," * 7_000_000 + "1]")],
+            "14 MB one-line flow list (refused)",
+        )
+        measure(
+            "detect (YAML hardware dump)",
+            ["detect", write("docs16.yaml", _repeat("---\na: 1\n", 16 * MIB))],
+            "16 MiB of tiny documents (refused)",
+        )
+        million = "".join(f"k{i}: 1\n" for i in range(1_000_000))
+        measure(
+            "lint --config-patch (lint input)",
+            [
+                "lint",
+                "--config-patch",
+                f"@{write('keys1m.yaml', million)}",
+                str(work / "empty.yaml"),
+            ],
+            "1 M keys (refused)",
+        )
+
+        # Text inputs at 16 MiB.
+        for index, (shape, text) in enumerate(log_shapes(16 * MIB - 64).items()):
+            measure("triage (text evidence)", ["triage", write(f"log-{index}.log", text)], shape)
+        line = (
+            "00:01.0 VGA compatible controller [0300]: NVIDIA Corporation AD102GL [L40S] "
+            "[10de:26b9] (rev a1)\n"
+        )
+        measure(
+            "detect (lspci text dump)",
+            ["detect", write("nodes.txt", _repeat(line, 16 * MIB - 64))],
+            "one device line repeated",
+        )
+
+        # A factory answering a million extension names.
+        _Catalogue.body = json.dumps(
+            [{"name": f"siderolabs/x{i}"} for i in range(1_000_000)]
+        ).encode()
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _Catalogue)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            url = f"http://127.0.0.1:{server.server_address[1]}"
+            measure(
+                "extensions --live (factory answer)",
+                ["extensions", "--talos", "v1.13.9", "--live", "--factory", url],
+                f"1 M extension names ({len(_Catalogue.body) / 1e6:.0f} MB)",
+                {"XDG_CACHE_HOME": str(work / "cache")},
+            )
+        finally:
+            server.shutdown()
+
+    load_after = os.getloadavg()
+    failed = False
+    for name, (seconds, peak, shape) in worst.items():
+        ok = seconds <= SECONDS and peak <= PEAK_MB
+        failed |= not ok
+        print(
+            f"{name}: worst {seconds:.2f} s ({shape}), peak {peak:.0f} MB "
+            f"(target <= {SECONDS:g} s, <= {PEAK_MB:g} MB) {'ok' if ok else 'MISSED'}"
+        )
+    print(
+        f"load average before {load_before[0]:.1f}, after {load_after[0]:.1f} "
+        f"on {os.cpu_count()} cores (the targets assume an idle machine)"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
