@@ -22,7 +22,12 @@ message (one line or a few, never a traceback) to stderr and exits with its ``ex
 from __future__ import annotations
 
 import enum
+import io
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
 
 __all__ = [
     "CatalogError",
@@ -173,3 +178,52 @@ def printable(text: str, *, one_line: bool = False) -> str:
     names, arguments, a server's answers) is shown. ``one_line`` escapes tab and line feed too,
     for a name or a value that must not break the line it stands in."""
     return (_CONTROL_OR_BREAK if one_line else _CONTROL).sub(_escape, text)
+
+
+class TerminalSafeStream(io.TextIOBase):
+    """A text stream that writes through :func:`printable`: whatever a command prints, no
+    control character, C1 control or bidirectional override reaches the terminal raw.
+
+    Evidence, file names, arguments and a server's answers end up in messages and reports by
+    many routes; this is the one place they all pass. JSON stays exact: it holds such a
+    character only inside a string, where the ``\\u`` escape written instead means the same.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self.unescaped = stream
+
+    def write(self, text: str) -> int:
+        self.unescaped.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.unescaped.flush()
+
+    def isatty(self) -> bool:
+        return bool(self.unescaped.isatty())
+
+    def fileno(self) -> int:
+        return int(self.unescaped.fileno())
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.unescaped, "encoding", None) or "utf-8")
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.unescaped, "errors", None)
+
+
+@contextmanager
+def terminal_safe_output() -> Iterator[None]:
+    """stdout and stderr through :class:`TerminalSafeStream` for the duration."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafeStream(saved[0]), TerminalSafeStream(saved[1])
+    try:
+        yield
+    finally:
+        for guarded in (sys.stdout, sys.stderr):
+            with suppress(OSError, ValueError):
+                guarded.flush()
+        sys.stdout, sys.stderr = saved

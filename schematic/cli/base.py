@@ -5,10 +5,8 @@ Command modules import this module and the library, never each other.
 
 from __future__ import annotations
 
-import io
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -16,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from schematic.errors import TalosSchematicError, UsageError, printable
+from schematic.errors import TalosSchematicError, UsageError, printable, terminal_safe_output
 from schematic.facts.chart_targets import chart_choices
 
 if TYPE_CHECKING:
@@ -55,55 +53,6 @@ CREDENTIALS_HELP = (
 )
 
 
-class TerminalSafeStream(io.TextIOBase):
-    """A text stream that writes through :func:`printable`: whatever a command prints, no
-    control character, C1 control or bidirectional override reaches the terminal raw.
-
-    Evidence, file names, arguments and a server's answers end up in messages and reports by
-    many routes; this is the one place they all pass. JSON stays exact: it holds such a
-    character only inside a string, where the ``\\u`` escape written instead means the same.
-    """
-
-    def __init__(self, stream: Any) -> None:
-        super().__init__()
-        self.unescaped = stream
-
-    def write(self, text: str) -> int:
-        self.unescaped.write(printable(text))
-        return len(text)
-
-    def flush(self) -> None:
-        self.unescaped.flush()
-
-    def isatty(self) -> bool:
-        return bool(self.unescaped.isatty())
-
-    def fileno(self) -> int:
-        return int(self.unescaped.fileno())
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return str(getattr(self.unescaped, "encoding", None) or "utf-8")
-
-    @property
-    def errors(self) -> str | None:  # type: ignore[override]
-        return getattr(self.unescaped, "errors", None)
-
-
-@contextmanager
-def terminal_safe_output() -> Iterator[None]:
-    """stdout and stderr through :class:`TerminalSafeStream` for the duration."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = TerminalSafeStream(saved[0]), TerminalSafeStream(saved[1])
-    try:
-        yield
-    finally:
-        for guarded in (sys.stdout, sys.stderr):
-            with suppress(OSError, ValueError):
-                guarded.flush()
-        sys.stdout, sys.stderr = saved
-
-
 class _ReportingGroup(TyperGroup):
     """Runs a command and turns what it lets escape into one message and an exit code.
 
@@ -112,8 +61,7 @@ class _ReportingGroup(TyperGroup):
     ``talos-schematic: PATH: reason`` and exit 1, never a traceback.
     """
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        # Usage errors are printed here, after invoke returns: the guard spans both.
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # usage errors too: outside invoke
         with terminal_safe_output():
             return super().main(*args, **kwargs)
 
@@ -187,9 +135,7 @@ def progress_line(label: str) -> Callable[[int, int], None] | None:
 
     def show(done: int, total: int) -> None:
         end = "\n" if done == total else ""
-        # The carriage return is the tool's own: past the escaping stream.
-        stream = getattr(sys.stderr, "unescaped", sys.stderr)
-        print(f"\r{label} {done}/{total}", end=end, file=stream, flush=True)
+        print(f"\r{label} {done}/{total}", end=end, file=sys.__stderr__, flush=True)  # raw \r
 
     return show
 
@@ -199,8 +145,7 @@ def _apply_max_input_size(value: str | None) -> str | None:
     from schematic.safe_yaml import parse_size, set_max_input_size
 
     try:
-        # Without the option, each kind of input has its own limit.
-        set_max_input_size(parse_size(value) if value else None)
+        set_max_input_size(parse_size(value) if value else None)  # None: each kind's own
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
     return value
@@ -213,9 +158,8 @@ MaxInputSizeOption = Annotated[
         metavar="SIZE",
         callback=_apply_max_input_size,
         show_default=False,
-        help="Largest input file read, e.g. 64MiB or 500k, for every kind of input (default: "
-        "1MiB for a schematic, profile, cluster file, lint input or YAML dump; 16MiB for "
-        "text dumps and logs); a larger one is an error, read no further than the limit.",
+        help="Largest input file read, for every kind, e.g. 64MiB or 500k (default: 1MiB for "
+        "YAML inputs, 16MiB for text dumps and logs); a larger one is an error.",
     ),
 ]
 
