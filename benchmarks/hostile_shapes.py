@@ -11,12 +11,15 @@ the refusals, the issue's own reproductions far over it):
   tiny documents (``---\\na: 1``), random scalars (seeded);
 - for plain-text logs: blank lines, short lines, lines that each hold a keyword, lines that each
   make a signal, continuation lines; for lspci text: one node's device line repeated;
-- a factory answering 1 M extension names (12 MB) to ``extensions --live``.
+- a factory answering 1 M extension names (32 MB of JSON) to ``extensions --live``.
 
 Target: every run of every command within 5 s and 500 MB (peak resident set of the command's
-process). Each command runs as its own child, measured from a small launcher; one run each
-(the figures are worst cases, not medians). Prints the worst shape per command and the load
-average before and after: the 5 s target assumes an otherwise idle 2-core machine.
+process). The time is judged on the wall clock on an idle machine, and on the process's CPU time
+when the load average is above the number of cores (each command runs on one thread, so on an
+idle machine the two agree; a busy machine adds waits for a core to the wall clock). Each
+command runs as its own child, measured from a small launcher; one run each (the figures are
+worst cases, not medians). Prints the worst shape per command and the load average before and
+after.
 
     .venv/bin/python benchmarks/hostile_shapes.py
 """
@@ -45,13 +48,14 @@ import resource, subprocess, sys, time
 started = time.perf_counter()
 code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
 elapsed = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(code, elapsed, peak / 1024 if sys.platform != "darwin" else peak / 1024 / 1024)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+peak = usage.ru_maxrss / 1024 if sys.platform != "darwin" else usage.ru_maxrss / 1024 / 1024
+print(code, elapsed, usage.ru_utime + usage.ru_stime, peak)
 """
 
 
-def _run(command: list[str], env: dict[str, str] | None = None) -> tuple[int, float, float]:
-    """Exit code, seconds, peak MB of one run of ``command``."""
+def _run(command: list[str], env: dict[str, str] | None = None) -> tuple[int, float, float, float]:
+    """Exit code, wall seconds, CPU seconds and peak MB of one run of ``command``."""
     done = subprocess.run(
         [sys.executable, "-c", _LAUNCH, *command],
         capture_output=True,
@@ -60,8 +64,8 @@ def _run(command: list[str], env: dict[str, str] | None = None) -> tuple[int, fl
         env={**os.environ, **(env or {})},
         check=True,
     )
-    code, seconds, peak = done.stdout.split()
-    return int(code), float(seconds), float(peak)
+    code, seconds, cpu, peak = done.stdout.split()
+    return int(code), float(seconds), float(cpu), float(peak)
 
 
 def _repeat(unit: str, size: int, head: str = "", tail: str = "") -> str:
@@ -124,20 +128,22 @@ class _Catalogue(BaseHTTPRequestHandler):
 def main() -> int:
     tool = [sys.executable, "-m", "schematic"]
     rng = random.Random(SEED)
-    worst: dict[str, tuple[float, float, str]] = {}
+    # Per command: the worst CPU seconds, the wall seconds of that run, the peak MB, the shape.
+    worst: dict[str, tuple[float, float, float, str]] = {}
     load_before = os.getloadavg()
 
     def measure(
         name: str, command: list[str], shape: str, env: dict[str, str] | None = None
     ) -> None:
-        code, seconds, peak = _run([*tool, *command], env)
+        code, seconds, cpu, peak = _run([*tool, *command], env)
         if code not in (0, 1, 3):
             raise SystemExit(f"{name} on {shape}: exit {code}")
         previous = worst.get(name)
-        if previous is None or seconds > previous[0]:
-            worst[name] = (seconds, max(peak, previous[1] if previous else 0.0), shape)
+        top = max(peak, previous[2] if previous else 0.0)
+        if previous is None or cpu > previous[0]:
+            worst[name] = (cpu, seconds, top, shape)
         else:
-            worst[name] = (previous[0], max(peak, previous[1]), previous[2])
+            worst[name] = (previous[0], previous[1], top, previous[3])
 
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
@@ -264,16 +270,20 @@ def main() -> int:
 
     load_after = os.getloadavg()
     failed = False
-    for name, (seconds, peak, shape) in worst.items():
-        ok = seconds <= SECONDS and peak <= PEAK_MB
+    busy = max(load_before[0], load_after[0]) > (os.cpu_count() or 1)
+    for name, (cpu, seconds, peak, shape) in worst.items():
+        # Each command is one thread: on an idle machine its wall time is its CPU time. On a
+        # busy one the wall time also counts the waits for a core, so the CPU time is judged.
+        ok = (cpu if busy else seconds) <= SECONDS and peak <= PEAK_MB
         failed |= not ok
         print(
-            f"{name}: worst {seconds:.2f} s ({shape}), peak {peak:.0f} MB "
+            f"{name}: worst {cpu:.2f} s CPU ({seconds:.2f} s wall; {shape}), peak {peak:.0f} MB "
             f"(target <= {SECONDS:g} s, <= {PEAK_MB:g} MB) {'ok' if ok else 'MISSED'}"
         )
+    judged = "CPU time (the machine was busy)" if busy else "wall time"
     print(
         f"load average before {load_before[0]:.1f}, after {load_after[0]:.1f} "
-        f"on {os.cpu_count()} cores (the targets assume an idle machine)"
+        f"on {os.cpu_count()} cores; judged on {judged}"
     )
     return 1 if failed else 0
 

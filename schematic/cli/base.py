@@ -134,8 +134,8 @@ def progress_line(label: str) -> Callable[[int, int], None] | None:
         return None
 
     def show(done: int, total: int) -> None:
-        end = "\n" if done == total else ""
-        print(f"\r{label} {done}/{total}", end=end, file=sys.__stderr__, flush=True)  # raw \r
+        stream = getattr(sys.stderr, "unescaped", sys.stderr)  # its own \r, not escaped
+        print(f"\r{label} {done}/{total}", end="\n" * (done == total), file=stream, flush=True)
 
     return show
 
