@@ -367,3 +367,22 @@ def test_the_device_plugins_messages_are_its_own() -> None:
     # nvidia-smi's own wording, both forms, stays NO_DEVICES.
     for line in ("No devices were found\n", "No devices found\n"):
         assert [s.kind for s in read_evidence(line, "p").signals] == [Kind.NO_DEVICES]
+
+
+def test_a_machine_config_with_its_documentation_comments_is_not_prose() -> None:
+    # `talosctl gen config` writes comments at the margin before each section.
+    text = (
+        "version: v1alpha1 # Indicates the schema used to decode the contents.\n"
+        "debug: false # Enable verbose logging to the console.\n"
+        "persist: true\n"
+        "# Provides machine specific configuration options.\n"
+        "machine:\n"
+        "    type: worker # Defines the role of the machine within the cluster.\n"
+        "    kernel:\n"
+        "        modules:\n"
+        "            - name: nvidia\n"
+    )
+    reading = read_evidence(text, "worker.yaml")
+    assert [(s.kind, s.get("modules")) for s in reading.signals] == [
+        (Kind.MACHINE_CONFIG, "nvidia")
+    ]

@@ -140,6 +140,11 @@ def _node_of(command: str) -> str:
 # --- notes, READMEs: prose, not evidence ----------------------------------------------------
 
 _MARKDOWN = re.compile(r"^(?:#{1,6} \S|```|~~~|\|[ \t]*-{3,}|[ \t]*[-*] \[[ x]\] )", re.MULTILINE)
+_FENCED = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
+_YAML_KEYS = re.compile(
+    r"^(?:apiVersion|kind|node|metadata|spec|machine|cluster|version|debug|persist):(?: |$)",
+    re.MULTILINE,
+)
 # Lines a tool writes: a stamp, a bracket, a "prog:" or "prog[pid]:" prefix, a key and a value,
 # JSON, klog, a table row (cells apart by two spaces or more).
 _TOOL_LINE = re.compile(
@@ -167,6 +172,9 @@ def is_prose(text: str) -> bool:
             tool += 1
         elif _prose_line(line):
             prose += 1
+    if not _FENCED.search(head) and _YAML_KEYS.search(head):
+        # A YAML document (a machine config's own "# Provides ..." comments look like headings).
+        return False
     if _MARKDOWN.search(head):
         # A heading or a fence around pasted output is not enough: a Markdown note says so.
         return prose >= 1
