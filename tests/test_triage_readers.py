@@ -386,3 +386,11 @@ def test_a_machine_config_with_its_documentation_comments_is_not_prose() -> None
     assert [(s.kind, s.get("modules")) for s in reading.signals] == [
         (Kind.MACHINE_CONFIG, "nvidia")
     ]
+
+
+def test_the_fabric_managers_success_is_evidence_too() -> None:
+    text = (
+        "10.30.0.11: nv-fabricmanager: Successfully configured all the available GPUs and "
+        "NVSwitches to route NVLink traffic.\n"
+    )
+    assert facts(text) == [("FABRIC_CONFIGURED", "10.30.0.11", "")]

@@ -59,6 +59,7 @@ class Kind(Enum):
     FABRIC_STATE = "GPU fabric state"  # value: Completed, In Progress, N/A, ...; data status
     FABRIC_FAILED = "fabric manager failed"
     FABRIC_SWITCH_FOUND = "fabric manager found the NVSwitch management port"
+    FABRIC_CONFIGURED = "fabric manager configured the NVSwitches"
     GPU_LISTED = "GPU listed by nvidia-smi"
     CUDA_NOT_READY = "CUDA error 802 (system not ready)"
     CDI_UNRESOLVABLE = "unresolvable CDI devices"

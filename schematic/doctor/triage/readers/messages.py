@@ -55,6 +55,11 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
     (re.compile(r"NV_WARN_NOTHING_TO_DO"), Kind.FABRIC_NOTHING_TO_DO),
     # The Talos wrapper found an InfiniBand NVSwitch port: ib_umad is loaded and working.
     (re.compile(r"using NVSwitch management port GUID"), Kind.FABRIC_SWITCH_FOUND),
+    # The fabric manager's own report that the fabric is up (printf in its startup).
+    (
+        re.compile(r"Successfully configured all the available (?:GPUs and )?NVSwitches"),
+        Kind.FABRIC_CONFIGURED,
+    ),
     # The Talos wrapper (nvidia-fabricmanager-wrapper/main.go, runCommand), NVIDIA's start
     # script, and systemd: the fabric manager itself stopped with an error.
     (
@@ -102,6 +107,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("ib_umad",),
     ("NV_WARN",),
     ("NVSwitch management port",),
+    ("Successfully configured",),
     ("fabricmanager",),
     ("In Progress",),
     ("CUDA", "cudaError"),
