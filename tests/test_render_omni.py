@@ -405,3 +405,32 @@ def test_odd_templates_are_read_without_a_traceback(tmp_path: Path, document: st
     path = tmp_path / "template.yaml"
     path.write_text(document, "utf-8")
     lint_paths([str(path)])
+
+
+MACHINES = """\
+kind: Cluster
+name: ml
+kubernetes: {version: v1.35.0}
+talos: {version: v1.13.9}
+---
+kind: Workers
+name: gpu
+annotations: {talos-schematic/gpus: nvidia.com/AD102GL_L40S}
+machines: [430d882a-51a8-48b3-ab00-d4b5b0b5b0b0, 919b1d5b-daf8-4b82-bc0d-48929f05a405]
+{patches}---
+kind: Machine
+name: 430d882a-51a8-48b3-ab00-d4b5b0b5b0b0
+systemExtensions:
+  - siderolabs/nvidia-container-toolkit-lts
+  - siderolabs/nvidia-open-gpu-kernel-modules-lts
+"""
+
+
+def test_a_machine_with_its_own_extensions_shares_its_sets_patches(tmp_path: Path) -> None:
+    path = tmp_path / "template.yaml"
+    path.write_text(MACHINES.replace("{patches}", MODULE_PATCH), "utf-8")
+    assert codes(path) == []
+    path.write_text(MACHINES.replace("{patches}", ""), "utf-8")
+    found = codes(path)
+    assert [code for code, _ in found] == ["TS123"]
+    assert "omni Machine 430d882a" in found[0][1]

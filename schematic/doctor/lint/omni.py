@@ -9,7 +9,7 @@ machine set and the machine. A template does not say which GPUs its machines hol
 where ``generate -f omni`` recorded them in the machine set's ``talos-schematic/gpus``
 annotation (and the Talos release, which a lone machine set does not name, in
 ``talos-schematic/talos-version``); without them the GPU rules that need the hardware do not
-run (``--hardware`` names it).
+run.
 """
 
 from __future__ import annotations
@@ -114,19 +114,29 @@ def _annotation(doc: Document, key: str) -> tuple[str, Place] | None:
     return (value, Place(doc, path)) if isinstance(value, str) else None
 
 
-def _pool(doc: Document, name: str, cluster: Document | None, inventory: Inventory) -> Pool:
-    configs = [*(_patches(cluster) if cluster is not None else []), *_patches(doc)]
+def _pool(
+    doc: Document,
+    name: str,
+    cluster: Document | None,
+    inventory: Inventory,
+    machine_set: Document | None = None,
+) -> Pool:
+    """The pool of a machine set, or of a ``Machine`` (with the set that lists it, whose
+    patches and annotations it shares)."""
+    levels = [level for level in (cluster, machine_set, doc) if level is not None]
+    configs = [config for level in levels for config in _patches(level)]
     # An empty v1alpha1 document: what loads nothing is read as a config too, so an NVIDIA
     # machine set without a module patch is found (TS123).
     configs.append(_part(doc, ("patches",), {"machine": {}}))
     pool = config_patch_pool(configs, name) or Pool(name, Place(doc))
     pool.place = Place(doc)
-    gpus = _annotation(doc, GPUS_ANNOTATION)
+    own = (doc, machine_set) if machine_set is not None else (doc,)
+    gpus = next((a for d in own if (a := _annotation(d, GPUS_ANNOTATION))), None)
     pool.gpus_known = gpus is not None
     if gpus is not None:
         text, place = gpus
         pool.gpus = [GpuUse(n.strip(), place) for n in text.split(",") if n.strip()]
-    talos = _annotation(doc, TALOS_ANNOTATION)
+    talos = next((a for d in own if (a := _annotation(d, TALOS_ANNOTATION))), None)
     if talos is None and cluster is not None and isinstance(cluster.get(("talos", "version")), str):
         talos = cluster.get(("talos", "version")), Place(cluster, ("talos", "version"))
     if talos is not None:
@@ -149,13 +159,24 @@ def add_omni_pools(documents: list[Document], inventory: Inventory) -> None:
         by_file.setdefault(doc.file, []).append(doc)
     for docs in by_file.values():
         cluster = next((d for d in docs if d.data.get("kind") == "Cluster"), None)
+        set_of = {
+            machine: doc
+            for doc in docs
+            if doc.data["kind"] in _MACHINE_SETS and isinstance(doc.get(("machines",)), list)
+            for machine in doc.get(("machines",))
+            if isinstance(machine, str)
+        }
         for doc in docs:
             kind = doc.data["kind"]
             if kind in _MACHINE_SETS:
                 label = doc.get(("name",)) if isinstance(doc.get(("name",)), str) else ""
                 name = f"omni {kind} {label}".rstrip()
             elif kind == "Machine" and isinstance(doc.get(("systemExtensions",)), list):
-                name = f"omni Machine {doc.get(('name',))}"
+                machine = doc.get(("name",))
+                name = f"omni Machine {machine}"
+                machine_set = set_of.get(machine) if isinstance(machine, str) else None
+                inventory.pools.append(_pool(doc, name, cluster, inventory, machine_set))
+                continue
             else:
                 continue
             inventory.pools.append(_pool(doc, name, cluster, inventory))
