@@ -30,12 +30,7 @@ BUNDLES = Path(__file__).parent / "data" / "triage"
 STATED = sorted(p.parent.name for p in BUNDLES.glob("*/expected.yaml"))
 
 # Bundles today's engine gets wrong, and why (the engine's work removes these).
-NOT_YET: dict[str, str] = {
-    "class3-service-waiting-no-timer": (
-        "a service Waiting for 6 minutes (talosctl services, no boot timeout in the inputs) "
-        "is taken for a boot service that never starts"
-    ),
-}
+NOT_YET: dict[str, str] = {}
 
 
 def expectation(bundle: str) -> dict[str, Any]:

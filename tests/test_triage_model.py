@@ -476,3 +476,14 @@ def test_a_healthy_cluster_gets_no_finding(tmp_path: Path, restarts: int) -> Non
     (tmp_path / "svc.json").write_text(service(with_trustd=True), encoding="utf-8")
     code, out, _ = run("triage", str(tmp_path))
     assert (code, out.splitlines()[0]) == (0, "no failure recognised in the inputs")
+
+
+def test_a_plugin_log_alone_does_not_prove_an_override(tmp_path: Path) -> None:
+    # envvar is the device plugin's own default: without the DaemonSet, TS140 is unsure.
+    source = BUNDLES / "ts140-device-plugin-env-override"
+    (tmp_path / "device-plugin.log").write_bytes((source / "device-plugin.log").read_bytes())
+    (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (diagnosis.code, diagnosis.severity) == ("TS140", "warning")
+    assert any("DaemonSet" in item for item in diagnosis.collect)
+    with_daemonset = triage_paths([str(source)]).diagnoses
+    assert [(d.code, d.severity) for d in with_daemonset] == [("TS140", "error")]

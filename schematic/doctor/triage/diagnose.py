@@ -28,6 +28,7 @@ from schematic.doctor.triage.model import (
     BOOT_TIMEOUT_SECONDS,
     ClusterModel,
     Machine,
+    age_minutes,
     build_model,
     parse_time,
 )
@@ -121,22 +122,13 @@ class _Timer:
     said: list[str] = field(default_factory=list)
 
 
-def _minutes(text: str) -> float | None:
-    """A kubectl age (``19h``, ``2d3h``, ``61m``, ``45s``) in minutes."""
-    parts = re.findall(r"(\d+)([dhms])", text)
-    if not parts or "".join(n + u for n, u in parts) != text.strip():
-        return None
-    scale = {"d": 1440.0, "h": 60.0, "m": 1.0, "s": 1 / 60}
-    return sum(int(n) * scale[u] for n, u in parts)
-
-
 def _restart_period(pod: Signal, restarts: int) -> float | None:
     """Minutes per restart: from the pod's start to its last restart, over the restarts."""
     start = parse_time(pod.get("started")) or parse_time(pod.get("created"))
     end = parse_time(pod.get("finished"))
     if start and end and end > start:
         return (end - start).total_seconds() / 60 / restarts
-    age, ago = _minutes(pod.get("age")), _minutes(pod.get("last_restart_ago"))
+    age, ago = age_minutes(pod.get("age")), age_minutes(pod.get("last_restart_ago"))
     if age is not None and ago is not None and age > ago:
         return (age - ago) / restarts
     return None
@@ -769,7 +761,25 @@ def _device_plugin(model: ClusterModel) -> list[_Finding]:
         ]
         evidence = [s.evidence for s in overridden_env + no_cdi[:3]]
         ruled = [("TS210", "the plugin itself runs without a CDI strategy")]
-        found.append(_Finding("TS140", None, evidence, ruled, nodes=nodes))
+        summary: list[str] = []
+        collect: list[str] = []
+        severity = None
+        if not overridden_env:
+            # envvar is the plugin's own default off Cozystack: a log alone does not prove an
+            # override dropped the CDI settings.
+            severity = "warning"
+            summary.append(
+                f"the device plugin runs with {no_cdi[0].value}; no DaemonSet among the inputs "
+                "shows whether an override set it"
+            )
+            collect.append(
+                "the device plugin DaemonSet (`kubectl get ds -A -o yaml | grep -A30 "
+                "nvidia-device-plugin`): CDI_ENABLED=true with a non-CDI DEVICE_LIST_STRATEGY "
+                "confirms the override"
+            )
+        found.append(
+            _Finding("TS140", None, evidence, ruled, summary, collect, severity, nodes=nodes)
+        )
     unresolvable = model.everywhere(Kind.CDI_UNRESOLVABLE)
     early = [
         pair for machine in model.sorted_machines() for pair in _created_before_plugin(machine)

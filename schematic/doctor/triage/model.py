@@ -21,7 +21,15 @@ from pathlib import PurePath
 
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 
-__all__ = ["Boot", "ClusterModel", "Machine", "build_model", "parse_time", "pool_of_name"]
+__all__ = [
+    "Boot",
+    "ClusterModel",
+    "Machine",
+    "age_minutes",
+    "build_model",
+    "parse_time",
+    "pool_of_name",
+]
 
 # Talos's BootTimeout (pkg/machinery/constants): 70 minutes.
 BOOT_TIMEOUT_SECONDS = 70 * 60
@@ -66,6 +74,15 @@ def parse_time(text: str) -> datetime | None:
         return datetime.fromisoformat(f"{found[1]}T{found[2]}{found[3] or ''}{zone}")
     except ValueError:
         return None
+
+
+def age_minutes(text: str) -> float | None:
+    """A Kubernetes or talosctl age (``19h``, ``2d3h``, ``69m52s``, ``45s``) in minutes."""
+    parts = re.findall(r"(\d+)([dhms])", text)
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        return None
+    scale = {"d": 1440.0, "h": 60.0, "m": 1.0, "s": 1 / 60}
+    return sum(int(n) * scale[u] for n, u in parts)
 
 
 def is_address(name: str) -> bool:
@@ -205,7 +222,12 @@ class Machine:
         for boot in self.boots:
             held.update(boot.held())
         for signal in self.of(Kind.SERVICE_WAITING):
-            if signal.get("source") == "services":
+            if signal.get("source") != "services":
+                continue
+            # Waiting for minutes is a boot's ordinary wait; ten and more, or for how long not
+            # said, holds the boot.
+            waited = age_minutes(signal.get("since"))
+            if waited is None or waited * 60 >= LONG_PENDING_SECONDS:
                 held.setdefault(signal.value, signal)
         return held
 

@@ -193,13 +193,18 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
         node = cells.get("NODE", "")
         kind = cells.get("TYPE", "")
         if "SERVICE" in cells and cells.get("STATE") == "Waiting":
-            # A service Talos is still waiting for: what `startAllServices` lists, seen live.
+            # A service Talos is still waiting for: what `startAllServices` lists, seen live;
+            # LAST CHANGE says for how long ("69m52s ago").
             yield Signal(
                 Kind.SERVICE_WAITING,
                 node,
                 evidence,
                 cells["SERVICE"],
-                (("state", "Waiting"), ("source", "services")),
+                (
+                    ("state", "Waiting"),
+                    ("source", "services"),
+                    ("since", cells.get("LAST CHANGE", "").removesuffix(" ago")),
+                ),
             )
         elif "SERVICE" in cells:
             running = "true" if cells.get("STATE") == "Running" else "false"
