@@ -487,3 +487,13 @@ def test_a_plugin_log_alone_does_not_prove_an_override(tmp_path: Path) -> None:
     assert any("DaemonSet" in item for item in diagnosis.collect)
     with_daemonset = triage_paths([str(source)]).diagnoses
     assert [(d.code, d.severity) for d in with_daemonset] == [("TS140", "error")]
+
+
+def test_control_characters_in_evidence_never_reach_the_terminal(tmp_path: Path) -> None:
+    lines = CONSOLE.splitlines(keepends=True)
+    # A bell and a backspace inside the quoted pending line, and a title-setting escape.
+    lines[9] = lines[9].replace("[talos]", "[talos]\x07\x08\x1b]0;owned\x07")
+    (tmp_path / "console.log").write_text("".join(lines), encoding="utf-8")
+    for fmt in ("text", "markdown"):
+        _, out, _ = run("triage", "-f", fmt, str(tmp_path))
+        assert not any(ord(c) < 32 and c != "\n" for c in out), fmt
