@@ -40,7 +40,7 @@ def _count(nodes: tuple[str, ...]) -> str:
 def summary_lines(report: TriageReport) -> list[str]:
     """One line per diagnosis: cause → pools → how many nodes → the fix."""
     return [
-        f"{d.severity} {d.code} {d.title} → {_pools(d)} → {_count(d.nodes)} → {d.fix}"
+        _shown(f"{d.severity} {d.code} {d.title} → {_pools(d)} → {_count(d.nodes)} → {d.fix}")
         for d in report.diagnoses
     ]
 
@@ -54,25 +54,25 @@ def render_text(report: TriageReport) -> str:
     for d in report.diagnoses:
         out.append(f"{d.severity} {d.code}: {d.title}")
         if d.summary:
-            out.append(f"  {d.summary}")
+            out.append(f"  {_shown(d.summary)}")
         if any(d.pools):
-            out.append(f"  {_pools(d)}: {_count(d.nodes)}")
-        out.append(f"  nodes: {', '.join(d.nodes) or '(not known from the inputs)'}")
+            out.append(f"  {_shown(_pools(d))}: {_count(d.nodes)}")
+        out.append(f"  nodes: {_shown(', '.join(d.nodes)) or '(not known from the inputs)'}")
         for role, schematic in d.schematics:
-            out.append(f"  schematic {role}: {schematic}")
+            out.append(f"  schematic {role}: {_shown(schematic)}")
         out.append("  evidence:")
         out += [f"    {_shown(e.where)}: {_shown(e.text)}" for e in d.evidence]
         if d.ruled_out:
             out.append("  ruled out:")
-            out += [f"    {reason}" for reason in d.ruled_out]
+            out += [f"    {_shown(reason)}" for reason in d.ruled_out]
         out.append("  confirm:")
         out += _lines(d.confirm, "    ")
         out.append(f"  fix: {d.fix}")
-        out += [f"    {place}" for place in d.places]
+        out += [f"    {_shown(place)}" for place in d.places]
         out.append(f"    talos-schematic explain {d.code}")
         if d.collect:
             out.append("  collect next:")
-            out += [f"    {item}" for item in d.collect]
+            out += [f"    {_shown(item)}" for item in d.collect]
         out.append("")
     if not report.diagnoses:
         out.append("no failure recognised in the inputs")
@@ -81,7 +81,8 @@ def render_text(report: TriageReport) -> str:
         head = "not read as evidence" if read else "nothing was recognised; could not read"
         out.append(f"{head}:")
         out += [
-            f"  {r.file}: {r.problem or 'no known evidence in it'}" for r in report.unrecognised
+            f"  {_shown(r.file)}: {_shown(r.problem or 'no known evidence in it')}"
+            for r in report.unrecognised
         ]
     return "".join(line + "\n" for line in out)
 
@@ -131,23 +132,23 @@ def render_markdown(report: TriageReport) -> str:
         out += ["No failure recognised in the inputs.", ""]
     for d in report.diagnoses:
         out += [f"## {d.code} ({d.severity}): {d.title}", ""]
-        out += [f"**Nodes:** {', '.join(d.nodes) or '(not known from the inputs)'}", ""]
+        out += [f"**Nodes:** {_shown(', '.join(d.nodes)) or '(not known from the inputs)'}", ""]
         if any(d.pools):
-            out += [f"**Pools:** {', '.join(p for p in d.pools if p)}", ""]
-        out += [f"**Schematic {role}:** `{value}`" for role, value in d.schematics]
+            out += [f"**Pools:** {_shown(', '.join(p for p in d.pools if p))}", ""]
+        out += [f"**Schematic {role}:** `{_cell(value)}`" for role, value in d.schematics]
         if d.summary:
-            out += [d.summary, ""]
+            out += [_shown(d.summary), ""]
         out += ["| where | line |", "| --- | --- |"]
         out += [f"| `{_cell(e.where)}` | {_cell(e.text)} |" for e in d.evidence]
         out.append("")
         if d.ruled_out:
-            out += ["**Ruled out:**", ""] + [f"- {reason}" for reason in d.ruled_out] + [""]
+            out += ["**Ruled out:**", ""] + [f"- {_shown(r)}" for r in d.ruled_out] + [""]
         out += ["**Confirm:**", "", d.confirm, ""]
         out += [f"**Fix:** {d.fix} (`talos-schematic explain {d.code}`)", ""]
         if d.places:
-            out += [f"- {place}" for place in d.places] + [""]
+            out += [f"- {_shown(place)}" for place in d.places] + [""]
         if d.collect:
-            out += ["**Collect next:**", ""] + [f"- {item}" for item in d.collect] + [""]
+            out += ["**Collect next:**", ""] + [f"- {_shown(c)}" for c in d.collect] + [""]
     if report.unrecognised:
         out += ["## Unrecognised inputs", ""]
         out += [
