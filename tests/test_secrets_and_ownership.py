@@ -276,3 +276,16 @@ def test_an_extension_list_within_its_limit_is_read() -> None:
         )
         with _client() as client:
             assert len(client.official_extensions("v1.13.9")) == 5_000
+
+
+def test_a_profile_of_a_hundred_thousand_unknown_keys_is_one_message(tmp_path: Path) -> None:
+    # Each unknown key kept gets a "did you mean" hint; those past the kept ones are counted
+    # without searching for one (the search for every key took a minute).
+    from schematic.errors import ProfileError
+    from schematic.inputs.profiles import load_profile
+
+    profile = tmp_path / "p.yaml"
+    profile.write_text("".join(f"k{i}: 1\n" for i in range(100_000)))
+    with pytest.raises(ProfileError) as raised:
+        load_profile(str(profile))
+    assert str(raised.value).splitlines()[-1].endswith(" more problems")

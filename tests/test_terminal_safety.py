@@ -152,3 +152,19 @@ def test_triage_commands_paste_names_the_shell_reads_back_unchanged(
     assert f"kubectl -n {namespace} get vmi" in out
     assert f"talosctl --talosconfig ./talosconfig config add {cluster} " in out
     assert f"-e {node} -n {node}'" in out
+
+
+def test_generate_and_id_keep_a_file_name_with_a_line_break_on_its_line(tmp_path: Path) -> None:
+    example = Path(__file__).parent.parent / "examples" / "cluster.yaml"
+    out = tmp_path / "a\nb\x1b[2J"
+    code, stdout, err = run("generate", str(example), "--out", str(out))
+    assert code == 0, err
+    clean(stdout, err)
+    [summary] = [line for line in err.splitlines() if "files written to" in line]
+    assert "a\\nb\\x1b[2J" in summary
+    schematic = tmp_path / "s\nx\u202e.yaml"
+    schematic.write_text("customization: {}\n")
+    code, stdout, err = run("id", str(schematic))
+    assert code == 0, err
+    clean(stdout, err)
+    assert len(stdout.splitlines()) == 1 and "s\\nx\\u202e.yaml" in stdout

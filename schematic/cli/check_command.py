@@ -30,7 +30,7 @@ from schematic.cli.base import (
     out_directory,
     run_library,
 )
-from schematic.errors import TalosSchematicError
+from schematic.errors import TalosSchematicError, printable
 
 if TYPE_CHECKING:
     from schematic.api import Result
@@ -175,11 +175,16 @@ def check(
     except TalosSchematicError as err:
         raise fail(err) from None
     if not drift:
-        print(f"{out}: up to date with {cluster_file}", file=sys.stderr)
+        print(f"{_name(out)}: up to date with {_name(cluster_file)}", file=sys.stderr)
         return
-    print(f"{out}: out of date with {cluster_file}:", file=sys.stderr)
+    print(f"{_name(out)}: out of date with {_name(cluster_file)}:", file=sys.stderr)
     for line in drift.lines():
         print(f"  {line}", file=sys.stderr)
     hint = _regenerate_hint(result, cluster_file, out, {"max_input_size": max_input_size})
     print(hint, file=sys.stderr)
     raise typer.Exit(3)
+
+
+def _name(path: object) -> str:
+    """A path for a message: on one line whatever it holds."""
+    return printable(str(path), one_line=True)

@@ -29,6 +29,7 @@ from schematic.cli.base import (
     progress_line,
     run_library,
 )
+from schematic.errors import printable
 
 
 class OutputFormat(StrEnum):
@@ -183,7 +184,8 @@ def generate(
     target = f"chart {fit.target.name}" + (" (assumed)" if fit.assumption else "")
     target += "" if fit.target.verified else ", unverified"
     print(
-        f"{pools} pool{'s' * (pools != 1)}, {written.files} files {state} {out} ({target})",
+        f"{pools} pool{'s' * (pools != 1)}, {written.files} files {state} "
+        f"{printable(str(out), one_line=True)} ({target})",
         file=sys.stderr,
     )
     for line in decision_lines(result.plan):

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from schematic.cli.base import MaxInputSizeOption, TextFormat, TextFormatOption, app, json_alias
+from schematic.errors import printable
 
 _FILES = typer.Argument(
     metavar="[FILE]...",
@@ -102,7 +103,7 @@ def id_command(
             failed = True
             continue
         except OSError as err:
-            complain(f"{name}: cannot read: {err.strerror or err}")
+            complain(f"{printable(name, one_line=True)}: cannot read: {err.strerror or err}")
             failed = True
             continue
         if as_json:
@@ -113,7 +114,7 @@ def id_command(
         elif standard_input_alone:
             pending.append(schematic_id + "\n")
         else:
-            pending.append(f"{schematic_id}  {name}\n")
+            pending.append(f"{schematic_id}  {printable(name, one_line=True)}\n")
     if as_json:
         pending.append(json.dumps(records, indent=2, ensure_ascii=False) + "\n")
     _write(pending)

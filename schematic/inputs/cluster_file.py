@@ -203,7 +203,7 @@ def _pool_extras(fields: Fields, at: At) -> dict[str, Any]:
         if key in TOOL_KEYS:
             continue
         if not isinstance(key, str) or key not in known:
-            close = _closest(str(key), [*TOOL_KEYS, *known])
+            close = _closest(str(key), [*TOOL_KEYS, *known]) if at.reading.collecting else []
             hint = f"; did you mean {close[0]}?" if close else ""
             (at / key).problem(f"not a pool setting nor a Cozystack kubernetes-nodes value{hint}")
         elif known[key] == "tool":

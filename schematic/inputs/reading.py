@@ -287,8 +287,13 @@ class Reading:
         self.problems: list[tuple[KeyPath, str]] = []
         self.left_out = 0
 
+    @property
+    def collecting(self) -> bool:
+        """Whether a problem found now is kept (and worth a hint that costs a search)."""
+        return len(self.problems) < MAX_COLLECTED
+
     def problem(self, path: KeyPath, message: str) -> None:
-        if len(self.problems) < MAX_COLLECTED:
+        if self.collecting:
             self.problems.append((path, message))
         else:
             self.left_out += 1
@@ -452,7 +457,9 @@ class Fields:
             return
         for key in value:
             if key not in keys:
-                close = _closest(str(key), keys)
+                # The hint is searched only for a problem that is kept: a hundred thousand
+                # unknown keys each searched took a minute.
+                close = _closest(str(key), keys) if at.reading.collecting else []
                 hint = f"; did you mean {close[0]}?" if close else ""
                 (at / str(key)).problem(f"unknown key{hint}")
 
