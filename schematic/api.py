@@ -78,7 +78,8 @@ def _start(request: Request, kind: Any = None) -> tuple[Any, Any, list[str]]:
     shown = emit.select_pools(plan, request.pools)
     if kind is not None:
         emit.one_document_check(shown, kind)
-    fit = emit.fit_chart(plan, request.chart, request.layout, insist=request.allow_ignored_keys)
+    kinds = (kind,) if kind is not None else emit.kinds_of(request.kinds)
+    fit = emit.fit_chart(plan, request.chart, request.layout, request.allow_ignored_keys, kinds)
     asked = consult_factory(
         plan, request.factory, request.register, request.live_catalogue, request.progress
     )

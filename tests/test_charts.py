@@ -61,6 +61,16 @@ pools:
 """
 
 
+# No pool that needs kernel modules: fits every target, v1.6 and main included (which cannot
+# load a GPU pool's modules, so refuse such a pool).
+CPU_CLUSTER = (
+    CLUSTER.split("  - name: gpu")[0]
+    + """  - name: cpu
+    profile: kubevirt-cpu
+"""
+)
+
+
 def run(*args: str) -> Result:
     return runner.invoke(app, list(args))
 
@@ -146,7 +156,7 @@ def test_v1_7_gpu_pools_warn_that_kernel_modules_may_be_ignored() -> None:
 
 
 def test_v1_6_4_takes_the_talos_layout_with_a_note() -> None:
-    fit = fit_plan(plan_of(CLUSTER), chart="v1.6.4")
+    fit = fit_plan(plan_of(CPU_CLUSTER), chart="v1.6.4")
     assert fit.target.name == "v1.6" and fit.layout == "talos"
     assert any("v1.6.4 is not among the releases" in note for note in fit.notes)
 
@@ -233,7 +243,8 @@ def test_same_file_fits_each_target_schema(name: str) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     target = chart_target(name)
     plan = plan_of(with_target(name))
-    fit = fit_plan(plan)
+    # v1.6 and main cannot load the GPU pool's modules: fitted only when insisting.
+    fit = fit_plan(plan, insist=name in ("v1.6", "main"))
     assert fit.target == target and fit.layout == target.layout
     # PR #4171's schema is not in the shared reference: its osImage subtree is held against the
     # shape recorded in the table, the rest against PR #3571's (same kernelModules and talos).
@@ -275,7 +286,8 @@ def test_written_values_fit_each_target_schema(tmp_path: Path, name: str) -> Non
     validator = jsonschema.Draft202012Validator(schema)
     cluster = write(tmp_path, with_target(name))
     out = tmp_path / "out"
-    result = run("generate", str(cluster), "--out", str(out))
+    insist = ["--allow-ignored-keys"] if name in ("v1.6", "main") else []
+    result = run("generate", str(cluster), "--out", str(out), *insist)
     assert result.exit_code == 0, result.stderr
     pools = sorted(p.name for p in out.iterdir() if (p / "values.yaml").is_file())
     assert pools == ["cpu", "gpu", "storage"]
@@ -324,18 +336,33 @@ def test_insisting_writes_it_with_a_loud_warning(tmp_path: Path) -> None:
     assert warnings[0].endswith("; written anyway (--allow-ignored-keys)")
 
 
-def test_a_gpu_pool_on_v16_is_told_there_is_no_durable_way(tmp_path: Path) -> None:
-    cluster = write(tmp_path, with_target("v1.6"))
-    result = run("generate", str(cluster), "-f", "values")
-    assert result.exit_code == 0, result.stderr
+@pytest.mark.parametrize("target", ["v1.6", "main"])
+def test_a_pool_whose_modules_cannot_load_on_its_chart_is_an_error(
+    tmp_path: Path, target: str
+) -> None:
+    # The verdict: v1.6.x and main render a TalosConfigTemplate that loads no module whatever
+    # the values say (tests/test_real_consumers.py renders them), so a pool needing modules
+    # cannot work there: exit 1, naming kernelModules and the way out, nothing written.
+    cluster = write(tmp_path, with_target(target))
+    out = tmp_path / "out"
+    result = run("generate", str(cluster), "--out", str(out))
+    assert result.exit_code == 1
+    assert not out.exists()
+    message = result.stderr
+    assert message.startswith(
+        f'talos-schematic: {cluster}: pool "gpu" (nvidia, nvidia_uvm, nvidia_drm, '
+        'nvidia_modeset), pool "storage" (drbd): kernelModules:'
+    )
+    assert "talos-reconcile Job rewrites the TalosConfigTemplate" in message
+    assert "--chart pr3571 or osimage" in message
+    # Insisting writes the values, with the same words as a warning.
+    result = run("generate", str(cluster), "-f", "values", "--allow-ignored-keys")
+    assert result.exit_code == 0
     assert "kernelModules" not in result.stdout
-    warnings = [line for line in result.stderr.splitlines() if "no durable way" in line]
-    # One per pool that needs modules: the GPU pool and the DRBD pool, not the plain CPU pool.
-    assert len(warnings) == 2
-    assert warnings[0].startswith(f'talos-schematic: warning: {cluster}: pool "gpu": ')
-    assert "talos-reconcile Job rewrites the TalosConfigTemplate" in warnings[0]
-    assert "nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset" in warnings[0]
-    assert 'pool "storage"' in warnings[1] and "drbd" in warnings[1]
+    assert "written anyway (--allow-ignored-keys)" in result.stderr
+    # A file whose pools need no module fits the same chart: exit 0.
+    fine = write(tmp_path, with_target(target, CPU_CLUSTER), "cpu.yaml")
+    assert run("generate", str(fine), "-f", "values").exit_code == 0
 
 
 def test_no_target_says_which_is_assumed(tmp_path: Path) -> None:
@@ -347,7 +374,8 @@ def test_no_target_says_which_is_assumed(tmp_path: Path) -> None:
         "--chart); assuming osimage (Cozystack PR #4171"
     )
     assert "set cozystack.version: v1.6" in result.stderr
-    implied = run("generate", str(cluster), "-f", "values", "--layout", "talos")
+    cpu = write(tmp_path, CPU_CLUSTER, "cpu.yaml")
+    implied = run("generate", str(cpu), "-f", "values", "--layout", "talos")
     assert "assuming v1.6 (Cozystack v1.6.x) from --layout talos" in implied.stderr
 
 
@@ -482,7 +510,7 @@ def test_a_custom_list_dropping_nvlink_disable_gets_a_note(tmp_path: Path) -> No
 def test_check_reads_target_layout_and_format_from_the_index(
     tmp_path: Path, args: list[str]
 ) -> None:
-    cluster = write(tmp_path, CLUSTER)
+    cluster = write(tmp_path, CPU_CLUSTER)
     out = tmp_path / "out"
     assert run("generate", str(cluster), "--out", str(out), *args).exit_code == 0
     result = run("check", str(cluster), "--out", str(out))
@@ -491,7 +519,7 @@ def test_check_reads_target_layout_and_format_from_the_index(
 
 
 def test_the_regenerate_hint_repeats_every_option(tmp_path: Path) -> None:
-    cluster = write(tmp_path, CLUSTER)
+    cluster = write(tmp_path, CPU_CLUSTER)
     out = tmp_path / "out"
     args = ["--chart", "v1.6", "--layout", "talos", "-f", "values"]
     assert run("generate", str(cluster), "--out", str(out), *args).exit_code == 0
@@ -509,7 +537,7 @@ def test_the_regenerate_hint_repeats_every_option(tmp_path: Path) -> None:
 
 
 def test_index_records_what_check_needs(tmp_path: Path) -> None:
-    cluster = write(tmp_path, CLUSTER)
+    cluster = write(tmp_path, CPU_CLUSTER)
     out = tmp_path / "out"
     assert (
         run(
@@ -589,7 +617,7 @@ def test_kustomization_lists_only_the_manifests(tmp_path: Path) -> None:
 
 def test_helmrelease_for_flux_users(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    cluster = write(tmp_path, with_target("v1.6"))
+    cluster = write(tmp_path, with_target("pr3571"))
     result = run("generate", str(cluster), "--out", str(out), "-f", "helmrelease")
     assert result.exit_code == 0, result.stderr
     assert yaml.safe_load((out / "kustomization.yaml").read_text())["resources"] == [
@@ -611,7 +639,7 @@ def test_helmrelease_for_flux_users(tmp_path: Path) -> None:
         "namespace": "cozy-system",
     }
     assert "chart" not in release["spec"]
-    plan = plan_of(with_target("v1.6"))
+    plan = plan_of(with_target("pr3571"))
     assert release["spec"]["values"] == pool_values(plan.cluster, plan.pools[0], fit_plan(plan))
     assert run("check", str(cluster), "--out", str(out)).exit_code == 0
     # lint reads it as the chart's values (the schematic is one of the UI's NVIDIA sets).
@@ -661,7 +689,7 @@ def test_an_unknown_chart_is_a_usage_error_on_every_command(tmp_path: Path, comm
 
 @pytest.mark.parametrize("name", ["v1.6", "main", "pr3571", "osimage", "v1.7"])
 def test_a_target_no_chart_in_the_sources_reads_says_unverified(name: str) -> None:
-    fit = fit_plan(plan_of(with_target(name)))
+    fit = fit_plan(plan_of(with_target(name, CPU_CLUSTER)))
     said = any("is unverified" in warning for warning in fit.warnings)
     assert said == (name in ("osimage", "v1.7"))
     assert chart_target(name).verified == (name not in ("osimage", "v1.7"))

@@ -28,7 +28,16 @@ STREAMS = {
     "cozystack.yaml": ["--format", "cozystack"],
     # The example names its chart (osimage); these two are the other charts' layouts.
     "values-schematicid.yaml": ["--values-only", "--chart", "pr3571", "--layout", "schematicid"],
-    "values-talos.yaml": ["--format", "values", "--chart", "v1.6", "--layout", "talos"],
+    # v1.6.x cannot load the GPU pools' modules: written only when insisting.
+    "values-talos.yaml": [
+        "--format",
+        "values",
+        "--chart",
+        "v1.6",
+        "--layout",
+        "talos",
+        "--allow-ignored-keys",
+    ],
     # One document per pool: a pool is picked.
     "machine-config.yaml": ["--format", "machine-config", "--pool", "rtx6000"],
     "schematic.yaml": ["--format", "schematic", "--pool", "l40s"],

@@ -67,11 +67,20 @@ pools:
 """
 
 
-def generate(tmp_path: Path, target: str, *formats: str) -> tuple[Result, Path]:
+# The charts that cannot load a GPU pool's modules: generate refuses the pool there (the verdict
+# these renders prove) and writes its values only when insisting.
+NO_MODULES = ("v1.6", "main")
+
+
+def generate(
+    tmp_path: Path, target: str, *formats: str, insist: bool = True
+) -> tuple[Result, Path]:
     cluster = tmp_path / f"cluster-{target}.yaml"
     cluster.write_text(CLUSTER.format(target=target))
     out = tmp_path / f"out-{target}"
     args = ["generate", str(cluster), "--out", str(out)]
+    if insist and target in NO_MODULES:
+        args.append("--allow-ignored-keys")
     for kind in formats:
         args += ["-f", kind]
     return CliRunner().invoke(app, args), out
@@ -223,8 +232,17 @@ def test_each_chart_renders_the_pools_own_schematic(tmp_path: Path, target: str)
             assert modules == NVIDIA_SET
         else:
             # v1.6.x and main load no module whatever the values say: the GPU pool's
-            # extensions are installed and never loaded (see the verdict tests).
+            # extensions are installed and never loaded. So generate refuses the pool there,
+            # naming kernelModules and the way out, and writes nothing.
             assert modules == []
+            (tmp_path / "refused").mkdir()
+            refused, nothing = generate(tmp_path / "refused", target, "values", insist=False)
+            assert refused.exit_code == 1
+            assert 'pool "gpu" (nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset): kernelModules' in (
+                refused.stderr
+            )
+            assert "--chart pr3571 or osimage" in refused.stderr
+            assert not nothing.exists()
 
 
 @needs_charts

@@ -120,10 +120,16 @@ def one_document_check(plan: ClusterPlan, kind: Kind) -> None:
 
 
 def fit_chart(
-    plan: ClusterPlan, chart: str | None, layout: str | None, *, insist: bool
+    plan: ClusterPlan,
+    chart: str | None,
+    layout: str | None,
+    insist: bool,
+    kinds: Sequence[str] = ("cozystack",),
 ) -> ChartFit:
-    """The plan held against its chart. A bad ``chart`` is a UsageError (a bad
+    """The plan held against its chart, for an output of ``kinds``: only one carrying the
+    chart's values is held to what the chart can load. A bad ``chart`` is a UsageError (a bad
     ``cozystack.version`` in the cluster file is the file's error)."""
+    values = bool({"cozystack", "values", "helmrelease"} & set(kinds))
     from schematic.facts.chart_targets import LAYOUTS
     from schematic.plan.charts import check_chart_name, fit_plan
 
@@ -135,7 +141,7 @@ def fit_chart(
     chosen = next((known for known in LAYOUTS if known == layout), None)
     if layout is not None and chosen is None:
         raise UsageError(f"{layout!r} is not a layout: one of {', '.join(LAYOUTS)}", "--layout")
-    return fit_plan(plan, chart=chart, layout=chosen, insist=insist)
+    return fit_plan(plan, chart=chart, layout=chosen, insist=insist, values=values)
 
 
 def run_notes(

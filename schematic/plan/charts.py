@@ -261,13 +261,16 @@ def fit_plan(
     chart: str | None = None,
     layout: Layout | None = None,
     insist: bool = False,
+    values: bool = True,
 ) -> ChartFit:
     """Hold ``plan`` against its chart target; ClusterFileError naming file, pool and key when
     the values would carry a key the chart ignores (with ``insist``, a warning instead).
 
     ``chart`` overrides the cluster file's ``cozystack.version``; ``layout`` the target's
-    layout. The chart's guards (module names, parameters) and the NVIDIA-modules-without-a-GPU
-    refusal apply on every target.
+    layout. ``values``: whether the output carries the chart's values (a KubernetesNodes object,
+    values or a HelmRelease); only then is a pool whose modules the chart cannot load refused
+    (the verdict; with ``insist``, a warning). The chart's guards (module names, parameters)
+    and the NVIDIA-modules-without-a-GPU refusal apply on every target.
     """
     source = plan.source
     named = chart if chart is not None else plan.cozystack_version
@@ -320,6 +323,7 @@ def fit_plan(
                 f"not, {_consequence(key)}"
             )
     seen: set[tuple[str, ...]] = set()
+    unloadable: list[PoolPlan] = []
     for pool in plan.pools:
         where = f'{source}: pool "{pool.name}"'
         check_module_guards(where, pool.kernel_modules)
@@ -349,16 +353,30 @@ def fit_plan(
                 "Job rewrites the TalosConfigTemplate from a fixed template); remove the list, "
                 f"or target a chart with kernelModules (--chart {_charts_with('kernelModules')})",
             )
-        elif pool.kernel_modules_state == "computed":
-            names = ", ".join(module.name for module in pool.kernel_modules)
-            warnings.append(
-                f"{where}: {target.title}'s chart has no kernelModules value and its "
-                "talos-reconcile Job rewrites the TalosConfigTemplate from a fixed template, so "
-                f"there is no durable way to load {names} on these workers: the extensions "
-                "install the modules but never load them, and a machine-config patch applied "
-                "by hand is undone by the next reconcile. Target a chart with kernelModules "
-                f"(--chart {_charts_with('kernelModules')}) for the modules to load"
-            )
+        elif pool.kernel_modules_state == "computed" and pool.tenant_pool and values:
+            # A bare-metal pool's machine config is not the chart's: only tenant pools.
+            unloadable.append(pool)
+    if unloadable:
+        # The verdict: these pools cannot work on this chart (rendering its templates shows the
+        # TalosConfigTemplate loading no module, tests/test_real_consumers.py), and nothing the
+        # output could carry changes that. Refused, unless the user insists.
+        pools = ", ".join(
+            f'pool "{pool.name}" ({", ".join(m.name for m in pool.kernel_modules)})'
+            for pool in unloadable
+        )
+        message = (
+            f"{source}: {pools}: kernelModules: {target.title}'s kubernetes-nodes chart has no "
+            "kernelModules value and its talos-reconcile Job rewrites the TalosConfigTemplate "
+            "from a fixed template, so these modules cannot be loaded on their workers: the "
+            "extensions install them but never load them (a GPU comes up without a driver and "
+            "its node reboots about every 70 minutes; a machine-config patch applied by hand is "
+            "undone by the next reconcile). Target a chart with kernelModules "
+            f"(--chart {_charts_with('kernelModules')}), or move these pools to a cluster file "
+            "for a release that has it"
+        )
+        if not insist:
+            raise ClusterFileError(f"{message} (or --allow-ignored-keys to write it anyway)")
+        warnings.append(f"{message}; written anyway (--allow-ignored-keys)")
     return ChartFit(
         target=target,
         layout=chosen,
