@@ -497,3 +497,22 @@ def test_control_characters_in_evidence_never_reach_the_terminal(tmp_path: Path)
     for fmt in ("text", "markdown"):
         _, out, _ = run("triage", "-f", fmt, str(tmp_path))
         assert not any(ord(c) < 32 and c != "\n" for c in out), fmt
+
+
+def test_nvidia_services_held_on_a_gpu_with_its_module_is_unsure_not_silent(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "gpu-a-4hx8d.console.log").write_text(CONSOLE, encoding="utf-8")
+    (tmp_path / "nodes.json").write_text(node_list(node("gpu-a-4hx8d", "10.7.0.1")), "utf-8")
+    (tmp_path / "pci.txt").write_text(PCI_HEADER + pci_rows("10.7.0.1", True), encoding="utf-8")
+    (tmp_path / "modules.txt").write_text(
+        "nvidia 11796480 2 nvidia_uvm,nvidia_modeset, Live 0xffffffffc0f6c000 (O)\n",
+        encoding="utf-8",
+    )
+    (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (diagnosis.code, diagnosis.severity, diagnosis.nodes) == (
+        "TS201",
+        "warning",
+        ("gpu-a-4hx8d",),
+    )
+    assert any("logs ext-nvidia" in item for item in diagnosis.collect)

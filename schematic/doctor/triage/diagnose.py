@@ -465,7 +465,23 @@ def _nvidia_cause(
         schematics = [("running", running[0])] if running else []
         return _Finding("TS101", machine, evidence, ruled, summary, schematics=schematics)
     if nvidia or listed_gpus:
-        return None  # a GPU machine: modules not loaded (TS123/TS110) is decided elsewhere
+        # A GPU machine: modules not loaded (TS123/TS110) and the wrong flavour (TS103-TS105)
+        # are decided elsewhere; with the module loaded and none of those, say what is known.
+        loaded = _nvidia_modules(machine) or [s for s in nvidia if s.get("driver")]
+        told = any(
+            machine.of(kind)
+            for kind in (Kind.NVRM_NEEDS_OPEN, Kind.NVRM_NO_GSP, Kind.NVRM_LEGACY, Kind.NO_DRIVER)
+        )
+        if not loaded or told:
+            return None
+        summary.append("the node has an NVIDIA GPU and its module is loaded, yet the service waits")
+        collect = [
+            f"talosctl -n {machine.name or '<node>'} logs {nvidia_held[0]}: why it does not start",
+        ]
+        evidence = [*held_lines, *timer.evidence, loaded[0].evidence]
+        return _Finding(
+            "TS201", machine, evidence, [*not_trustd, *memory], summary, collect, "warning"
+        )
     gpus_allocatable = [s for s in machine.of(Kind.NODE) if s.get("gpus") not in ("", "0")]
     if gpus_allocatable:
         return None
