@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from schematic.doctor.triage import triage_paths
 from schematic.doctor.triage.readers import read_evidence
 from schematic.doctor.triage.signals import Kind
 
@@ -394,3 +395,27 @@ def test_the_fabric_managers_success_is_evidence_too() -> None:
         "NVSwitches to route NVLink traffic.\n"
     )
     assert facts(text) == [("FABRIC_CONFIGURED", "10.30.0.11", "")]
+
+
+# A Markdown write-up quotes a Talos log line with no stamp or node before it; the file then
+# starts with "[" like a JSON list (the line is from a public write-up of a ZFS extension
+# whose service never starts).
+_BARE_TALOS_LINE = '[talos] task startAllServices (1/1): service "ext-zfs-service" to be "up"\n'
+
+
+def test_a_file_starting_with_a_bare_talos_line_is_a_log_not_broken_json(tmp_path: Path) -> None:
+    evidence = tmp_path / "machined.log"
+    evidence.write_text(_BARE_TALOS_LINE * 2, encoding="utf-8")
+    report = triage_paths([str(evidence)])
+    assert [r.format for r in report.readings] == ["log"]
+    assert report.unrecognised == ()
+    waiting = [s.value for r in report.readings for s in r.signals]
+    assert waiting == ["ext-zfs-service", "ext-zfs-service"]
+
+
+def test_a_json_list_broken_after_its_first_line_is_still_reported(tmp_path: Path) -> None:
+    evidence = tmp_path / "pods.json"
+    evidence.write_text('[\n  {"kind": "Pod",\n  oops\n]\n', encoding="utf-8")
+    report = triage_paths([str(evidence)])
+    assert [r.file for r in report.unrecognised] == [str(evidence)]
+    assert "line 3" in report.unrecognised[0].problem

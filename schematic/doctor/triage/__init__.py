@@ -84,7 +84,6 @@ def _files(paths: Sequence[str]) -> list[str]:
 # read whole, within the input limit.
 DEFAULT_MAX_JSON_SIZE = 256 * 1024 * 1024
 _CHUNK = 1 << 20
-_KERNEL_STAMP = re.compile(r"\s*\[\s*\d+\.\d+\]")
 
 
 def _chunks(file: str, limit: int) -> Iterator[str]:
@@ -141,12 +140,10 @@ def _read(file: str, max_json_size: int) -> Reading:
             except DocumentError as err:
                 if err.fatal:
                     raise
-                with open(file, "rb") as handle:
-                    head = handle.read(4096).decode("utf-8", "replace")
-                # "[   12.345678] ..." is a kernel log, not a JSON list.
-                if not _KERNEL_STAMP.match(head):
-                    where = f"line {err.line}: " if err.line else ""
-                    return Reading(file, "", (), f"{where}{err}")
+                # A first line that is no JSON ("[   12.345678] ...", "[talos] ...") is a log:
+                # the text readers decide. A JSON document broken further on is reported.
+                if err.line not in (None, 1):
+                    return Reading(file, "", (), f"line {err.line}: {err}")
         text = decode_text(read_bytes(file, kind=InputKind.EVIDENCE))
     except NotTextError as err:
         return Reading(file, "", (), f"not UTF-8 text ({err.strerror})")

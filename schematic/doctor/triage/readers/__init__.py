@@ -33,7 +33,6 @@ __all__ = ["DocumentError", "Reading", "read_evidence"]
 # YAML of the shapes the document reader knows: a Kubernetes object or list, a talosctl
 # resource, a query answer. Logs that happen to parse as YAML are not mistaken for it.
 _YAML_SHAPE = re.compile(r"^(?:apiVersion|kind|node|metadata|status|machine):", re.MULTILINE)
-_KERNEL_STAMP = re.compile(r"\s*\[\s*\d+\.\d+\]")
 _FIRST_CHARACTER = re.compile(r"\S")
 # One JSON object per line, each a log record ({"level": ..., "msg": ...}).
 _LOG_OF_OBJECTS = re.compile(r'\s*\{"(?:level|ts|time|msg|severity|L|T)"')
@@ -87,12 +86,20 @@ def _read_section(text: str, file: str) -> Reading:
                     # A paste cut short: the objects before the cut still count.
                     where = f"line {err.line}: " if err.line else ""
                     return Reading(file, "json", tuple(taken), f"{where}{err}; read up to there")
-                # "[   12.345678] ..." is a kernel log, not a JSON list; "{...}" lines of a
-                # structured log are read as a log when they are not one JSON stream.
-                if err.fatal or not (_KERNEL_STAMP.match(text) or start == "{"):
+                # "[   12.345678] ...", "[talos] ...", "[2025-11-03T14:52:40Z] ..." are log
+                # lines, not a JSON list: a "[" whose first line is no JSON is read as a log.
+                # "{...}" lines of a structured log are read as a log when they are not one
+                # JSON stream.
+                if err.fatal:
+                    raise
+                if start == "[" and err.line not in (None, 1):
                     raise
                 if start == "{" and not _LOG_OF_OBJECTS.match(text):
                     raise
+                logged = list(read_log(text, file))
+                if not logged:
+                    raise
+                return Reading(file, "log", tuple(logged))
         if recognise_table(text):
             return _reading(file, "table", list(read_table(text, file)))
         if recognise_describe(text):

@@ -148,8 +148,10 @@ _YAML_KEYS = re.compile(
 # Lines a tool writes: a stamp, a bracket, a "prog:" or "prog[pid]:" prefix, a key and a value,
 # JSON, klog, a table row (cells apart by two spaces or more).
 _TOOL_LINE = re.compile(
-    r"^(?:\s*[\[{(<|+]|\s*\d[\w.:/\-+\[\]]{5,}|[IWEF]\d{4} |[\w./@-]+(?:\[\d+\])?: "
+    r"^(?:\s*[\[{(<|+]|\s*\d[\w.:/\-+\[\]]{5,}|[IWEF]\d{4} |\s*[\w./@-]+(?:\[\d+\])?: "
     r"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\s*[\w .()/-]+\s:\s|\S+(?: \S+)*\s{2,}\S|\s{2,}\S)"
+    # a time stamp or a Talos or kernel tag anywhere: written by a machine, whatever precedes it
+    r"|[^\n]*?(?:\d{4}-\d\d-\d\dT\d\d:\d\d|\[talos\]|\bNVRM: )"
 )
 # A word of prose: letters, perhaps an apostrophe, perhaps closing punctuation.
 _WORD = re.compile(r"^[A-Za-z][a-z']*[,.;:!?)]?$")
