@@ -460,3 +460,32 @@ def test_a_platform_change_on_talos_1_14_is_not_called_the_1_14_installer_move()
     crossing = text.replace("PROFILE", "kubevirt-cpu").replace("v1.14.0", "v1.13.9")
     (moved,) = _revision(crossing, kubevirt, "v1.14.0").pools
     assert any("from Talos 1.14 a node upgrades" in line for line in moved.output)
+
+
+def test_upgrading_to_talos_1_14_0_says_why_the_installer_repository_changes() -> None:
+    # v1.14.0 itself is the first release whose nodes upgrade from the platform's installer:
+    # the report says so there, for the pool's own platform, and not for a repository the
+    # cluster file names.
+    text = """\
+cluster: c
+talos: {version: v1.13.9}
+pools:
+  - name: cpu
+    profile: kubevirt-cpu
+  - name: metal
+    hardware: {platform: metal}
+"""
+    report = report_for(text, "v1.14.0")
+    because = (
+        ": from Talos 1.14 a node upgrades from the factory's installer for the platform it booted"
+    )
+    for pool, repository in (("cpu", "openstack-installer"), ("metal", "metal-installer")):
+        (line,) = [x for x in pool_named(report, pool).output if x.startswith("installer")]
+        assert line.startswith(
+            f"installer repository factory.talos.dev/installer → factory.talos.dev/{repository}"
+            + because
+        ), line
+    named = text.replace(
+        "{version: v1.13.9}", "{version: v1.13.9, installerRepository: r.example/i}"
+    )
+    assert pool_named(report_for(named, "v1.14.0"), "cpu").output == ()
