@@ -130,6 +130,18 @@ def test_command_line_names_the_node_its_output_does_not() -> None:
     assert facts(text) == [("NO_DEVICES", "", "")]
 
 
+def test_a_command_naming_several_nodes_gives_its_output_to_none_of_them() -> None:
+    # A line of `-n a,b` output that does not name its node may be either node's: it is not
+    # attributed to the first.
+    text = (
+        "$ talosctl -n 10.5.0.9,10.5.0.10 read /proc/modules\n"
+        "nvidia 13348864 0 - Live 0xffffffffc1a5b000 (PO)\n"
+    )
+    found = facts(text)
+    assert ("MODULE_LOADED", "", "nvidia") in found
+    assert all(node == "" for _, node, _ in found), found
+
+
 def test_colour_and_carriage_returns_are_not_part_of_the_evidence() -> None:
     text = (
         "\x1b[32m172.20.0.5   ext-nvidia-persistenced   Waiting   ?   1m ago   Waiting\x1b[0m\r\n"
