@@ -300,3 +300,35 @@ def test_ignore_of_an_unknown_code_is_a_usage_error(tmp_path: Path) -> None:
     code, out, err = run("lint", str(tmp_path), "--ignore", "TS9999")
     assert (code, out) == (2, "")
     assert "unknown lint code TS9999" in err
+
+
+def test_hardware_refuses_proprietary_modules_on_blackwell(tmp_path: Path) -> None:
+    """A machine config whose installer carries the proprietary modules, for a B200 node."""
+    proprietary = Schematic.from_extensions(
+        [
+            "siderolabs/nonfree-kmod-nvidia-production",
+            "siderolabs/nvidia-container-toolkit-production",
+        ]
+    )
+    open_modules = Schematic.from_extensions(
+        [
+            "siderolabs/nvidia-container-toolkit-production",
+            "siderolabs/nvidia-open-gpu-kernel-modules-production",
+        ]
+    )
+    modules = "".join(
+        f"\n      - name: {m}"
+        for m in ("nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "ib_umad")
+    )
+    for name, schematic in (("bad", proprietary), ("good", open_modules)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "schematic.yaml").write_text(schematic.canonical())
+        (tmp_path / name / "worker.yaml").write_text(
+            "version: v1alpha1\nmachine:\n  type: worker\n  install:\n    disk: /dev/sda\n"
+            f"    image: factory.talos.dev/metal-installer/{schematic.id}:v1.13.9\n"
+            f"  kernel:\n    modules:{modules}\n"
+        )
+    code, out, _ = run("lint", str(tmp_path / "bad"), "--hardware", "metal-hgx-b200-8x")
+    assert code == 3 and "TS103" in out
+    code, out, _ = run("lint", str(tmp_path / "good"), "--hardware", "metal-hgx-b200-8x")
+    assert code == 0 and "TS1" not in out

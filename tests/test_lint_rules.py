@@ -1196,3 +1196,60 @@ def test_ts141_not_on_a_switched_off_addon_with_an_empty_override(tmp_path: Path
     # override empty. Nothing runs, so nothing is wrong.
     values = "addons:\n  gpuOperator:\n    enabled: false\n    valuesOverride: {}\n"
     assert not codes(run(tmp_path, {"values.yaml": values})) & {"TS140", "TS141"}
+
+
+# --- --hardware: the GPU rules for pools that do not say their GPUs --------------------------
+
+
+def test_hardware_feeds_ts103_proprietary_modules_on_blackwell(tmp_path: Path) -> None:
+    config = machine_config(PROP_PROD, "v1.13.9", modules=f"{NVIDIA_MODULES}, ib_umad")
+    found = lint_for(tmp_path, {"worker.yaml": config}, "metal-hgx-b200-8x")
+    assert codes(found) == {"TS103"}
+    hit = finding(found, "TS103")
+    assert hit.severity == "error"
+    assert "metal-hgx-b200-8x (10de:2901 NVIDIA B200, Blackwell) needs the open" in hit.message
+    assert "nonfree-kmod-nvidia-production loads and finds no device" in hit.message
+    # Without --hardware the machine config does not say the GPU: nothing to refuse on.
+    assert lint_for(tmp_path, {}, None) == []
+
+
+def test_hardware_open_modules_on_blackwell_or_hopper_give_nothing(tmp_path: Path) -> None:
+    config = machine_config(OPEN_PROD, "v1.13.9", modules=f"{NVIDIA_MODULES}, ib_umad")
+    assert lint_for(tmp_path / "a", {"worker.yaml": config}, "metal-hgx-b200-8x") == []
+    assert lint_for(tmp_path / "b", {"worker.yaml": config}, "kubevirt-b200") == []
+    proprietary = machine_config(PROP_PROD, "v1.13.9", modules=NVIDIA_MODULES)
+    assert lint_for(tmp_path / "c", {"worker.yaml": proprietary}, "metal-hgx-h100-8x") == []
+
+
+def test_hardware_feeds_ts104_open_modules_on_volta(tmp_path: Path) -> None:
+    config = machine_config(OPEN_LTS, "v1.13.9", modules=NVIDIA_MODULES)
+    found = lint_for(tmp_path, {"worker.yaml": config}, "kubevirt-v100-pcie-16gb")
+    assert codes(found) == {"TS104"}
+    assert "Volta) has no GSP" in finding(found, "TS104").message
+    proprietary = machine_config(PROP_LTS, "v1.13.9", modules=NVIDIA_MODULES)
+    assert lint_for(tmp_path / "ok", {"w.yaml": proprietary}, "kubevirt-v100-pcie-16gb") == []
+
+
+def test_hardware_feeds_ts105_volta_on_a_branch_that_dropped_it(tmp_path: Path) -> None:
+    config = machine_config(PROP_PROD, "v1.13.9", modules=NVIDIA_MODULES)
+    found = lint_for(tmp_path, {"worker.yaml": config}, "kubevirt-v100-pcie-16gb")
+    assert codes(found) == {"TS105"}
+    assert "which dropped kubevirt-v100-pcie-16gb" in finding(found, "TS105").message
+
+
+def test_hardware_without_an_nvidia_gpu_feeds_ts101(tmp_path: Path) -> None:
+    config = machine_config(OPEN_PROD, "v1.13.9", modules=NVIDIA_MODULES)
+    found = lint_for(tmp_path, {"worker.yaml": config}, "metal-amd")
+    assert codes(found) == {"TS101"}
+    assert "metal-amd (--hardware) has no NVIDIA GPU" in finding(found, "TS101").message
+    # TS123 is certain once the hardware says there is an NVIDIA GPU.
+    bare = machine_config(OPEN_PROD, "v1.13.9")
+    found = lint_for(tmp_path / "l40s", {"worker.yaml": bare}, "kubevirt-l40s")
+    assert codes(found) == {"TS123"} and finding(found, "TS123").severity == "error"
+    assert lint_for(tmp_path / "cpu", {"worker.yaml": machine_config(COZY)}, "metal-amd") == []
+
+
+def test_hardware_gpu_with_a_schematic_without_nvidia_feeds_ts110(tmp_path: Path) -> None:
+    found = lint_for(tmp_path, {"worker.yaml": machine_config(COZY)}, "kubevirt-l40s")
+    assert codes(found) == {"TS110", "TS111"}
+    assert "kubevirt-l40s (NVIDIA L40S)" in finding(found, "TS110").message

@@ -70,7 +70,8 @@ def lint(
             "--hardware",
             metavar="PROFILE",
             help="Hardware profile (shipped name or file) of the nodes that standalone Talos "
-            "machine configs are for; they do not say which GPUs the node has.",
+            "machine configs (and other pools that do not say their GPUs) are for; every GPU "
+            "rule (TS101, TS103-TS107, TS110, TS155, ...) then holds them to its GPUs.",
         ),
     ] = None,
     cozystack: Annotated[

@@ -26,6 +26,7 @@ from schematic.facts.nvidia import (
     NVIDIA_MODULES,
     PRE_TURING_LAST_BRANCH,
     Gpu,
+    GpuRequest,
     NvidiaExtension,
     all_gpus,
     describe_nvidia_extension,
@@ -34,6 +35,7 @@ from schematic.facts.nvidia import (
     nvidia_extension,
     nvlink5_hgx_count,
     nvlink5_kernel_modules,
+    resolve_gpus,
 )
 from schematic.facts.talos import TalosVersion, driver_key, driver_row
 
@@ -135,6 +137,19 @@ def _tier_driver(talos: str, extension: NvidiaExtension) -> str | None:
     return row.lts_driver
 
 
+def _profile_gpus(hardware: HardwareProfile) -> tuple[tuple[Gpu, ...], str | None]:
+    """The NVIDIA GPUs of a --hardware profile, resolved as generate resolves them; and why
+    not, when the device table cannot place one."""
+    requests = [
+        GpuRequest(id=gpu.id, count=gpu.count, architecture=gpu.architecture)
+        for gpu in hardware.nvidia_gpus
+    ]
+    try:
+        return tuple(gpu for gpu, _ in resolve_gpus(requests).gpus), None
+    except TalosSchematicError as error:
+        return (), str(error)
+
+
 class _PoolCheck:
     def __init__(self, pool: Pool, ctx: LintContext) -> None:
         self.pool = pool
@@ -142,6 +157,28 @@ class _PoolCheck:
         self.out = ctx.out
         self.talos = ctx.talos or pool.talos
         self._version_noted = False
+        # A pool that does not say its GPUs (a standalone machine config, talhelper patches, a
+        # bare Omni or Terraform pool) has those of --hardware, so every GPU rule holds for it.
+        self.hardware = ctx.hardware if not pool.gpus_known else None
+        self.hardware_gpus: tuple[Gpu, ...] = ()
+        self.hardware_unplaced: str | None = None
+        if self.hardware is not None:
+            self.hardware_gpus, self.hardware_unplaced = _profile_gpus(self.hardware)
+
+    @property
+    def gpus_known(self) -> bool:
+        return self.pool.gpus_known or self.hardware is not None
+
+    @property
+    def has_nvidia_gpu(self) -> bool:
+        if self.hardware is not None:
+            return bool(self.hardware.nvidia_gpus)
+        return bool(self.pool.nvidia_gpus)
+
+    def gpu_names(self) -> str:
+        if self.hardware is not None:
+            return f"{self.hardware.name} (" + ", ".join(g.name for g in self.hardware_gpus) + ")"
+        return ", ".join(g.name for g in self.pool.nvidia_gpus)
 
     def add(self, code: str, message: str, place: object = None) -> None:
         where = place if place is not None else self.pool.place
@@ -230,9 +267,15 @@ class _PoolCheck:
         where = f"pool {pool.name!r}: {use.role} {short_id(use.id)}"
         nvidia = [d for e in schematic.extensions if (d := describe_nvidia_extension(e))]
         kmods = [e for e in nvidia if e.family == "kernel-modules"]
-        if not pool.nvidia_gpus and nvidia and pool.gpus_known:
+        if not self.has_nvidia_gpu and nvidia and self.gpus_known:
             names = ", ".join(e.name for e in nvidia)
-            if use.inherited:
+            if self.hardware is not None:
+                message = (
+                    f"{where} carries {names}, but {self.hardware.name} (--hardware) has no "
+                    "NVIDIA GPU"
+                )
+                self.add("TS101", message, use.place)
+            elif use.inherited:
                 message = (
                     f"pool {pool.name!r} has no NVIDIA GPU but inherits the cluster-wide "
                     f"talos.schematicID {short_id(use.id)}, which carries {names}"
@@ -241,9 +284,9 @@ class _PoolCheck:
             else:
                 message = f"{where} carries {names}, but the pool has no nvidia.com/* GPU"
                 self.add("TS101", message, use.place)
-        if pool.nvidia_gpus:
+        if self.has_nvidia_gpu:
             self.gpu_pool(use, where, nvidia)
-        elif not pool.gpus_known and nvidia:
+        elif not self.gpus_known and nvidia:
             self.nvidia_set(use, where, nvidia)
         self.kernel_modules(use, where, bool(kmods))
         self.nvlink5_fabric_manager(use, where, nvidia)
@@ -259,14 +302,26 @@ class _PoolCheck:
     def gpu_pool(self, use: SchematicUse, where: str, nvidia: list[NvidiaExtension]) -> None:
         kmods = [e for e in nvidia if e.family == "kernel-modules"]
         toolkit = [e for e in nvidia if e.family == "container-toolkit"]
-        gpu_names = ", ".join(g.name for g in self.pool.nvidia_gpus)
+        gpu_names = self.gpu_names()
         if not kmods:
             self.add("TS110", f"{where} has no NVIDIA kernel modules for {gpu_names}", use.place)
         if not toolkit:
             self.add("TS111", f"{where} has no NVIDIA container toolkit for {gpu_names}", use.place)
         self.nvidia_set(use, where, nvidia)
-        for gpu in self.pool.nvidia_gpus:
-            self.gpu(use, where, gpu.name, gpu.place, kmods)
+        if self.hardware is None:
+            for gpu in self.pool.nvidia_gpus:
+                self.gpu(use, where, gpu.name, gpu.place, kmods)
+            return
+        if self.hardware_unplaced is not None:
+            self.add(
+                "TS114",
+                f"pool {self.pool.name!r}: {self.hardware.name} (--hardware): "
+                f"{self.hardware_unplaced}; GPU-generation checks skipped",
+                use.place,
+            )
+        for found in self.hardware_gpus:
+            for kmod in kmods:
+                self.flavour_and_driver(use, where, self.hardware.name, (found,), kmod)
 
     def nvidia_set(self, use: SchematicUse, where: str, nvidia: list[NvidiaExtension]) -> None:
         """The NVIDIA extensions agree with each other, whatever the GPUs."""
@@ -387,7 +442,7 @@ class _PoolCheck:
                     modules.place,
                 )
         opted_out = pool.modules.state == "list" and not pool.modules.names
-        if opted_out and (pool.nvidia_gpus or has_kmods):
+        if opted_out and (self.has_nvidia_gpu or has_kmods):
             self.add(
                 "TS121",
                 f"pool {pool.name!r}: kernelModules: [] turns off loading the NVIDIA "
@@ -426,7 +481,7 @@ class _PoolCheck:
     def machine_config_loads(
         self, where: str, has_kmods: bool, modules: KernelModules | None
     ) -> None:
-        gpu_pool = bool(self.pool.nvidia_gpus) or not self.pool.gpus_known
+        gpu_pool = self.has_nvidia_gpu or not self.gpus_known
         if modules is None or not gpu_pool or not has_kmods:
             return
         if "nvidia" not in modules.names:
@@ -446,7 +501,7 @@ class _PoolCheck:
                 getattr(modules.place, "line", self.pool.place.line),
                 self.pool.name,
                 fix=fix,
-                certain=bool(self.pool.nvidia_gpus),
+                certain=self.has_nvidia_gpu,
             )
 
     def nvidia_sysctl(self, where: str, has_kmods: bool) -> None:
