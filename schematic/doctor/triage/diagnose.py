@@ -472,8 +472,27 @@ def _nvidia_cause(
             machine.of(kind)
             for kind in (Kind.NVRM_NEEDS_OPEN, Kind.NVRM_NO_GSP, Kind.NVRM_LEGACY, Kind.NO_DRIVER)
         )
-        if not loaded or told:
+        if told or (not loaded and _unloaded(machine)):
             return None
+        if not loaded:
+            # The services wait and the node has a GPU, but nothing among the inputs says
+            # whether its module is loaded: the loop is certain, its cause is to be collected.
+            gpu = (nvidia or listed_gpus)[0]
+            node = machine.name or "<node>"
+            summary.append(
+                "the node has an NVIDIA GPU; the inputs do not show whether its nvidia module "
+                "is loaded"
+            )
+            collect = [
+                f"talosctl -n {node} get modules: no nvidia module loaded means TS123 (the "
+                "machine config does not load the modules the extensions install)",
+                f"talosctl -n {node} get pcidevices -o yaml: the GPU's driver field (empty: "
+                f"no module bound it)",
+                f"talosctl -n {node} logs {nvidia_held[0]}: why it does not start",
+            ]
+            ruled = [("TS101", f"the node has an NVIDIA GPU ({gpu.evidence.where})"), *not_trustd]
+            evidence = [*held_lines, *timer.evidence, gpu.evidence]
+            return _Finding("TS201", machine, evidence, [*ruled, *memory], summary, collect)
         summary.append("the node has an NVIDIA GPU and its module is loaded, yet the service waits")
         collect = [
             f"talosctl -n {machine.name or '<node>'} logs {nvidia_held[0]}: why it does not start",
@@ -555,18 +574,26 @@ def _memory_ruled_out(machine: Machine) -> list[tuple[str, str]]:
     return []
 
 
+def _unloaded(machine: Machine) -> bool:
+    """Whether the inputs show the machine's NVIDIA GPU with no module loaded (TS123/TS110)."""
+    gpus = _gpus(machine) or _nvidia_devices(machine)
+    unbound = [s for s in gpus if s.get("has_driver_field") and not s.get("driver")]
+    no_module = bool(machine.of(Kind.MODULES_LISTED)) and not _nvidia_modules(machine)
+    if not gpus or not (unbound or no_module or machine.of(Kind.NO_DRIVER)):
+        return False
+    return not (machine.of(Kind.NVRM_NEEDS_OPEN) or _nvidia_modules(machine))
+
+
 def _modules_not_loaded(model: ClusterModel) -> list[_Finding]:
     found = []
     for machine in model.sorted_machines():
+        if not _unloaded(machine):
+            continue
         gpus = _gpus(machine) or _nvidia_devices(machine)
         unbound = [s for s in gpus if s.get("has_driver_field") and not s.get("driver")]
         listed = machine.of(Kind.MODULES_LISTED)
         no_module = bool(listed) and not _nvidia_modules(machine)
         no_driver = machine.of(Kind.NO_DRIVER)
-        if not gpus or not (unbound or no_module or no_driver):
-            continue
-        if machine.of(Kind.NVRM_NEEDS_OPEN) or _nvidia_modules(machine):
-            continue
         timer = _timer(machine)
         evidence = [s.evidence for s in unbound[:2]] + [s.evidence for s in no_driver[:1]]
         if no_module:
