@@ -98,6 +98,7 @@ def test_summary_shape() -> None:
         assert list(pool) == [
             "name",
             "talos",
+            "plannedWith",
             "schematicID",
             "schematic",
             "extensions",

@@ -191,8 +191,12 @@ def extensions(
             rows = [info.model_dump() for info in sorted(infos, key=lambda i: i.name)]
         else:
             from schematic.facts.catalog import extensions_for
+            from schematic.plan.release import release_of
 
             rows = [{"name": name} for name in sorted(extensions_for(talos))]
+            note = release_of(talos).tables_note
+            if note:
+                print(f"talos-schematic: note: {note}", file=sys.stderr)
     except TalosSchematicError as err:
         raise fail(err) from None
     if as_json:

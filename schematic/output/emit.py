@@ -164,7 +164,13 @@ def run_notes(
         for defect in pool.nvidia.defects
     ]
     warnings = [*fit.warnings, *hami_notes(plan), *defects]
-    notes = [*unloaded_module_notes(plan), *non_nvidia_gpu_notes(plan), *fit.notes]
+    # A release the tables have no row for reuses the nearest row's extensions and drivers.
+    tables = [
+        f"{plan.source}: {note}"
+        for note in dict.fromkeys(pool.release.tables_note for pool in plan.pools)
+        if note
+    ]
+    notes = [*tables, *unloaded_module_notes(plan), *non_nvidia_gpu_notes(plan), *fit.notes]
     # Without the platform values in this run's output, nothing else says that the
     # management cluster would refuse the pool's VMs.
     passthrough = None if platform_written else missing_passthrough_note(plan)

@@ -60,6 +60,22 @@ class Release:
     # The NVIDIA driver row (what every NVIDIA decision of the release reads); None for a
     # release before the NVIDIA extensions.
     drivers: DriverTableMatch | None = None
+    # The packaged release whose catalogue and driver row plan it: ``version`` itself when the
+    # tables have a row for it, else the nearest one (a newer patch: its line's last).
+    planned_with: str = ""
+
+    @property
+    def tables_note(self) -> str:
+        """Why its extensions and drivers are another release's; empty when they are its own."""
+        said = []
+        if self.planned_with not in ("", self.name):
+            said.append(
+                f"Talos {self.name} is not in the packaged extension catalogue; planned with "
+                f"the nearest release's, {self.planned_with}'s"
+            )
+        if self.drivers is not None and self.drivers.note:
+            said.append(self.drivers.note)
+        return "; ".join(said)
 
     @property
     def name(self) -> str:
@@ -152,4 +168,5 @@ def release_of(version: str, tables: str | None = None) -> Release:
         extensions=extensions_for(catalogue),
         overlays=overlays_for(catalogue),
         drivers=drivers,
+        planned_with=catalogue,
     )

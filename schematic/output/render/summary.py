@@ -55,6 +55,9 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
                 "name": pool.name,
                 # The pool's own release: the file's, or its own talos.version.
                 "talos": pool.talos.version,
+                # The packaged release whose extensions and drivers planned it (the nearest
+                # one when the tables have no row for ``talos``).
+                "plannedWith": pool.release.planned_with,
                 "schematicID": pool.schematic_id,
                 "schematic": pool.canonical,
                 "extensions": list(pool.extensions),
