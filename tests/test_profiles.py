@@ -330,8 +330,28 @@ def test_shipped_profiles_answer_to_their_aliases() -> None:
 
 
 def test_every_alias_a_shipped_profile_gives_finds_it() -> None:
-    # The alias lookup reads one line per file; it must agree with the parsed profiles.
+    # Every alias a parsed shipped profile gives finds that profile.
     parsed = {alias: p for p in list_profiles() for alias in p.aliases}
     assert "rtx-pro-6000-blackwell-server" in parsed
     for alias, profile in parsed.items():
         assert load_profile(alias) == profile, alias
+
+
+def test_a_user_profile_answers_to_its_aliases(tmp_path: Path) -> None:
+    (tmp_path / "rack-a-gpu.yaml").write_text(
+        'aliases: [rack-a, l40s]\nplatform: kubevirt\ngpus:\n  - id: "10de:2330"\n'
+    )
+    found = load_profile("rack-a", [tmp_path])
+    assert found.name == "rack-a-gpu" and found.gpus[0].id == "10de:2330"
+    # The user's directories are searched first, their aliases too.
+    assert load_profile("l40s", [tmp_path]).name == "rack-a-gpu"
+    assert load_profile("l40s").name == "kubevirt-l40s"
+    with pytest.raises(ProfileError, match="did you mean rack-a"):
+        load_profile("rack-b", [tmp_path])
+
+
+def test_a_user_profile_name_wins_over_another_users_alias(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("aliases: [b]\nplatform: metal\n")
+    (tmp_path / "b.yaml").write_text("platform: nocloud\n")
+    assert load_profile("b", [tmp_path]).platform == "nocloud"
+    assert load_profile("a", [tmp_path]).platform == "metal"

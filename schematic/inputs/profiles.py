@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -231,46 +230,50 @@ def load_profile(name_or_path: str, extra_dirs: Sequence[Path] = ()) -> Hardware
     user = _user_files(extra_dirs)
     if name_or_path in user:
         return _read_path(user[name_or_path])
+    # The user's directories come first, their aliases too; each read by the one reader.
+    user_aliases = _aliases(_read_path(path) for path in user.values())
+    if name_or_path in user_aliases:
+        return user_aliases[name_or_path]
     shipped = _shipped()
-    stem = name_or_path if name_or_path in shipped else _shipped_aliases().get(name_or_path)
-    if stem is not None:
-        entry = shipped[stem]
-        return parse_profile(entry.read_text("utf-8"), f"profiles/{entry.name}", stem)
-    known = sorted({*user, *shipped, *_shipped_aliases()})
+    if name_or_path in shipped:
+        return _shipped_profile(name_or_path)
+    shipped_aliases = _shipped_aliases()
+    if name_or_path in shipped_aliases:
+        return shipped_aliases[name_or_path]
+    known = sorted({*user, *user_aliases, *shipped, *shipped_aliases})
     close = difflib.get_close_matches(name_or_path, known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     listed = ", ".join(sorted({*user, *shipped}))
     raise ProfileError(f"no hardware profile named {name_or_path!r}; known: {listed}{hint}")
 
 
-@functools.cache
-def _shipped_aliases() -> dict[str, str]:
-    """Alias → file stem for the shipped profiles.
-
-    Read from each file's one-line ``aliases: [...]`` rather than by loading every profile: a
-    lookup by alias should not cost a parse and validation of the whole set (a test checks the
-    two agree).
-    """
-    aliases: dict[str, str] = {}
-    for stem, entry in _shipped().items():
-        match = _ALIASES_LINE.search(entry.read_text("utf-8"))
-        if match:
-            for alias in match[1].split(","):
-                if alias.strip():
-                    aliases.setdefault(alias.strip(), stem)
+def _aliases(profiles: Iterable[HardwareProfile]) -> dict[str, HardwareProfile]:
+    """Alias → profile; the first profile to give an alias keeps it."""
+    aliases: dict[str, HardwareProfile] = {}
+    for profile in profiles:
+        for alias in profile.aliases:
+            aliases.setdefault(alias, profile)
     return aliases
 
 
-_ALIASES_LINE = re.compile(r"^aliases: \[([^\]]*)\]$", re.MULTILINE)
+def _shipped_profile(stem: str) -> HardwareProfile:
+    entry = _shipped()[stem]
+    return parse_profile(entry.read_text("utf-8"), f"profiles/{entry.name}", stem)
+
+
+@functools.cache
+def _shipped_aliases() -> dict[str, HardwareProfile]:
+    """Alias → profile for the shipped profiles, parsed once per run."""
+    return _aliases(_shipped_profile(stem) for stem in _shipped())
 
 
 def list_profiles(extra_dirs: Sequence[Path] = ()) -> list[HardwareProfile]:
     """Every profile: the user's directories shadow shipped profiles of the same name."""
     user = _user_files(extra_dirs)
     profiles = {name: _read_path(path) for name, path in user.items()}
-    for name, entry in _shipped().items():
+    for name in _shipped():
         if name not in profiles:
-            profiles[name] = parse_profile(entry.read_text("utf-8"), f"profiles/{entry.name}", name)
+            profiles[name] = _shipped_profile(name)
     return [profiles[name] for name in sorted(profiles)]
 
 
