@@ -365,18 +365,37 @@ def test_a_pool_whose_modules_cannot_load_on_its_chart_is_an_error(
     assert run("generate", str(fine), "-f", "values").exit_code == 0
 
 
-def test_no_target_says_which_is_assumed(tmp_path: Path) -> None:
+def test_cozystack_output_without_a_release_is_an_error_listing_the_targets(
+    tmp_path: Path,
+) -> None:
     cluster = write(tmp_path, CLUSTER)
-    result = run("generate", str(cluster), "-f", "values")
-    assert result.exit_code == 0
-    assert result.stderr.startswith(
-        f"talos-schematic: note: {cluster}: no chart target given (cozystack.version, or "
-        "--chart); assuming osimage (Cozystack PR #4171"
-    )
-    assert "set cozystack.version: v1.6" in result.stderr
-    cpu = write(tmp_path, CPU_CLUSTER, "cpu.yaml")
-    implied = run("generate", str(cpu), "-f", "values", "--layout", "talos")
-    assert "assuming v1.6 (Cozystack v1.6.x) from --layout talos" in implied.stderr
+    out = tmp_path / "out"
+    for args in (["--out", str(out)], ["-f", "values"], ["-f", "helmrelease", "--layout", "talos"]):
+        result = run("generate", str(cluster), *args)
+        assert result.exit_code == 1, args
+        first = result.stderr.splitlines()[0]
+        assert first.startswith(
+            f"talos-schematic: {cluster}: cozystack.version: no Cozystack release named "
+            '(tenant pools "gpu", "cpu", "storage")'
+        )
+        assert "  cozystack:\n    version: TARGET\n" in result.stderr
+        for target in chart_targets():
+            assert target.name in result.stderr
+        assert "assuming" not in result.stderr
+        assert not out.exists()
+    # What must not fire: output that carries no chart values needs no release...
+    assert run("generate", str(cluster), "-f", "json").exit_code == 0
+    # ...and a file that names its release is written on every target.
+    for target in chart_targets():
+        named = write(tmp_path, with_target(target.name, CPU_CLUSTER), f"{target.name}.yaml")
+        result = run("generate", str(named), "--out", str(tmp_path / target.name))
+        assert result.exit_code == 0, (target.name, result.stderr)
+        assert "no Cozystack release named" not in result.stderr
+    # --chart names it as well as the file does.
+    cpu = write(tmp_path, CPU_CLUSTER, "cpu-only.yaml")
+    for target in chart_targets():
+        result = run("generate", str(cpu), "--chart", target.name, "-f", "values")
+        assert result.exit_code == 0, (target.name, result.stderr)
 
 
 def test_a_target_given_says_nothing_about_assuming(tmp_path: Path) -> None:
@@ -441,7 +460,7 @@ def test_image_factory_ca_never_holds_a_key(tmp_path: Path) -> None:
 
 
 def test_generate_refuses_a_module_name_the_chart_refuses(tmp_path: Path) -> None:
-    text = CLUSTER.replace(
+    text = with_target("osimage").replace(
         "    roles: [gpu]\n", '    roles: [gpu]\n    kernelModules: [{name: "nvidia$(id)"}]\n'
     )
     cluster = write(tmp_path, text)
@@ -458,7 +477,7 @@ def test_generate_refuses_a_module_name_the_chart_refuses(tmp_path: Path) -> Non
 @pytest.mark.parametrize("parameter", ["x=$(id)", "x=`id`", "x=a b", 'x="y"', "x=\\\\n"])
 def test_generate_refuses_a_parameter_the_chart_refuses(tmp_path: Path, parameter: str) -> None:
     modules = f"[{{name: nvidia, parameters: [{json.dumps(parameter)}]}}]"
-    text = CLUSTER.replace(
+    text = with_target("osimage").replace(
         "    roles: [gpu]\n", f"    roles: [gpu]\n    kernelModules: {modules}\n"
     )
     result = run("generate", str(write(tmp_path, text)))
@@ -467,7 +486,7 @@ def test_generate_refuses_a_parameter_the_chart_refuses(tmp_path: Path, paramete
 
 
 def test_nvidia_modules_on_a_pool_without_an_nvidia_gpu_are_refused(tmp_path: Path) -> None:
-    text = CLUSTER.replace(
+    text = with_target("osimage").replace(
         "    kubelet: {evictionHardMemory: 5%}\n",
         "    kubelet: {evictionHardMemory: 5%}\n    kernelModules: [{name: nvidia}]\n",
     )
@@ -510,7 +529,7 @@ def test_a_custom_list_dropping_nvlink_disable_gets_a_note(tmp_path: Path) -> No
 def test_check_reads_target_layout_and_format_from_the_index(
     tmp_path: Path, args: list[str]
 ) -> None:
-    cluster = write(tmp_path, CPU_CLUSTER)
+    cluster = write(tmp_path, with_target("pr3571", CPU_CLUSTER))
     out = tmp_path / "out"
     assert run("generate", str(cluster), "--out", str(out), *args).exit_code == 0
     result = run("check", str(cluster), "--out", str(out))
@@ -650,7 +669,8 @@ def test_helmrelease_for_flux_users(tmp_path: Path) -> None:
 
 def test_helmrelease_is_never_written_beside_the_kubernetes_nodes_object(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert run("generate", str(write(tmp_path, CLUSTER)), "--out", str(out)).exit_code == 0
+    cluster = write(tmp_path, with_target("osimage"))
+    assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
     assert not list(out.rglob("helmrelease.yaml"))
 
 

@@ -200,6 +200,8 @@ def test_both_recipes_install_a_pinned_source_no_index_is_needed_for() -> None:
 
 BASE_CLUSTER = """\
 cluster: mycluster
+cozystack:
+  version: osimage
 talos:
   version: v1.12.6
 pools:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
 from schematic.core.model import Schematic
+from schematic.facts.chart_targets import chart_targets
 
 register_all_commands()
 
@@ -206,7 +207,7 @@ def test_init_from_options_writes_a_file_generate_accepts(tmp_path: Path) -> Non
 def test_init_from_a_detect_dump(tmp_path: Path) -> None:
     dump = tmp_path / "a10.txt"
     dump.write_text(A10_VM)
-    result = run("init", "--from-dump", str(dump), "--talos", "v1.13.9")
+    result = run("init", "--from-dump", str(dump), "--talos", "v1.13.9", "--chart", "pr3571")
     assert result.exit_code == 0, result.stderr
     (pool,) = yaml.safe_load(result.stdout)["pools"]
     assert pool["name"] == "gpu-1"
@@ -237,8 +238,32 @@ def test_init_refuses_an_unknown_profile_before_writing(tmp_path: Path) -> None:
     assert run("init", "--pool", "nameonly").exit_code == 2
 
 
+def test_init_asks_for_the_cozystack_release_and_writes_what_was_named() -> None:
+    refused = run("init", "--pool", "gpu=kubevirt-l40s")
+    assert refused.exit_code == 2
+    assert "--chart" in refused.output
+    for target in chart_targets():
+        assert target.name in refused.output
+    assert refused.stdout == "" or "cozystack" not in refused.stdout
+    # Whatever is named, as named: a release of a line, a chart target.
+    for named in ("v1.6.2", "v1.6", "v1.7", "main", "pr3571", "osimage"):
+        result = run("init", "--chart", named, "--pool", "cpu=kubevirt-cpu")
+        assert result.exit_code == 0, result.stderr
+        assert yaml.safe_load(result.stdout)["cozystack"] == {"version": named}
+    assert run("init", "--chart", "v1.9").exit_code == 2
+
+
+def test_init_of_bare_metal_pools_needs_no_cozystack_release(tmp_path: Path) -> None:
+    result = run("init", "--pool", "gpu=metal-hgx-b200-8x")
+    assert result.exit_code == 0, result.stderr
+    assert "cozystack" not in yaml.safe_load(result.stdout)
+    written = tmp_path / "cluster.yaml"
+    written.write_text(result.stdout)
+    assert run("generate", str(written), "-f", "json").exit_code == 0
+
+
 def test_init_without_pools_gives_a_cpu_pool_and_a_gpu_example() -> None:
-    result = run("init")
+    result = run("init", "--chart", "osimage")
     assert result.exit_code == 0, result.stderr
     assert "#   - name: gpu\n  #     profile: rtx-pro-6000-blackwell-server\n" in result.stdout
     (pool,) = yaml.safe_load(result.stdout)["pools"]

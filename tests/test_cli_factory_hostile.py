@@ -27,6 +27,8 @@ QEMU_BODY = (
 )
 CLUSTER = f"""\
 cluster: c
+cozystack:
+  version: osimage
 talos:
   version: v1.13.9
   imageFactoryURL: {URL}

@@ -15,6 +15,8 @@ register_all_commands()
 
 GOOD = """\
 cluster: c
+cozystack:
+  version: osimage
 talos:
   version: v1.13.9
 pools:

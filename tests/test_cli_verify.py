@@ -21,6 +21,8 @@ pytestmark = pytest.mark.usefixtures("instant_retries")
 OTHER = "https://other.example.test"
 CLUSTER = f"""\
 cluster: ml
+cozystack:
+  version: osimage
 talos:
   version: v1.13.9
   imageFactoryURL: {URL}

@@ -73,7 +73,7 @@ def _pool_entries(pools: list[str], dump: Path | None) -> list[tuple[str, dict[s
 
 
 def cluster_text(
-    cluster: str, talos: str, chart: str, entries: list[tuple[str, dict[str, Any]]]
+    cluster: str, talos: str, chart: str | None, entries: list[tuple[str, dict[str, Any]]]
 ) -> str:
     """The commented cluster file."""
     from schematic.output.render import yamltext
@@ -87,10 +87,16 @@ def cluster_text(
         ),
         yamltext.dump({"cluster": cluster}),
         _comment(
-            "The Cozystack kubernetes-nodes chart the values are for: v1.6 (released v1.6.x,\n"
-            "talos.schematicID only), pr3571, osimage (PR #4171: osImage and kernelModules)."
+            "The Cozystack release (kubernetes-nodes chart) the values are for, as named by\n"
+            "init --chart: v1.6 (released v1.6.x, talos.schematicID only), pr3571, osimage\n"
+            "(PR #4171: osImage and kernelModules)."
+        )
+        + yamltext.dump({"cozystack": {"version": chart}})
+        if chart is not None
+        else _comment(
+            "No Cozystack release: no pool is a Cozystack tenant pool. For Cozystack output add\n"
+            "cozystack:\n  version: TARGET   # v1.6, main, pr3571, osimage, v1.7"
         ),
-        yamltext.dump({"cozystack": {"version": chart}}),
         yamltext.dump({"talos": {"version": talos}}),
         _comment(
             "imageFactoryURL: https://factory.talos.dev (default; a self-hosted factory here)",
@@ -136,8 +142,9 @@ def init(
         typer.Option(
             "--chart",
             metavar="TARGET",
-            help=f"The Cozystack release or chart the values are for: {chart_choices()} "
-            "(default: the one generate assumes).",
+            help=f"The Cozystack release or chart the values are for: {chart_choices()}. "
+            "A release of a line is taken too (v1.6.2). Required when a pool is a Cozystack "
+            "tenant (KubeVirt) pool: nothing is assumed.",
             show_default=False,
         ),
     ] = None,
@@ -164,29 +171,40 @@ def init(
     """Write a commented cluster file, from options or from a hardware dump, that generate
     accepts as it is; it is planned before it is written, so a wrong profile name stops here.
 
-    Example: talos-schematic init cluster.yaml --pool gpu=kubevirt-l40s --pool cpu=kubevirt-cpu
+    Example: talos-schematic init cluster.yaml --chart osimage --pool gpu=kubevirt-l40s
+    --pool cpu=kubevirt-cpu
     """
     from schematic.facts.catalog import talos_versions
-    from schematic.facts.chart_targets import assumed_target, chart_target
+    from schematic.facts.chart_targets import chart_target
     from schematic.inputs.cluster_file import parse_cluster
     from schematic.plan.cluster import plan_cluster
 
     target = Path(file)
     if file != "-" and (target.exists() or target.is_symlink()):
         raise fail(OutputError(f"{file}: exists; init writes only a new file"))
-    try:
-        chosen_chart = assumed_target().name if chart is None else chart_target(chart).name
-    except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="--chart") from None
+    if chart is not None:
+        try:
+            chart_target(chart)
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--chart") from None
     try:
         version = talos or talos_versions()[-1]
-        text = cluster_text(cluster, version, chosen_chart, _pool_entries(pools or [], dump))
+        entries = _pool_entries(pools or [], dump)
+        text = cluster_text(cluster, version, chart, entries)
         # What generate would refuse is refused here, before anything is written.
         source = "-" if file == "-" else file
         base_dir = Path.cwd() if file == "-" else target.parent
-        plan_cluster(parse_cluster(text, source), source=source, base_dir=base_dir)
+        plan = plan_cluster(parse_cluster(text, source), source=source, base_dir=base_dir)
     except TalosSchematicError as err:
         raise fail(err) from None
+    tenants = [pool.name for pool in plan.pools if pool.tenant_pool]
+    if chart is None and tenants:
+        # The release decides which keys the chart reads; a guessed one fails silently.
+        raise typer.BadParameter(
+            f"name the Cozystack release the values are for (pools {', '.join(tenants)} are "
+            f"Cozystack tenant pools): --chart TARGET, one of: {chart_choices()}",
+            param_hint="--chart",
+        )
     if file == "-":
         sys.stdout.write(text)
         return

@@ -28,6 +28,7 @@ from schematic.facts.chart_targets import (
     ChartTarget,
     Layout,
     assumed_target,
+    chart_choices,
     chart_target,
     chart_targets,
     check_chart_name,
@@ -53,6 +54,7 @@ __all__ = [
     "check_module_guards",
     "fit_plan",
     "ignored_consequence",
+    "no_release_message",
     "resolve_target",
     "unreachable_changes",
 ]
@@ -119,6 +121,19 @@ def resolve_target(
         "for it"
     )
     return target, target.layout, said
+
+
+def no_release_message(source: str, pools: Iterable[str] = ()) -> str:
+    """The error for Cozystack output from a cluster file that names no Cozystack release."""
+    names = list(pools)
+    shown = ", ".join(f'"{name}"' for name in names[:3]) + (", ..." if len(names) > 3 else "")
+    which = f" (tenant pools {shown})" if names else ""
+    return (
+        f"{source}: cozystack.version: no Cozystack release named{which}; each release's "
+        "kubernetes-nodes chart reads other keys and silently ignores the rest, so the tool "
+        "does not guess. Add to the cluster file\n  cozystack:\n    version: TARGET\n"
+        f"(or pass --chart TARGET), TARGET one of: {chart_choices()}"
+    )
 
 
 # --- why a key matters when the chart ignores it ---------------------------------------------
@@ -274,6 +289,11 @@ def fit_plan(
     """
     source = plan.source
     named = chart if chart is not None else plan.cozystack_version
+    tenants = [pool.name for pool in plan.pools if pool.tenant_pool]
+    if named is None and values and tenants:
+        # Each release's chart reads other keys and ignores the rest without a word: values
+        # written for an assumed release can boot every GPU pool without its driver.
+        raise ClusterFileError(no_release_message(source, tenants))
     target, chosen, assumption = resolve_target(named, layout, source=source)
     warnings: list[str] = []
     notes: list[str] = []
