@@ -268,3 +268,26 @@ def test_init_without_pools_gives_a_cpu_pool_and_a_gpu_example() -> None:
     assert "#   - name: gpu\n  #     profile: rtx-pro-6000-blackwell-server\n" in result.stdout
     (pool,) = yaml.safe_load(result.stdout)["pools"]
     assert pool["profile"] == "kubevirt-cpu"
+
+
+def test_init_writes_the_namespace_every_management_object_carries(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    args = ("--chart", "osimage", "--namespace", "tenant-ml", "--pool", "gpu=kubevirt-l40s")
+    assert run("init", str(path), *args).exit_code == 0
+    assert yaml.safe_load(path.read_text())["namespace"] == "tenant-ml"
+    out = tmp_path / "out"
+    result = run("generate", str(path), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert "namespace: not set" not in result.stderr
+    nodes = yaml.safe_load((out / "gpu" / "kubernetes-nodes.yaml").read_text())
+    assert nodes["metadata"]["namespace"] == "tenant-ml"
+    # Without it, generate says where the objects would land.
+    bare = tmp_path / "bare.yaml"
+    assert (
+        run("init", str(bare), "--chart", "osimage", "--pool", "gpu=kubevirt-l40s").exit_code == 0
+    )
+    assert "namespace" not in yaml.safe_load(bare.read_text())
+    result = run("generate", str(bare), "-f", "values")
+    assert result.exit_code == 0
+    assert "namespace: not set" in result.stderr
+    assert run("init", "--chart", "osimage", "--namespace", "Not A Name").exit_code == 1

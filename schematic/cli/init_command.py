@@ -73,7 +73,11 @@ def _pool_entries(pools: list[str], dump: Path | None) -> list[tuple[str, dict[s
 
 
 def cluster_text(
-    cluster: str, talos: str, chart: str | None, entries: list[tuple[str, dict[str, Any]]]
+    cluster: str,
+    talos: str,
+    chart: str | None,
+    entries: list[tuple[str, dict[str, Any]]],
+    namespace: str | None = None,
 ) -> str:
     """The commented cluster file."""
     from schematic.output.render import yamltext
@@ -86,6 +90,15 @@ def cluster_text(
             "Every key: talos-schematic schema cluster (a JSON Schema for editors)."
         ),
         yamltext.dump({"cluster": cluster}),
+        _comment(
+            "The management-cluster namespace of the tenant (its Kubernetes app): every\n"
+            "generated object for the management cluster carries it."
+        )
+        + (
+            yamltext.dump({"namespace": namespace})
+            if namespace is not None
+            else _comment(f"namespace: tenant-{cluster}   (init --namespace NS writes it)")
+        ),
         _comment(
             "The Cozystack release (kubernetes-nodes chart) the values are for, as named by\n"
             "init --chart: v1.6 (released v1.6.x, talos.schematicID only), pr3571, osimage\n"
@@ -148,6 +161,16 @@ def init(
             show_default=False,
         ),
     ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace",
+            metavar="NS",
+            help="The tenant's namespace in the management cluster (where its Kubernetes app "
+            "lives, e.g. tenant-ml): every generated management-cluster object carries it.",
+            show_default=False,
+        ),
+    ] = None,
     pools: Annotated[
         list[str] | None,
         typer.Option(
@@ -171,8 +194,8 @@ def init(
     """Write a commented cluster file, from options or from a hardware dump, that generate
     accepts as it is; it is planned before it is written, so a wrong profile name stops here.
 
-    Example: talos-schematic init cluster.yaml --chart osimage --pool gpu=kubevirt-l40s
-    --pool cpu=kubevirt-cpu
+    Example: talos-schematic init cluster.yaml --chart osimage --namespace tenant-ml
+    --pool gpu=kubevirt-l40s --pool cpu=kubevirt-cpu
     """
     from schematic.facts.catalog import talos_versions
     from schematic.facts.chart_targets import chart_target
@@ -190,7 +213,7 @@ def init(
     try:
         version = talos or talos_versions()[-1]
         entries = _pool_entries(pools or [], dump)
-        text = cluster_text(cluster, version, chart, entries)
+        text = cluster_text(cluster, version, chart, entries, namespace)
         # What generate would refuse is refused here, before anything is written.
         source = "-" if file == "-" else file
         base_dir = Path.cwd() if file == "-" else target.parent

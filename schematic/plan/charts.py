@@ -300,6 +300,12 @@ def fit_plan(
     said = release_note(named) if named is not None else None
     if said:
         notes.append(f"{source}: cozystack.version: {said}")
+    if values and tenants and plan.namespace is None:
+        notes.append(
+            f"{source}: namespace: not set, so the generated management-cluster objects carry "
+            "no namespace and `kubectl apply` puts them in the current context's namespace; "
+            "set namespace: to the tenant's namespace (e.g. tenant-" + plan.cluster + ")"
+        )
     if not target.verified:
         warnings.append(
             f"{source}: chart {target.name} ({target.title}) is unverified: no chart in the "
