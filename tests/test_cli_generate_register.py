@@ -32,6 +32,7 @@ CLUSTER = f"""\
 cluster: ml
 cozystack:
   version: osimage
+namespace: tenant-ml
 talos:
   version: {TALOS}
   imageFactoryURL: {URL}
