@@ -290,4 +290,6 @@ def test_init_writes_the_namespace_every_management_object_carries(tmp_path: Pat
     result = run("generate", str(bare), "-f", "values")
     assert result.exit_code == 0
     assert "namespace: not set" in result.stderr
-    assert run("init", "--chart", "osimage", "--namespace", "Not A Name").exit_code == 1
+    refused = run("init", "--chart", "osimage", "--namespace", "Not A Name")
+    assert refused.exit_code == 2
+    assert "--namespace" in refused.output

@@ -205,6 +205,13 @@ def init(
     target = Path(file)
     if file != "-" and (target.exists() or target.is_symlink()):
         raise fail(OutputError(f"{file}: exists; init writes only a new file"))
+    if namespace is not None:
+        from schematic.inputs.cluster_values import check_object_name
+
+        try:
+            check_object_name(namespace)
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--namespace") from None
     if chart is not None:
         try:
             chart_target(chart)
