@@ -106,6 +106,12 @@ def log_shapes(size: int) -> dict[str, str]:
         "a signal on every line": _repeat(signal, size),
         "a signal on every short line": _repeat("OOMKilled\n", size),
         "continuation lines": _repeat("    NVRM: x\n", size, "[ 1.0] NVRM: start\n"),
+        "continuation lines, a signal on the last": _repeat(
+            "    NVRM: x\n", size, "[ 1.0] NVRM: start\n", "    NVRM: RmInitAdapter failed\n"
+        ),
+        "continuation lines of a signal": _repeat(
+            "    NVRM: x\n", size, "[ 1.0] NVRM: RmInitAdapter failed\n"
+        ),
         "blank lines, then a signal": "\n" * (size - len(signal)) + signal,
     }
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from schematic.cli import app, register_all_commands
 from schematic.doctor.triage import triage_paths
 from schematic.doctor.triage.diagnose import diagnose
-from schematic.doctor.triage.readers import read_evidence
+from schematic.doctor.triage.readers import logs, read_evidence
 from schematic.doctor.triage.readers.messages import KEYWORDS, message_kinds
 from schematic.doctor.triage.signals import Kind, Signal
 
@@ -292,6 +292,50 @@ def test_a_kernel_message_joined_with_x0a_is_one_message() -> None:
         "10de:2c58",
         1,
     )
+
+
+def test_a_continuation_line_holding_the_signal_joins_the_message_it_continues() -> None:
+    # The first line holds no word a signal needs; its last continuation line, past a blank
+    # line, does: the message is read whole, at its first line.
+    text = (
+        "[    5.559000] usb 1-1: new device\n"
+        "[    5.559842] NVRM: GPU 0000:02:00.0: initialising\n"
+        "               NVRM: GPU at PCI:0000:02:00.0\n"
+        "\n"
+        "               NVRM: RmInitAdapter failed! (0x22:0x56:884)\n"
+        "[    5.600000] usb 1-2: new device\n"
+    )
+    (signal,) = read_evidence(text, "console").signals
+    assert (signal.kind, signal.evidence.line) == (Kind.RM_INIT_FAILED, 2)
+    assert signal.evidence.text.endswith("\\x0aNVRM: RmInitAdapter failed! (0x22:0x56:884)")
+    # A file that starts with a continuation line reads it as a message of its own.
+    (signal,) = read_evidence(text[text.index("    NVRM: GPU at") :], "console").signals
+    assert (signal.kind, signal.evidence.line) == (Kind.RM_INIT_FAILED, 1)
+
+
+def test_a_log_of_more_signals_than_is_read_is_read_at_both_ends_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A log of millions of marked lines is read at its start and its end; what lies between
+    # is counted and named, not silently dropped. The bounds are lowered to keep this small.
+    monkeypatch.setattr(logs, "READ_FIRST", 3)
+    monkeypatch.setattr(logs, "READ_LAST", 2)
+    lines = []
+    for number in range(1, 11):
+        lines += [f"worker-{number}: OOMKilled", "worker: nothing to see"]
+    (tmp_path / "kubelet.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = triage_paths([str(tmp_path)])
+    (reading,) = report.readings
+    assert [s.node for s in reading.signals] == [f"worker-{n}" for n in (1, 2, 3, 9, 10)]
+    assert report.read_in_part == (reading,)
+    assert reading.problem.startswith("lines 6-16 were counted, not read")
+    result = CliRunner().invoke(app, ["triage", str(tmp_path)])
+    assert "read in part:" in result.stdout
+    assert "kubelet.log: lines 6-16 were counted, not read" in result.stdout
+    assert "1 read in part: " in result.stderr
+    assert json.loads(
+        CliRunner().invoke(app, ["triage", "--format", "json", str(tmp_path)]).stdout
+    )["inputs"][0]["notRead"].startswith("lines 6-16")
 
 
 def test_proc_modules_lines_with_and_without_users_and_taints() -> None:

@@ -121,6 +121,10 @@ def triage(
         f"{_count(len(report.diagnoses), 'diagnosis', 'diagnoses')} "
         f"({_count(errors, 'error', 'errors')}) from {_count(read, 'file', 'files')}"
     )
+    if report.read_in_part:
+        names = ", ".join(printable(r.file, one_line=True) for r in report.read_in_part[:5])
+        more = "…" if len(report.read_in_part) > 5 else ""
+        summary += f"; {len(report.read_in_part)} read in part: {names}{more}"
     if report.unrecognised:
         names = ", ".join(printable(r.file, one_line=True) for r in report.unrecognised[:5])
         more = "…" if len(report.unrecognised) > 5 else ""

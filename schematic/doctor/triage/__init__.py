@@ -51,6 +51,11 @@ class TriageReport:
     def unrecognised(self) -> tuple[Reading, ...]:
         return tuple(r for r in self.readings if not r.format)
 
+    @property
+    def read_in_part(self) -> tuple[Reading, ...]:
+        """Files read as evidence of which a part was not read (its note says which)."""
+        return tuple(r for r in self.readings if r.format and r.problem)
+
 
 def _unreadable(err: OSError) -> None:
     # A folder that cannot be listed is evidence not read: a diagnosis from the rest could

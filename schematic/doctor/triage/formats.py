@@ -76,6 +76,9 @@ def render_text(report: TriageReport) -> str:
         out.append("")
     if not report.diagnoses:
         out.append("no failure recognised in the inputs")
+    if report.read_in_part:
+        out.append("read in part:")
+        out += [f"  {_shown(r.file)}: {_shown(r.problem)}" for r in report.read_in_part]
     if report.unrecognised:
         read = len(report.readings) - len(report.unrecognised)
         head = "not read as evidence" if read else "nothing was recognised; could not read"
@@ -110,7 +113,12 @@ def render_json(report: TriageReport) -> str:
         "summary": summary_lines(report),
         "diagnoses": [_diagnosis(d) for d in report.diagnoses],
         "inputs": [
-            {"file": r.file, "format": r.format, "signals": len(r.signals)}
+            {
+                "file": r.file,
+                "format": r.format,
+                "signals": len(r.signals),
+                **({"notRead": r.problem} if r.problem else {}),
+            }
             for r in report.readings
             if r.format
         ],
@@ -149,6 +157,9 @@ def render_markdown(report: TriageReport) -> str:
             out += [f"- {_shown(place)}" for place in d.places] + [""]
         if d.collect:
             out += ["**Collect next:**", ""] + [f"- {_shown(c)}" for c in d.collect] + [""]
+    if report.read_in_part:
+        out += ["## Read in part", ""]
+        out += [f"- `{_cell(r.file)}` {_shown(r.problem)}" for r in report.read_in_part] + [""]
     if report.unrecognised:
         out += ["## Unrecognised inputs", ""]
         out += [

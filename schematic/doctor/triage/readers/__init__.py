@@ -45,7 +45,8 @@ class Reading:
     file: str
     format: str  # "json", "yaml", "table", "log"; "" when unrecognised
     signals: tuple[Signal, ...]
-    problem: str = ""  # why a file that looked like JSON or YAML was not read
+    # why a file that looked like JSON or YAML was not read, or what of a file was not
+    problem: str = ""
 
 
 def read_evidence(text: str, file: str) -> Reading:
@@ -96,10 +97,11 @@ def _read_section(text: str, file: str) -> Reading:
                     raise
                 if start == "{" and not _LOG_OF_OBJECTS.match(text):
                     raise
-                logged = list(read_log(text, file))
+                notes: list[str] = []
+                logged = list(read_log(text, file, notes))
                 if not logged:
                     raise
-                return Reading(file, "log", tuple(logged))
+                return Reading(file, "log", tuple(logged), "; ".join(notes))
         if recognise_table(text):
             return _reading(file, "table", list(read_table(text, file)))
         if recognise_describe(text):
@@ -111,8 +113,10 @@ def _read_section(text: str, file: str) -> Reading:
             raise
         where = f"line {err.line}: " if err.line else ""
         return Reading(file, "", (), f"{where}{err}")
-    return _reading(file, "log", list(read_log(text, file)))
+    notes = []
+    signals = list(read_log(text, file, notes))
+    return _reading(file, "log", signals, "; ".join(notes))
 
 
-def _reading(file: str, kind: str, signals: list[Signal]) -> Reading:
-    return Reading(file, kind if signals else "", tuple(signals))
+def _reading(file: str, kind: str, signals: list[Signal], note: str = "") -> Reading:
+    return Reading(file, kind if signals else "", tuple(signals), note)

@@ -18,7 +18,7 @@ import re
 from collections import deque
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from itertools import chain, islice
+from itertools import islice
 
 from schematic.doctor.triage.readers.messages import KEYWORDS, message_kinds
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
@@ -80,8 +80,10 @@ _MAX_TEXT = 400
 # What a message must hold for any signal to come of it (or of the message beside it): the
 # messages' keywords, a /proc/modules address, the device plugin's config, nvidia-smi's GPU
 # lines, table rows and Fabric section. Messages without one are passed over unsplit, so a
-# 16 MiB log of eight million short lines is read in seconds. A new signal read from a log
-# line needs its word here (tests/test_triage.py holds the readers' own examples to it).
+# 16 MiB log of eight million short lines is read in seconds. A message read that holds no
+# signal changes nothing: the messages beside it are judged alone as when it is passed over.
+# A new signal read from a log line needs its word here (tests/test_triage.py holds the
+# readers' own examples to it).
 _MARK = re.compile(
     "|".join(
         [
@@ -100,10 +102,11 @@ _MARK = re.compile(
                     "Status",
                 ),
             ),
-            r"^\|\s+\d+\s",  # a GPU row of nvidia-smi's table
+            # a GPU row of nvidia-smi's table; not tied to the line's start, which would keep
+            # the search from skipping to the characters a mark can start with
+            r"\|[^\S\n]+\d+[^\S\n]",
         ]
     ),
-    re.MULTILINE,
 )
 # How far after ``Running with config:`` the device plugin's strategy is looked for, and how
 # many lines its list may take.
@@ -205,66 +208,107 @@ def _json_line(line: str) -> tuple[str, str]:
     return (" ".join(parts) or line), time
 
 
-def _non_blank(text: str) -> Iterator[tuple[int, str]]:
-    """Each line holding more than white space, with its number. The scan for the next
-    non-space character runs in C, so 16 MiB of blank lines costs no list of 16 million."""
-    number, counted, position = 1, 0, 0
-    while True:
-        found = _NON_SPACE.search(text, position)
+# A kernel message's continuation lines (indented, without their own stamp), however many,
+# with the blank lines between them: matched in one call from the end of the message's first
+# line. Possessive, as a blank line is never a continuation: nothing is given back.
+_CONTINUED = re.compile(r"(?:\n(?:[^\S\n]*+\n)*+ {4}[^\S\n]*+NVRM: [^\n]*+)*+")
+_CONTINUATION = re.compile(r"^ {4}[^\S\n]*(NVRM: [^\n]*)", re.MULTILINE)
+_NON_SPACE = re.compile(r"\S")
+# Of the messages holding a marker, one log is read in full up to this many from its start
+# and this many before its end; the lines between are counted, not read. A 16 MiB console
+# holds about 170,000 lines, few of them marked; a file of nothing but marked lines holds
+# millions, each costing the readers' patterns.
+READ_FIRST = 100_000
+READ_LAST = 100_000
+
+
+def _message_at(text: str, start: int) -> tuple[str, list[str], int]:
+    """The message whose first line starts at ``start``: that line, the text of the
+    continuation lines joined to it, and the offset where the last of them ends."""
+    end = text.find("\n", start)
+    end = len(text) if end < 0 else end
+    continued = _CONTINUED.match(text, end)  # it always matches, if only the empty string
+    block = continued.end() if continued else end
+    return text[start:end], (_CONTINUATION.findall(text, end, block) if block > end else []), block
+
+
+def _line_start(text: str, offset: int) -> int:
+    return text.rfind("\n", 0, offset) + 1
+
+
+def _head_of(text: str, start: int, floor: int) -> int:
+    """Where the message holding the line at ``start`` begins: that line, or for a
+    continuation line the nearest line before it that is neither blank nor one (the first
+    line at ``floor`` or after it, at the latest)."""
+    head = start
+    while _CONTINUATION.match(text, head) and head > floor:
+        before = head
+        while True:
+            before = _line_start(text, before - 1) if before > 0 else -1
+            if before < floor:
+                return head
+            if _NON_SPACE.search(text, before, text.find("\n", before)):
+                break
+        head = before
+    return head
+
+
+def _lines(text: str, notes: list[str]) -> Iterator[_Line]:
+    """Messages in order, each with the kernel continuation lines joined to it.
+
+    Only messages that hold a :data:`_MARK` (or follow ``Running with config:``) are split
+    into their parts: the marks are found by one pattern over the whole text, so the lines
+    between them cost nothing here (a 16 MiB log of short lines holds eight million). Past
+    :data:`READ_FIRST` marked messages, only those holding the last :data:`READ_LAST` marks
+    are read; the lines between are counted, and a note in ``notes`` says which."""
+    position = 0  # where the next message may start: all before it is read or passed over
+    number, counted = 1, 0  # the number of the line at offset ``counted``
+    done = 0  # the end of the last message yielded
+    marked = 0
+    keep = 0  # how many of the next messages are read, marked or not
+    while position <= len(text):
+        found = (_NON_SPACE if keep else _MARK).search(text, position)
         if found is None:
             return
-        start = text.rfind("\n", 0, found.start()) + 1
-        end = text.find("\n", found.start())
-        end = len(text) if end < 0 else end
+        start = _head_of(text, _line_start(text, found.start()), position)
+        if keep:
+            keep -= 1
+        elif marked == READ_FIRST:
+            tail = _tail(text, start, position)
+            if tail > start:
+                first = number + text.count("\n", counted, position)
+                last = number + text.count("\n", counted, tail) - 1
+                notes.append(
+                    f"lines {first:,}-{last:,} were counted, not read: past {READ_FIRST:,} "
+                    "messages that may be evidence, a log is read only at its end"
+                )
+                start = tail
+            marked += 1  # the rest is read whole
+        elif marked < READ_FIRST:
+            marked += 1
+        first_line, parts, end = _message_at(text, start)
         number += text.count("\n", counted, start)
         counted = start
-        yield number, text[start:end]
+        line = _split(number, first_line)
+        if parts:
+            line.message += "\n" + "\n".join(parts)
+            # Evidence shows at most _MAX_TEXT characters of it.
+            line.raw = _cut("\\x0a".join([line.raw, *parts]))
+        if "Running with config:" in line.message:
+            keep = _STRATEGY_LINES
+        line.follows = _NON_SPACE.search(text, done, start) is None
+        done = end
         position = end + 1
+        yield line
 
 
-_NON_SPACE = re.compile(r"\S")
-
-
-def _lines(text: str) -> Iterator[_Line]:
-    """Messages in order; a kernel continuation line is joined to the message before it.
-
-    Only messages that hold a :data:`_MARK` are split into their parts, with the lines that
-    follow ``Running with config:``; the rest are passed over whole (a 16 MiB log of short
-    lines holds eight million of them). Continuation lines are gathered in a list and joined
-    once: joining them one at a time copied the message for every line (200,000 took 24 s)."""
-    if not _MARK.search(text):
-        return
-    first_number = 0
-    first_raw: str | None = None
-    parts: list[str] = []
-    keep_all = 0
-    passed_over = False
-    for number, raw in chain(_non_blank(text), ((0, ""),)):
-        if first_raw is not None:
-            if raw.startswith("    "):
-                continued = _CONTINUATION.match(raw)
-                if continued:
-                    parts.append(continued["msg"])
-                    continue
-            if keep_all or _MARK.search(first_raw) or (parts and _MARK.search("".join(parts))):
-                keep_all = max(keep_all - 1, 0)
-                line = _split(first_number, first_raw)
-                if parts:
-                    line.message += "\n" + "\n".join(parts)
-                    # Evidence shows at most _MAX_TEXT characters of it.
-                    line.raw = _cut("\\x0a".join([line.raw, *parts]))
-                    parts.clear()
-                if "Running with config:" in line.message:
-                    keep_all = _STRATEGY_LINES
-                line.follows = not passed_over
-                passed_over = False
-                yield line
-            else:
-                parts.clear()
-                passed_over = True
-        if not raw:
-            break
-        first_number, first_raw = number, raw
+def _tail(text: str, start: int, floor: int) -> int:
+    """Where the last :data:`READ_LAST` marked messages from ``start`` on begin: ``start``
+    itself when there are no more than that."""
+    marks = deque(map(re.Match.start, _MARK.finditer(text, start)), maxlen=READ_LAST)
+    if len(marks) < READ_LAST:
+        return start
+    return _head_of(text, _line_start(text, marks[0]), floor)
 
 
 def _cut(text: str) -> str:
@@ -305,14 +349,14 @@ def _unjoined(lines: Iterator[_Line]) -> Iterator[_Line]:
 MAX_SIGNALS_OF_A_KIND = 1000
 
 
-def read_log(text: str, file: str) -> Iterator[Signal]:
+def read_log(text: str, file: str, notes: list[str] | None = None) -> Iterator[Signal]:
     """The signals of a line-oriented log, read in one pass: a message is looked at with the
     one before it and the one after it and, after ``Running with config:``, the few hundred
     after it. Of one kind for one node, the first :data:`MAX_SIGNALS_OF_A_KIND` - 1 and the
-    last are kept."""
+    last are kept. What of the log was not read is said in ``notes``."""
     counts: dict[tuple[Kind, str], int] = {}
     latest: dict[tuple[Kind, str], Signal] = {}
-    for signal in _read_log(text, file):
+    for signal in _read_log(text, file, [] if notes is None else notes):
         key = (signal.kind, signal.node)
         seen = counts.get(key, 0) + 1
         counts[key] = seen
@@ -323,8 +367,8 @@ def read_log(text: str, file: str) -> Iterator[Signal]:
     yield from latest.values()
 
 
-def _read_log(text: str, file: str) -> Iterator[Signal]:
-    source = _unjoined(_lines(text))
+def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
+    source = _unjoined(_lines(text, notes))
     ahead: deque[_Line] = deque()
     previous: _Line | None = None
     listed_modules: dict[str, int] = {}

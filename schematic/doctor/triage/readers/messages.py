@@ -116,17 +116,25 @@ _WORDS: tuple[tuple[str, ...], ...] = (
 )
 KEYWORDS = tuple(dict.fromkeys(word for words in _WORDS for word in words))
 _ANY_WORD = re.compile("|".join(re.escape(word) for word in KEYWORDS))
-_FILTERED = tuple(
-    (words, pattern, kind) for words, (pattern, kind) in zip(_WORDS, _MESSAGES, strict=True)
-)
+# For each word, the patterns that need it (their places in _MESSAGES).
+_NEEDING: dict[str, tuple[int, ...]] = {
+    word: tuple(
+        index
+        for index, (words, _) in enumerate(zip(_WORDS, _MESSAGES, strict=True))
+        if word in words
+    )
+    for word in KEYWORDS
+}
 
 
 def message_kinds(message: str) -> list[Kind]:
     """What ``message`` means: one kind, or none."""
-    present = set(_ANY_WORD.findall(message))
+    present = _ANY_WORD.findall(message)
     if not present:
         return []
-    for words, pattern, kind in _FILTERED:
-        if not present.isdisjoint(words) and pattern.search(message):
+    # Only the patterns whose words the message holds are tried, first to last.
+    for index in sorted({index for word in present for index in _NEEDING[word]}):
+        pattern, kind = _MESSAGES[index]
+        if pattern.search(message):
             return [kind]
     return []
