@@ -278,3 +278,64 @@ def test_upgrade_pool_reports_that_pool_alone() -> None:
     assert [pool["name"] for pool in json.loads(result.stdout)["pools"]] == ["cpu"]
     unknown = run("upgrade", str(EXAMPLE), "--to", "v1.14.0", "--pool", "nope")
     assert unknown.exit_code == 2 and "'nope'" in unknown.stderr
+
+
+def test_a_pool_name_with_a_slash_is_one_message(home: Path) -> None:
+    # "rtx6000/values" is a plain path inside the directory, yet no pool is named so: the
+    # index was edited, and an entry naming a file as a pool must not steer what is kept.
+    out = home / "out"
+    text = (out / "index.yaml").read_text().replace("- name: rtx6000", "- name: rtx6000/values")
+    (out / "index.yaml").write_text(text)
+    before = snapshot(home)
+    result = run("generate", str(EXAMPLE), "--out", str(out))
+    assert result.exit_code == 1
+    assert errors(result) == [
+        f"talos-schematic: {out / 'index.yaml'}: pools[0].name: must be a pool name, not "
+        "'rtx6000/values'; the index was edited — restore it from version control, or move the "
+        "directory away and generate into a new one"
+    ]
+    assert snapshot(home) == before
+
+
+def test_pool_keeps_the_index_entries_of_the_pools_it_does_not_write(home: Path) -> None:
+    # l40s changes in the cluster file, but only cpu is asked for: l40s's files stay as they
+    # were, so its index entry (its schematic ID, its extensions) must stay with them.
+    out = home / "out"
+    changed = home / "changed.yaml"
+    changed.write_text(
+        EXAMPLE.read_text().replace("[siderolabs/iscsi-tools]", "[siderolabs/util-linux-tools]")
+    )
+    before = parse_index((out / "index.yaml").read_bytes())
+    result = run("generate", str(changed), "--out", str(out), "--pool", "cpu")
+    assert result.exit_code == 0, result.stderr
+    after = parse_index((out / "index.yaml").read_bytes())
+    assert after.pool("l40s") == before.pool("l40s")
+    full = run("generate", str(changed), "--out", str(out))
+    assert full.exit_code == 0, full.stderr
+    was, now = before.pool("l40s"), parse_index((out / "index.yaml").read_bytes()).pool("l40s")
+    assert was is not None and now is not None
+    assert now["schematicID"] != was["schematicID"]
+
+
+def test_check_notes_profiles_changed_since_generate_and_only_then(tmp_path: Path) -> None:
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    cpu = (Path(__file__).resolve().parents[1] / "profiles" / "kubevirt-cpu.yaml").read_text()
+    (profiles / "mine.yaml").write_text(cpu.replace("name: kubevirt-cpu", "name: mine"))
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: c\ncozystack: {version: osimage}\n"
+        "talos: {version: v1.13.9}\npools:\n  - {name: a, profile: mine}\n"
+    )
+    out = tmp_path / "out"
+    written = run("generate", str(cluster), "--out", str(out), "--profiles", str(profiles))
+    assert written.exit_code == 0, written.stderr
+    note = f"{profiles}: its profiles changed since generate wrote {out}"
+    unchanged = run("check", str(cluster), "--out", str(out))
+    assert unchanged.exit_code == 0, unchanged.stderr
+    assert note not in unchanged.stderr
+    (profiles / "mine.yaml").write_text(
+        cpu.replace("name: kubevirt-cpu", "name: mine") + "# edited since\n"
+    )
+    edited = run("check", str(cluster), "--out", str(out))
+    assert note in edited.stderr
