@@ -107,6 +107,27 @@ def test_the_same_volta_pool_pinned_to_lts_follows() -> None:
     assert any("net.core.bpf_jit_harden=1 removed" in line for line in v100.machine_config)
 
 
+def test_a_pinned_flavour_the_target_lacks_is_fixed_by_letting_it_choose() -> None:
+    # Talos 1.4 has no proprietary modules: the pin breaks the pool, and letting the flavour
+    # follow the GPU (open for Hopper) plans it. A pool on "auto" is not told to pin "auto".
+    text = """\
+cluster: c
+talos: {version: v1.12.6}
+pools:
+  - name: h100
+    profile: metal-hgx-h100-8x
+    nvidia: {flavour: proprietary}
+"""
+    h100 = pool_named(report_for(text, "v1.4.8"), "h100")
+    assert h100.refusal is not None
+    assert h100.refusal.fixes[0] == (
+        "pin nvidia.flavour: auto on this pool (Talos v1.4.8 then runs open 530.41.03)"
+    )
+    v100 = pool_named(report_for(VOLTA_ON_PRODUCTION, "v1.13.9"), "v100")
+    assert v100.refusal is not None
+    assert not any("nvidia.flavour" in fix for fix in v100.refusal.fixes)
+
+
 def test_a_tier_move_is_a_rename_of_both_nvidia_extensions_and_says_why() -> None:
     text = """\
 cluster: c

@@ -127,14 +127,6 @@ class PoolChange:
     # the installer repository), each with why.
     output: tuple[str, ...] = ()
 
-    @property
-    def extensions_changed(self) -> bool:
-        return bool(self.added or self.removed or self.renamed)
-
-    @property
-    def modules_changed(self) -> bool:
-        return self.modules_before != self.modules_after
-
 
 @dataclass(frozen=True)
 class UpgradeReport:
