@@ -318,6 +318,20 @@ def test_base_compares_two_revisions_of_the_file_pool_by_pool(
     assert "siderolabs/nvidia-open-gpu-kernel-modules-production" in l4["extensions"]["added"]
 
 
+def test_base_names_the_kernel_args_a_pool_gains_and_loses(tmp_path: Path) -> None:
+    base = tmp_path / "base.yaml"
+    base.write_text(CLUSTER.replace("maxReplicas: 3", "kernelArgs: [console=ttyS0, quiet]"))
+    head = tmp_path / "head.yaml"
+    head.write_text(CLUSTER.replace("maxReplicas: 3", "kernelArgs: [console=ttyS0, nomodeset]"))
+    result = run("upgrade", str(head), "--base", str(base), "--json")
+    assert result.exit_code == 0, result.stderr
+    cpu = next(pool for pool in json.loads(result.stdout)["pools"] if pool["name"] == "cpu")
+    assert cpu["kernelArgs"] == {"added": ["nomodeset"], "removed": ["quiet"]}
+    text = run("upgrade", str(head), "--base", str(base), "--pool", "cpu")
+    assert "+ kernel arg nomodeset" in text.stdout and "- kernel arg quiet" in text.stdout
+    assert "kernel arg console=ttyS0" not in text.stdout
+
+
 # --- what a change replaces, and the keys it adds -------------------------------------------
 
 DEFAULT_INSTALLER = """\

@@ -183,3 +183,24 @@ def test_a_timestamp_where_the_factory_wants_text_is_refused_as_id_refuses_it(
     [problem] = [f for f in findings if f.code == "TS004"]
     assert problem.severity == "error"
     assert problem.line == 9  # the extraKernelArgs line of talconfig.yaml
+
+
+def test_a_schematic_finding_points_at_the_schematic_not_a_patch_naming_its_id(
+    tmp_path: Path,
+) -> None:
+    # A patch pins the installer of the node's own schematic: the mixed tiers are fixed in the
+    # node's schematic (line 9), so that is where the finding points, naming it as such.
+    mixed = ["siderolabs/nvidia-container-toolkit-lts", LTS[1].replace("-lts", "-production")]
+    schematic = "customization:\n  systemExtensions:\n    officialExtensions:\n" + "".join(
+        f"      - {name}\n" for name in mixed
+    )
+    code, schematic_id = id_command(tmp_path, schematic)
+    assert code == 0
+    patch = (
+        "    patches:\n      - |-\n        machine:\n          install:\n"
+        f"            image: factory.talos.dev/installer/{schematic_id}:v1.13.0\n"
+    )
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", mixed, MODULES + patch)
+    [finding] = [f for f in lint(tmp_path, text) if f.code == "TS112"]
+    assert finding.line == 9
+    assert "talhelper schematic" in finding.message
