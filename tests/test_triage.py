@@ -578,3 +578,52 @@ def test_an_image_without_the_module_extension_is_ts110_not_ts123(tmp_path: Path
     )
     codes = {d.code for d in triage_paths([str(tmp_path)]).diagnoses}
     assert "TS110" in codes and "TS123" not in codes
+
+
+# --- TS103 from "No devices found": which evidence of the flavour counts -----------------------
+# The GPU is named by a `talosctl get pcidevices -o yaml` record (the ts123 bundle's, with the
+# node and the product ID of the GPU in question); "No devices were found", the extension table
+# and /proc/modules are the bundles' own files: the proprietary ones of the TS103 bundle, the
+# open ones of the healthy A100 bundle.
+PROPRIETARY = BUNDLES / "ts103-proprietary-on-blackwell"
+OPEN = BUNDLES / "class4-healthy-a100-nvlink3"
+
+
+def _no_devices_bundle(
+    tmp_path: Path, node: str, product: str, flavour_files: dict[str, Path]
+) -> set[str]:
+    pci = (BUNDLES / "ts123-modules-not-loaded" / "pcidevices.yaml").read_text()
+    pci = pci.replace("10.244.9.40", node).replace('"0x26b9"', f'"0x{product}"')
+    (tmp_path / "pcidevices.yaml").write_text(pci.replace('driver: ""', "driver: nvidia"))
+    (tmp_path / "nvidia-smi.txt").write_bytes((PROPRIETARY / "nvidia-smi.txt").read_bytes())
+    for name, source in flavour_files.items():
+        (tmp_path / name).write_bytes(source.read_bytes())
+    report = triage_paths([str(tmp_path)])
+    return {f"{d.code} {','.join(d.nodes)}" for d in report.diagnoses}
+
+
+@pytest.mark.parametrize("evidence", ["extensions.txt", "proc-modules.txt"])
+def test_ts103_from_no_devices_needs_only_one_sign_of_the_proprietary_modules(
+    tmp_path: Path, evidence: str
+) -> None:
+    # The extension's name alone, or the `P` taint alone, says the modules are proprietary.
+    found = _no_devices_bundle(tmp_path, "10.0.40.21", "2bb5", {evidence: PROPRIETARY / evidence})
+    assert "TS103 10.0.40.21" in found
+
+
+def test_no_devices_on_the_open_modules_is_not_ts103(tmp_path: Path) -> None:
+    # Open modules (their extension; `(O)`, no `P`, in /proc/modules) on an open-only GPU: the
+    # flavour is right, whatever else keeps nvidia-smi from seeing the GPU.
+    files = {
+        "extensions.txt": OPEN / "extensions.txt",
+        "proc-modules.txt": OPEN / "proc-modules.txt",
+    }
+    found = _no_devices_bundle(tmp_path, "10.30.0.12", "2bb5", files)
+    assert not any(code.startswith("TS103") for code in found), found
+
+
+def test_no_devices_on_gb10_with_the_proprietary_modules_is_not_ts103(tmp_path: Path) -> None:
+    # GB10 (DGX Spark) is the exception: on Talos the proprietary modules are its flavour.
+    files = {name: PROPRIETARY / name for name in ("extensions.txt", "proc-modules.txt")}
+    found = _no_devices_bundle(tmp_path, "10.0.40.21", "2e12", files)
+    assert not any(code.startswith("TS103") for code in found), found
