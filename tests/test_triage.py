@@ -627,3 +627,21 @@ def test_no_devices_on_gb10_with_the_proprietary_modules_is_not_ts103(tmp_path: 
     files = {name: PROPRIETARY / name for name in ("extensions.txt", "proc-modules.txt")}
     found = _no_devices_bundle(tmp_path, "10.0.40.21", "2e12", files)
     assert not any(code.startswith("TS103") for code in found), found
+
+
+@pytest.mark.parametrize(("period", "timer"), [(4227, True), (3700, False)])
+def test_only_boots_on_the_70_minute_timer_are_the_timer(
+    tmp_path: Path, period: int, timer: bool
+) -> None:
+    # The TS202 bundle's node_boot_time_seconds range query, its boot times respaced: a node
+    # that reboots every ~62 minutes (a watchdog, a scheduled reboot) is not looping on the
+    # boot timer, which fires at 70 minutes.
+    source = BUNDLES / "ts202-timer-without-console" / "node_boot_time_seconds.json"
+    document = json.loads(source.read_text())
+    samples = document["data"]["result"][0]["values"]
+    first = int(samples[0][1])
+    for sample in samples:
+        sample[1] = str(first + (sample[0] - first) // period * period)
+    (tmp_path / "node_boot_time_seconds.json").write_text(json.dumps(document))
+    found = {d.code for d in triage_paths([str(tmp_path)]).diagnoses}
+    assert ("TS202" in found) is timer, found
