@@ -60,7 +60,14 @@ _SHAPES = (
 
 def large_cluster(pools: int) -> str:
     """A cluster file of ``pools`` pools."""
-    lines = ["cluster: big", "talos:", "  version: v1.13.9", "pools:"]
+    lines = [
+        "cluster: big",
+        "namespace: tenant-big",
+        "cozystack: {version: osimage}",
+        "talos:",
+        "  version: v1.13.9",
+        "pools:",
+    ]
     text = "\n".join(lines) + "\n"
     body = "".join(
         f"  - name: pool-{index:05d}\n{_SHAPES[index % len(_SHAPES)]}" for index in range(pools)

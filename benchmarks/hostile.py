@@ -35,6 +35,8 @@ _LINE = (
 )
 _CLUSTER = """\
 cluster: c
+namespace: tenant-c
+cozystack: {{version: osimage}}
 talos: {{version: v1.13.9}}
 pools:
   - name: gpu

@@ -152,7 +152,8 @@ def main() -> int:
         escape = "\\'"
         files = {
             "ordinary": ORDINARY,
-            "cluster": "cluster: c\ntalos:\n  version: v1.13.9\npools:\n"
+            "cluster": "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
+            "talos:\n  version: v1.13.9\npools:\n"
             "  - name: cpu\n    profile: kubevirt-cpu\n",
             "bomb": BOMB,
             "deep": "overlay:\n  options:\n    k: " + "[" * 10_001 + "]" * 10_001 + "\n",

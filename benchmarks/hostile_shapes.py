@@ -168,8 +168,8 @@ def main() -> int:
         (work / "empty.yaml").write_text("a: 1\n")
         cluster = work / "cluster.yaml"
         cluster.write_text(
-            "cluster: c\ntalos: {version: v1.13.9}\npools:\n"
-            "  - {name: gpu, profile: ./profile.yaml}\n"
+            "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
+            "talos: {version: v1.13.9}\npools:\n  - {name: gpu, profile: ./profile.yaml}\n"
         )
         commands: dict[str, Callable[[str], list[str]]] = {
             "id (schematic)": lambda f: ["id", f],

@@ -365,6 +365,20 @@ def test_a_pool_whose_modules_cannot_load_on_its_chart_is_an_error(
     assert run("generate", str(fine), "-f", "values").exit_code == 0
 
 
+def test_no_release_named_points_at_the_line_where_it_goes(tmp_path: Path) -> None:
+    # The cozystack key's own line when the key is there without a version; else the line
+    # the file's mapping starts on (after its comments), where the key is added.
+    head = "# a comment\n\ncluster: demo\nnamespace: tenant-ml\n"
+    pools = "talos: {version: v1.13.9}\npools:\n  - {name: cpu, profile: kubevirt-cpu}\n"
+    for text, line in ((head + pools, 3), (head + pools + "cozystack: {}\n", 8)):
+        cluster = write(tmp_path, text)
+        result = run("generate", str(cluster), "-f", "values")
+        assert result.exit_code == 1
+        assert result.stderr.startswith(
+            f"talos-schematic: {cluster}:{line}: cozystack.version: no Cozystack release named"
+        ), result.stderr
+
+
 def test_cozystack_output_without_a_release_is_an_error_listing_the_targets(
     tmp_path: Path,
 ) -> None:
@@ -375,7 +389,7 @@ def test_cozystack_output_without_a_release_is_an_error_listing_the_targets(
         assert result.exit_code == 1, args
         first = result.stderr.splitlines()[0]
         assert first.startswith(
-            f"talos-schematic: {cluster}: cozystack.version: no Cozystack release named "
+            f"talos-schematic: {cluster}:1: cozystack.version: no Cozystack release named "
             '(tenant pools "gpu", "cpu", "storage")'
         )
         assert "  cozystack:\n    version: TARGET\n" in result.stderr

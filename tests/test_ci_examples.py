@@ -200,6 +200,7 @@ def test_both_recipes_install_a_pinned_source_no_index_is_needed_for() -> None:
 
 BASE_CLUSTER = """\
 cluster: mycluster
+namespace: tenant-mycluster
 cozystack:
   version: osimage
 talos:

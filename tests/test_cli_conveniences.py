@@ -178,7 +178,9 @@ def test_init_from_options_writes_a_file_generate_accepts(tmp_path: Path) -> Non
         "--talos",
         "v1.13.9",
         "--chart",
-        "v1.6",
+        "pr3571",
+        "--namespace",
+        "tenant-ml",
         "--pool",
         "gpu=rtx-pro-6000-blackwell-server",
         "--pool",
@@ -190,11 +192,13 @@ def test_init_from_options_writes_a_file_generate_accepts(tmp_path: Path) -> Non
     assert "  # KubeVirt VM" in text  # each pool carries its profile's description
     document = yaml.safe_load(text)
     assert document["cluster"] == "ml"
-    assert document["cozystack"] == {"version": "v1.6"}
+    assert document["cozystack"] == {"version": "pr3571"}
+    assert document["namespace"] == "tenant-ml"
     assert document["talos"] == {"version": "v1.13.9"}
     assert [pool["name"] for pool in document["pools"]] == ["gpu", "cpu"]
     generated = run("generate", str(path), "-f", "json")
     assert generated.exit_code == 0, generated.stderr
+    assert run("generate", str(path), "--out", str(tmp_path / "out")).exit_code == 0
     pools = json.loads(generated.stdout)["pools"]
     assert pools[0]["nvidia"]["flavour"] == "open"
     # init never replaces a file.
@@ -207,7 +211,17 @@ def test_init_from_options_writes_a_file_generate_accepts(tmp_path: Path) -> Non
 def test_init_from_a_detect_dump(tmp_path: Path) -> None:
     dump = tmp_path / "a10.txt"
     dump.write_text(A10_VM)
-    result = run("init", "--from-dump", str(dump), "--talos", "v1.13.9", "--chart", "pr3571")
+    result = run(
+        "init",
+        "--from-dump",
+        str(dump),
+        "--talos",
+        "v1.13.9",
+        "--chart",
+        "pr3571",
+        "--namespace",
+        "tenant-a",
+    )
     assert result.exit_code == 0, result.stderr
     (pool,) = yaml.safe_load(result.stdout)["pools"]
     assert pool["name"] == "gpu-1"
@@ -239,7 +253,7 @@ def test_init_refuses_an_unknown_profile_before_writing(tmp_path: Path) -> None:
 
 
 def test_init_asks_for_the_cozystack_release_and_writes_what_was_named() -> None:
-    refused = run("init", "--pool", "gpu=kubevirt-l40s")
+    refused = run("init", "--namespace", "tenant-ml", "--pool", "gpu=kubevirt-l40s")
     assert refused.exit_code == 2
     assert "--chart" in refused.output
     for target in chart_targets():
@@ -247,7 +261,7 @@ def test_init_asks_for_the_cozystack_release_and_writes_what_was_named() -> None
     assert refused.stdout == "" or "cozystack" not in refused.stdout
     # Whatever is named, as named: a release of a line, a chart target.
     for named in ("v1.6.2", "v1.6", "v1.7", "main", "pr3571", "osimage"):
-        result = run("init", "--chart", named, "--pool", "cpu=kubevirt-cpu")
+        result = run("init", "--chart", named, "--namespace", "t", "--pool", "cpu=kubevirt-cpu")
         assert result.exit_code == 0, result.stderr
         assert yaml.safe_load(result.stdout)["cozystack"] == {"version": named}
     assert run("init", "--chart", "v1.9").exit_code == 2
@@ -263,7 +277,7 @@ def test_init_of_bare_metal_pools_needs_no_cozystack_release(tmp_path: Path) -> 
 
 
 def test_init_without_pools_gives_a_cpu_pool_and_a_gpu_example() -> None:
-    result = run("init", "--chart", "osimage")
+    result = run("init", "--chart", "osimage", "--namespace", "tenant-ml")
     assert result.exit_code == 0, result.stderr
     assert "#   - name: gpu\n  #     profile: rtx-pro-6000-blackwell-server\n" in result.stdout
     (pool,) = yaml.safe_load(result.stdout)["pools"]
@@ -278,18 +292,68 @@ def test_init_writes_the_namespace_every_management_object_carries(tmp_path: Pat
     out = tmp_path / "out"
     result = run("generate", str(path), "--out", str(out))
     assert result.exit_code == 0, result.stderr
-    assert "namespace: not set" not in result.stderr
     nodes = yaml.safe_load((out / "gpu" / "kubernetes-nodes.yaml").read_text())
     assert nodes["metadata"]["namespace"] == "tenant-ml"
-    # Without it, generate says where the objects would land.
-    bare = tmp_path / "bare.yaml"
-    assert (
-        run("init", str(bare), "--chart", "osimage", "--pool", "gpu=kubevirt-l40s").exit_code == 0
-    )
-    assert "namespace" not in yaml.safe_load(bare.read_text())
-    result = run("generate", str(bare), "-f", "values")
-    assert result.exit_code == 0
-    assert "namespace: not set" in result.stderr
     refused = run("init", "--chart", "osimage", "--namespace", "Not A Name")
     assert refused.exit_code == 2
     assert "--namespace" in refused.output
+
+
+def test_init_requires_the_namespace_for_tenant_pools(tmp_path: Path) -> None:
+    # Every KubernetesNodes object carries it and nothing derives it: asked, like --chart.
+    path = tmp_path / "cluster.yaml"
+    refused = run("init", str(path), "--chart", "osimage", "--pool", "gpu=kubevirt-l40s")
+    assert refused.exit_code == 2
+    assert "--namespace tenant-NAME" in " ".join(refused.output.split())
+    assert not path.exists()
+    # Bare-metal pools are no Cozystack objects: neither is asked.
+    assert run("init", "--pool", "gpu=metal-hgx-b200-8x").exit_code == 0
+
+
+def test_cozystack_objects_without_a_namespace_are_an_error_naming_file_line_and_fix(
+    tmp_path: Path,
+) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "# no namespace\ncluster: ml\ncozystack: {version: osimage}\n"
+        "talos: {version: v1.13.9}\npools:\n  - {name: gpu, profile: kubevirt-l40s}\n"
+    )
+    out = tmp_path / "out"
+    for args in (["--out", str(out)], ["-f", "cozystack"], ["-f", "helmrelease"]):
+        result = run("generate", str(cluster), *args)
+        assert result.exit_code == 1, args
+        assert result.stderr.startswith(
+            f'talos-schematic: {cluster}:2: namespace: not set (tenant pools "gpu");'
+        ), result.stderr
+        assert "  namespace: tenant-NAME\n" in result.stderr
+        assert "init --namespace tenant-NAME" in result.stderr
+        assert not out.exists()
+    # What must not fire: values and the other kinds are no objects.
+    for kind in ("values", "json", "urls", "machine-config", "addons"):
+        assert run("generate", str(cluster), "-f", kind).exit_code == 0, kind
+
+
+def test_init_refuses_a_gpu_pool_its_chart_cannot_load_with_generates_verdict(
+    tmp_path: Path,
+) -> None:
+    # v1.6.x and main have no kernelModules value: generate refuses the GPU pool, so init does
+    # not write the file (the same words, the same exit, the way out; no flag to insist).
+    path = tmp_path / "cluster.yaml"
+    for chart in ("v1.6", "v1.6.2", "main"):
+        args = ("--chart", chart, "--namespace", "tenant-ml", "--pool", "gpu=kubevirt-l40s")
+        refused = run("init", str(path), *args)
+        assert refused.exit_code == 1, chart
+        assert refused.stderr.startswith(
+            f'talos-schematic: init --chart {chart}: pool "gpu" (nvidia, nvidia_uvm, '
+            "nvidia_drm, nvidia_modeset): kernelModules:"
+        ), refused.stderr
+        assert "--chart pr3571 or osimage" in refused.stderr
+        assert "--allow-ignored-keys" not in refused.stderr
+        assert not path.exists()
+    # What must not fire: a CPU pool on v1.6, and the GPU pool on a chart that loads modules.
+    cpu = ("--namespace", "tenant-ml", "--pool", "cpu=kubevirt-cpu")
+    assert run("init", str(path), "--chart", "v1.6", *cpu).exit_code == 0
+    path.unlink()
+    gpu = ("--namespace", "tenant-ml", "--pool", "gpu=kubevirt-l40s")
+    assert run("init", str(path), "--chart", "pr3571", *gpu).exit_code == 0
+    assert run("generate", str(path), "--out", str(tmp_path / "out")).exit_code == 0

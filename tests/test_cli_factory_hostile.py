@@ -27,6 +27,7 @@ QEMU_BODY = (
 )
 CLUSTER = f"""\
 cluster: c
+namespace: tenant-c
 cozystack:
   version: osimage
 talos:

@@ -148,7 +148,8 @@ def test_the_passthrough_note_names_a_few_pools_and_counts_the_rest(tmp_path: Pa
         f"  - {{name: g{index}, profile: rtx-pro-6000-blackwell-server}}\n" for index in range(5)
     )
     cluster.write_text(
-        f"cluster: c\ncozystack: {{version: osimage}}\ntalos: {{version: v1.13.9}}\npools:\n{pools}"
+        "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
+        f"talos: {{version: v1.13.9}}\npools:\n{pools}"
     )
     result = run("generate", str(cluster), "-f", "values")
     assert result.exit_code == 0, result.stderr
@@ -161,6 +162,7 @@ def test_nothing_missing_means_no_platform_file(tmp_path: Path) -> None:
         textwrap.dedent(
             """\
             cluster: c
+            namespace: tenant-c
             cozystack: {version: osimage}
             talos: {version: v1.13.9}
             pools:
@@ -180,7 +182,7 @@ def test_nothing_missing_means_no_platform_file(tmp_path: Path) -> None:
 def test_a_cpu_only_cluster_gets_no_gpu_files(tmp_path: Path) -> None:
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(
-        "cluster: c\ncozystack: {version: osimage}\n"
+        "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
         "talos: {version: v1.13.9}\npools:\n  - {name: cpu, profile: kubevirt-cpu}\n"
     )
     out = tmp_path / "out"
@@ -198,7 +200,8 @@ def test_gpu_files_are_the_tools_own_and_go_when_no_longer_needed(tmp_path: Path
     assert index is not None and set(GPU_FILES) <= set(index.files)
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(
-        "cluster: mycluster\ncozystack: {version: osimage}\ntalos: {version: v1.13.9}\npools:\n"
+        "cluster: mycluster\nnamespace: tenant-ml\ncozystack: {version: osimage}\n"
+        "talos: {version: v1.13.9}\npools:\n"
         "  - {name: l40s, profile: kubevirt-l40s}\n"
     )
     result = run("generate", str(cluster), "--out", str(out))

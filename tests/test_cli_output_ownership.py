@@ -238,7 +238,7 @@ def test_check_after_profiles_needs_no_profiles(tmp_path: Path) -> None:
     )
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(
-        "cluster: c\ncozystack: {version: osimage}\n"
+        "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
         "talos: {version: v1.13.9}\npools:\n  - {name: a, profile: mine}\n"
     )
     out = tmp_path / "out"

@@ -15,6 +15,7 @@ register_all_commands()
 
 GOOD = """\
 cluster: c
+namespace: tenant-c
 cozystack:
   version: osimage
 talos:

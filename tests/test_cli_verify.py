@@ -21,6 +21,7 @@ pytestmark = pytest.mark.usefixtures("instant_retries")
 OTHER = "https://other.example.test"
 CLUSTER = f"""\
 cluster: ml
+namespace: tenant-ml
 cozystack:
   version: osimage
 talos:

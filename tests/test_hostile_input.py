@@ -290,7 +290,7 @@ def test_a_100_mb_factory_answer_is_one_error_naming_the_factory(
 def test_a_cross_host_redirect_is_not_followed_and_the_token_stays_home(
     workdir: Path, factory: Server, redirect_target: Server
 ) -> None:
-    (workdir / "cluster.yaml").write_text("cluster: c\n" + CLUSTER)
+    (workdir / "cluster.yaml").write_text("cluster: c\nnamespace: tenant-c\n" + CLUSTER)
     url = f"{factory.url}/redirect"
     before = len(redirect_target.seen.requests)
     result = run_measured(

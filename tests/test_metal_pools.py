@@ -15,6 +15,7 @@ register_all_commands()
 
 CLUSTER = """\
 cluster: lab
+namespace: tenant-lab
 cozystack: {version: osimage}
 talos: {version: v1.13.9}
 pools:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from schematic.cli.base import MaxInputSizeOption, app, fail
-from schematic.errors import OutputError, TalosSchematicError
+from schematic.errors import ClusterFileError, OutputError, TalosSchematicError
 from schematic.facts.chart_targets import chart_choices
 
 # The keys of a detected profile a pool's inline `hardware:` carries (its name and description
@@ -129,6 +129,20 @@ def cluster_text(
     return "".join(parts)
 
 
+def _check_fits_chart(plan: Any, chart: str | None) -> None:
+    """Refuse, as generate would, pools that cannot work on the chart ``--chart`` names (a GPU
+    pool whose modules the chart cannot load): init writes only what generate accepts."""
+    from dataclasses import replace
+
+    from schematic.plan.charts import INSIST_HINT, fit_plan
+
+    try:
+        fit_plan(replace(plan, source=f"init --chart {chart}"), values=True)
+    except ClusterFileError as err:
+        # init has no --allow-ignored-keys: writing what cannot work is not offered here.
+        raise fail(ClusterFileError(str(err).removesuffix(INSIST_HINT))) from None
+
+
 @app.command(short_help="Write a commented cluster file to start from.")
 def init(
     file: Annotated[
@@ -167,7 +181,8 @@ def init(
             "--namespace",
             metavar="NS",
             help="The tenant's namespace in the management cluster (where its Kubernetes app "
-            "lives, e.g. tenant-ml): every generated management-cluster object carries it.",
+            "lives, e.g. tenant-ml): every generated management-cluster object carries it. "
+            "Required when a pool is a Cozystack tenant (KubeVirt) pool: nothing is derived.",
             show_default=False,
         ),
     ] = None,
@@ -235,6 +250,16 @@ def init(
             f"Cozystack tenant pools): --chart TARGET, one of: {chart_choices()}",
             param_hint="--chart",
         )
+    if namespace is None and tenants:
+        # Every KubernetesNodes object carries it; the tenant's name is not known here.
+        raise typer.BadParameter(
+            f"name the tenant's namespace in the management cluster (pools "
+            f"{', '.join(tenants)} are Cozystack tenant pools, whose objects live there): "
+            "--namespace tenant-NAME",
+            param_hint="--namespace",
+        )
+    if tenants:
+        _check_fits_chart(plan, chart)
     if file == "-":
         sys.stdout.write(text)
         return

@@ -317,6 +317,11 @@ def _read_cluster(data: object, reading: Reading) -> ClusterFile:
                 (at / "pools" / index).problem(problem)
     reading.finish()
     assert talos is not None  # no problem recorded: every part was read
+    key_lines = {
+        key: line
+        for key in ("", *CLUSTER_KEYS)
+        if (key == "" or key in fields.data) and (line := reading.line((key,) if key else ()))
+    }
     return ClusterFile(
         cluster=cluster,
         namespace=namespace,
@@ -325,6 +330,7 @@ def _read_cluster(data: object, reading: Reading) -> ClusterFile:
         pools=pools,
         cozystack_version=cozystack_version,
         hami=hami,
+        key_lines=key_lines,
     )
 
 

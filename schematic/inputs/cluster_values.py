@@ -185,6 +185,9 @@ class ClusterFile:
     # The chart target (`cozystack.version`), canonical; None: not given.
     cozystack_version: str | None = None
     hami: HamiRequest = field(default_factory=HamiRequest)
+    # The line of each top-level key given, and "" the line the file's mapping starts on: where
+    # an error about a key that is missing points (none when read from data, not text).
+    key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
 
 
 @functools.cache

@@ -298,6 +298,11 @@ class Reading:
         else:
             self.left_out += 1
 
+    def line(self, path: KeyPath) -> int | None:
+        """The line ``path`` names: its key's, else the deepest enclosing key's (None without
+        the YAML)."""
+        return _walk(self.node, path)[0]
+
     def item_lines(self, path: KeyPath) -> list[int | None]:
         """The line of each item of the list at ``path`` (empty without the YAML)."""
         found = _walk(self.node, path)[1]

@@ -130,6 +130,7 @@ def fit_chart(
     chart's values is held to what the chart can load. A bad ``chart`` is a UsageError (a bad
     ``cozystack.version`` in the cluster file is the file's error)."""
     values = bool({"cozystack", "values", "helmrelease"} & set(kinds))
+    objects = bool({"cozystack", "helmrelease"} & set(kinds))
     from schematic.facts.chart_targets import LAYOUTS
     from schematic.plan.charts import check_chart_name, fit_plan
 
@@ -141,7 +142,7 @@ def fit_chart(
     chosen = next((known for known in LAYOUTS if known == layout), None)
     if layout is not None and chosen is None:
         raise UsageError(f"{layout!r} is not a layout: one of {', '.join(LAYOUTS)}", "--layout")
-    return fit_plan(plan, chart=chart, layout=chosen, insist=insist, values=values)
+    return fit_plan(plan, chart=chart, layout=chosen, insist=insist, values=values, objects=objects)
 
 
 def run_notes(

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from schematic.plan.cluster import ClusterPlan, PoolPlan
 
 __all__ = [
+    "INSIST_HINT",
     "LAYOUTS",
     "LAYOUT_KEYS",
     "VALUES_FILES",
@@ -54,6 +55,7 @@ __all__ = [
     "check_module_guards",
     "fit_plan",
     "ignored_consequence",
+    "no_namespace_message",
     "no_release_message",
     "resolve_target",
     "unreachable_changes",
@@ -69,6 +71,8 @@ _LAYOUT_TARGETS: dict[Layout, str] = {
 MODULE_NAME = re.compile(r"[a-z0-9_-]+")
 _PARAMETER_FORBIDDEN = re.compile(r"""[$`\\'"\s]""")
 _DEFAULT_SCHEMATIC = "ce4c9805…7515"
+# How a refusal of a key or pool the chart cannot use ends: the way to write it anyway.
+INSIST_HINT = " (or --allow-ignored-keys to write it anyway)"
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,8 @@ def resolve_target(
 
 
 def no_release_message(source: str, pools: Iterable[str] = ()) -> str:
-    """The error for Cozystack output from a cluster file that names no Cozystack release."""
+    """The error for Cozystack output from a cluster file that names no Cozystack release;
+    ``source`` names the file and the line where the release goes (``FILE:LINE``)."""
     names = list(pools)
     shown = ", ".join(f'"{name}"' for name in names[:3]) + (", ..." if len(names) > 3 else "")
     which = f" (tenant pools {shown})" if names else ""
@@ -133,6 +138,22 @@ def no_release_message(source: str, pools: Iterable[str] = ()) -> str:
         "kubernetes-nodes chart reads other keys and silently ignores the rest, so the tool "
         "does not guess. Add to the cluster file\n  cozystack:\n    version: TARGET\n"
         f"(or pass --chart TARGET), TARGET one of: {chart_choices()}"
+    )
+
+
+def no_namespace_message(plan: ClusterPlan, pools: Iterable[str] = ()) -> str:
+    """The error for Cozystack objects from a cluster file that names no tenant namespace."""
+    names = list(pools)
+    shown = ", ".join(f'"{name}"' for name in names[:3]) + (", ..." if len(names) > 3 else "")
+    which = f" (tenant pools {shown})" if names else ""
+    return (
+        f"{plan.at('namespace')}: namespace: not set{which}; each pool's KubernetesNodes "
+        "object (or HelmRelease) belongs in the management-cluster namespace of the tenant's "
+        f'Kubernetes app "{plan.cluster}", and an object without one lands wherever the '
+        "current kubectl context points, beside no tenant. The namespace is not derived from "
+        "the cluster name (the tenant's name is not in the file). Add to the cluster file\n"
+        f"  namespace: tenant-NAME\n(`init --namespace tenant-NAME` writes it), or write only "
+        "the values (-f values)"
     )
 
 
@@ -277,6 +298,7 @@ def fit_plan(
     layout: Layout | None = None,
     insist: bool = False,
     values: bool = True,
+    objects: bool = False,
 ) -> ChartFit:
     """Hold ``plan`` against its chart target; ClusterFileError naming file, pool and key when
     the values would carry a key the chart ignores (with ``insist``, a warning instead).
@@ -285,7 +307,9 @@ def fit_plan(
     layout. ``values``: whether the output carries the chart's values (a KubernetesNodes object,
     values or a HelmRelease); only then is a pool whose modules the chart cannot load refused
     (the verdict; with ``insist``, a warning). The chart's guards (module names, parameters)
-    and the NVIDIA-modules-without-a-GPU refusal apply on every target.
+    and the NVIDIA-modules-without-a-GPU refusal apply on every target. ``objects``: whether
+    the output carries the management cluster's objects (a KubernetesNodes object or a
+    HelmRelease); then the tenant's namespace is required (:func:`no_namespace_message`).
     """
     source = plan.source
     named = chart if chart is not None else plan.cozystack_version
@@ -293,19 +317,15 @@ def fit_plan(
     if named is None and values and tenants:
         # Each release's chart reads other keys and ignores the rest without a word: values
         # written for an assumed release can boot every GPU pool without its driver.
-        raise ClusterFileError(no_release_message(source, tenants))
+        raise ClusterFileError(no_release_message(plan.at("cozystack"), tenants))
     target, chosen, assumption = resolve_target(named, layout, source=source)
     warnings: list[str] = []
     notes: list[str] = []
     said = release_note(named) if named is not None else None
     if said:
         notes.append(f"{source}: cozystack.version: {said}")
-    if values and tenants and plan.namespace is None:
-        notes.append(
-            f"{source}: namespace: not set, so the generated management-cluster objects carry "
-            "no namespace and `kubectl apply` puts them in the current context's namespace; "
-            "set namespace: to the tenant's namespace (e.g. tenant-" + plan.cluster + ")"
-        )
+    if objects and tenants and plan.namespace is None:
+        raise ClusterFileError(no_namespace_message(plan, tenants))
     if not target.verified:
         warnings.append(
             f"{source}: chart {target.name} ({target.title}) is unverified: no chart in the "
@@ -321,7 +341,7 @@ def fit_plan(
             f"ignores unknown keys, so {consequence}"
         )
         if not insist:
-            raise ClusterFileError(f"{message}. {fix} (or --allow-ignored-keys to write it anyway)")
+            raise ClusterFileError(f"{message}. {fix}{INSIST_HINT}")
         insisted.add(key)
         warnings.append(f"{message}; written anyway (--allow-ignored-keys)")
 
@@ -401,7 +421,7 @@ def fit_plan(
             "for a release that has it"
         )
         if not insist:
-            raise ClusterFileError(f"{message} (or --allow-ignored-keys to write it anyway)")
+            raise ClusterFileError(f"{message}{INSIST_HINT}")
         warnings.append(f"{message}; written anyway (--allow-ignored-keys)")
     return ChartFit(
         target=target,

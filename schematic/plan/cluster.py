@@ -185,6 +185,14 @@ class ClusterPlan:
     cozystack_version: str | None = None
     # `addons.hami` of the cluster file (see :func:`hami_notes`).
     hami: HamiRequest = field(default_factory=HamiRequest)
+    # The cluster file's top-level key lines (:attr:`ClusterFile.key_lines`).
+    key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+    def at(self, key: str) -> str:
+        """``FILE:LINE`` of the top-level ``key``, else of the file's mapping (where a missing
+        key goes); the file alone when the plan was not read from text."""
+        line = self.key_lines.get(key) or self.key_lines.get("")
+        return f"{self.source}:{line}" if line else self.source
 
     @property
     def cozystack_target(self) -> ChartTarget:
@@ -368,6 +376,7 @@ def plan_cluster(
         pools=tuple(pools),
         cozystack_version=cluster.cozystack_version,
         hami=cluster.hami,
+        key_lines=cluster.key_lines,
     )
     hami_notes(plan)  # refuses HAMi on Talos GPU pools unless forced
     return plan
