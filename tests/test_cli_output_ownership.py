@@ -324,7 +324,7 @@ def test_check_notes_profiles_changed_since_generate_and_only_then(tmp_path: Pat
     (profiles / "mine.yaml").write_text(cpu.replace("name: kubevirt-cpu", "name: mine"))
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(
-        "cluster: c\ncozystack: {version: osimage}\n"
+        "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
         "talos: {version: v1.13.9}\npools:\n  - {name: a, profile: mine}\n"
     )
     out = tmp_path / "out"
