@@ -729,3 +729,14 @@ def test_a_target_no_chart_in_the_sources_reads_says_unverified(name: str) -> No
     assert chart_target(name).verified == (name not in ("osimage", "v1.7"))
     help_text = run("generate", "--help").stdout
     assert "unverified" in help_text
+
+
+def test_output_without_chart_values_is_not_called_unverified() -> None:
+    # talhelper and machine-config output carry no chart values: the chart is not theirs to
+    # verify, so the warning would only bury the ones that matter.
+    fit = fit_plan(plan_of(with_target("v1.7", CPU_CLUSTER)), values=False)
+    assert not any("is unverified" in warning for warning in fit.warnings)
+    assert any(
+        "is unverified" in warning
+        for warning in fit_plan(plan_of(with_target("v1.7", CPU_CLUSTER))).warnings
+    )

@@ -326,7 +326,8 @@ def fit_plan(
         notes.append(f"{source}: cozystack.version: {said}")
     if objects and tenants and plan.namespace is None:
         raise ClusterFileError(no_namespace_message(plan, tenants))
-    if not target.verified:
+    # Only values the chart reads can be unverified: talhelper or machine-config output is not.
+    if not target.verified and values:
         warnings.append(
             f"{source}: chart {target.name} ({target.title}) is unverified: no chart in the "
             "sources this tool was checked against reads these keys, so the values follow the "
