@@ -107,6 +107,71 @@ def _gpus(machine: Machine) -> list[Signal]:
     ]
 
 
+def _nvidia_shown(machine: Machine) -> tuple[str, Evidence] | None:
+    """What shows the machine has an NVIDIA GPU: a vendor 0x10de PCI device, nvidia-smi
+    listing one, the Node's feature-discovery labels, or allocatable ``nvidia.com/gpu``."""
+    nvidia = _nvidia_devices(machine)
+    if nvidia:
+        return f"the node has NVIDIA device {nvidia[0].evidence.where}", nvidia[0].evidence
+    listed = machine.of(Kind.GPU_LISTED)
+    if listed:
+        return f"nvidia-smi lists {listed[0].value} ({listed[0].evidence.where})", listed[
+            0
+        ].evidence
+    labelled = machine.labelled_hardware()
+    if labelled is not None and labelled.has_nvidia:
+        return (
+            f"the Node's labels show an NVIDIA GPU ({labelled.describe()}; "
+            f"{labelled.evidence.where})",
+            labelled.evidence,
+        )
+    for node in machine.of(Kind.NODE):
+        if node.get("gpus") not in ("", "0"):
+            return (
+                f"the node advertises nvidia.com/gpu: {node.get('gpus')} ({node.evidence.where})",
+                node.evidence,
+            )
+    return None
+
+
+def _no_nvidia(machine: Machine) -> tuple[str, Evidence] | None:
+    """What shows the machine has no NVIDIA GPU: its PCI devices without vendor 0x10de, or
+    Node Feature Discovery's PCI labels without one (NFD labels display controllers by
+    default, the GPU Operator's NFD every NVIDIA device) — unless anything shows a GPU."""
+    if _nvidia_shown(machine) is not None:
+        return None
+    pci = machine.of(Kind.PCI_DEVICE)
+    if pci:
+        return (
+            f"the node has no NVIDIA PCI device at all ({len(pci)} devices listed, none with "
+            f"vendor 0x10de; {pci[0].evidence.where})",
+            pci[0].evidence,
+        )
+    labelled = machine.labelled_hardware()
+    if labelled is not None and labelled.other_pci:
+        return (
+            "Node Feature Discovery labels the node's PCI devices "
+            f"({', '.join(labelled.other_pci[:3])}) and none of vendor 0x10de "
+            f"({labelled.evidence.where})",
+            labelled.evidence,
+        )
+    return None
+
+
+def _driver_answered(machine: Machine) -> list[Evidence]:
+    """Evidence that the NVIDIA driver ran on the machine: a loaded module, a bound driver,
+    nvidia-smi listing a GPU, GPU Feature Discovery's NVML labels, allocatable
+    ``nvidia.com/gpu``."""
+    found = [s.evidence for s in _nvidia_modules(machine)]
+    found += [s.evidence for s in _nvidia_devices(machine) if s.get("driver")]
+    found += [s.evidence for s in machine.of(Kind.GPU_LISTED)]
+    labelled = machine.labelled_hardware()
+    if labelled is not None and labelled.driver_answered:
+        found.append(labelled.evidence)
+    found += [s.evidence for s in machine.of(Kind.NODE) if s.get("gpus") not in ("", "0")]
+    return found
+
+
 def _nvidia_modules(machine: Machine) -> list[Signal]:
     return [s for s in machine.of(Kind.MODULE_LOADED) if s.value.startswith("nvidia")]
 
@@ -383,13 +448,13 @@ def _apid_cause(
     evidence += [s.evidence for s in _apid_long_wait(machine)[:1]]
     evidence += _held_lines(machine, ["apid"])
     ruled: list[tuple[str, str]] = []
-    nvidia = _nvidia_devices(machine)
+    shown = _nvidia_shown(machine)
     if not any(name in machine.held_services() for name in NVIDIA_SERVICES):
         ruled.append(
             ("TS101", "no NVIDIA service is pending; the service that never comes up is apid")
         )
-    elif nvidia:
-        ruled.append(("TS101", f"the node has NVIDIA device {nvidia[0].evidence.where}"))
+    elif shown is not None:
+        ruled.append(("TS101", shown[0]))
     summary = [*_pending(machine, ["apid"]), *timer.said]
     if with_port and not without_port:
         reason = _csr_reason(csr)
@@ -438,36 +503,27 @@ def _nvidia_cause(
     with_port: list[Signal],
     memory: list[tuple[str, str]],
 ) -> _Finding | None:
-    pci = machine.of(Kind.PCI_DEVICE)
-    nvidia = _nvidia_devices(machine)
-    listed_gpus = machine.of(Kind.GPU_LISTED)
     held_lines = _held_lines(machine, nvidia_held)
     summary = [*_pending(machine, nvidia_held), *timer.said]
     apid_held = "apid" in machine.held_services()
     not_trustd = [] if apid_held else _ts131_ruled_out(machine, with_port)
-    if pci and not nvidia and not listed_gpus:
-        ruled = [
-            *not_trustd,
-            (
-                "TS123",
-                f"the node has no NVIDIA PCI device at all ({len(pci)} devices listed, none "
-                f"with vendor 0x10de; {pci[0].evidence.where})",
-            ),
-            *memory,
-        ]
+    absent = _no_nvidia(machine)
+    shown = _nvidia_shown(machine)
+    if absent is not None:
+        ruled = [*not_trustd, ("TS123", absent[0]), *memory]
         extensions = machine.extensions()
         nvidia_extensions = sorted(e for e in extensions if "nvidia" in e)
-        evidence = [*held_lines, *timer.evidence, pci[0].evidence]
+        evidence = [*held_lines, *timer.evidence, absent[1]]
         evidence += [extensions[e] for e in nvidia_extensions[:1]]
         if nvidia_extensions:
             summary.append(f"its image carries {', '.join(nvidia_extensions)}")
         running = machine.running_schematic()
         schematics = [("running", running[0])] if running else []
         return _Finding("TS101", machine, evidence, ruled, summary, schematics=schematics)
-    if nvidia or listed_gpus:
+    if shown is not None:
         # A GPU machine: modules not loaded (TS123/TS110) and the wrong flavour (TS103-TS105)
         # are decided elsewhere; with the module loaded and none of those, say what is known.
-        loaded = _nvidia_modules(machine) or [s for s in nvidia if s.get("driver")]
+        loaded = _driver_answered(machine)
         told = any(
             machine.of(kind)
             for kind in (Kind.NVRM_NEEDS_OPEN, Kind.NVRM_NO_GSP, Kind.NVRM_LEGACY, Kind.NO_DRIVER)
@@ -477,7 +533,6 @@ def _nvidia_cause(
         if not loaded:
             # The services wait and the node has a GPU, but nothing among the inputs says
             # whether its module is loaded: the loop is certain, its cause is to be collected.
-            gpu = (nvidia or listed_gpus)[0]
             node = machine.name or "<node>"
             summary.append(
                 "the node has an NVIDIA GPU; the inputs do not show whether its nvidia module "
@@ -490,20 +545,17 @@ def _nvidia_cause(
                 f"no module bound it)",
                 f"talosctl -n {node} logs {nvidia_held[0]}: why it does not start",
             ]
-            ruled = [("TS101", f"the node has an NVIDIA GPU ({gpu.evidence.where})"), *not_trustd]
-            evidence = [*held_lines, *timer.evidence, gpu.evidence]
+            ruled = [("TS101", shown[0]), *not_trustd]
+            evidence = [*held_lines, *timer.evidence, shown[1]]
             return _Finding("TS201", machine, evidence, [*ruled, *memory], summary, collect)
         summary.append("the node has an NVIDIA GPU and its module is loaded, yet the service waits")
         collect = [
             f"talosctl -n {machine.name or '<node>'} logs {nvidia_held[0]}: why it does not start",
         ]
-        evidence = [*held_lines, *timer.evidence, loaded[0].evidence]
+        evidence = [*held_lines, *timer.evidence, loaded[0]]
         return _Finding(
             "TS201", machine, evidence, [*not_trustd, *memory], summary, collect, "warning"
         )
-    gpus_allocatable = [s for s in machine.of(Kind.NODE) if s.get("gpus") not in ("", "0")]
-    if gpus_allocatable:
-        return None
     node = machine.name or "<node>"
     collect = [
         f"talosctl -n {node} get pcidevices -o yaml: no vendor 0x10de device means TS101 "
@@ -525,27 +577,18 @@ def _nvidia_image_without_gpu(
 ) -> _Finding | None:
     """TS101 without the console: it reboots on the timer, its image carries NVIDIA
     extensions, and its PCI devices hold no NVIDIA one (so their services wait forever)."""
-    pci = machine.of(Kind.PCI_DEVICE)
     extensions = machine.extensions()
     nvidia_extensions = sorted(e for e in extensions if "nvidia" in e)
-    if not pci or _nvidia_devices(machine) or machine.of(Kind.GPU_LISTED) or not nvidia_extensions:
+    absent = _no_nvidia(machine)
+    if absent is None or not nvidia_extensions:
         return None
     summary = [
         *timer.said,
         f"its image carries {', '.join(nvidia_extensions)}",
-        f"none of its {len(pci)} PCI devices is NVIDIA's, so ext-nvidia-persistenced waits "
-        "for a driver that never binds",
+        "it has no NVIDIA device, so ext-nvidia-persistenced waits for a driver that never binds",
     ]
-    evidence = [*timer.evidence, pci[0].evidence, extensions[nvidia_extensions[0]]]
-    ruled = [
-        *_ts131_ruled_out(machine, with_port),
-        (
-            "TS123",
-            f"the node has no NVIDIA PCI device at all ({len(pci)} devices listed, none with "
-            f"vendor 0x10de; {pci[0].evidence.where})",
-        ),
-        *memory,
-    ]
+    evidence = [*timer.evidence, absent[1], extensions[nvidia_extensions[0]]]
+    ruled = [*_ts131_ruled_out(machine, with_port), ("TS123", absent[0]), *memory]
     collect = [
         f"talosctl -n {machine.name or '<node>'} dmesg | grep startAllServices: the NVIDIA "
         "services pending at the timeout confirm it",
@@ -553,6 +596,96 @@ def _nvidia_image_without_gpu(
     running = machine.running_schematic()
     schematics = [("running", running[0])] if running else []
     return _Finding("TS101", machine, evidence, ruled, summary, collect, schematics=schematics)
+
+
+def _nvidia_waits_not_held(model: ClusterModel, findings: list[_Finding]) -> list[_Finding]:
+    """An NVIDIA service shown waiting, with nothing to say how long (one pasted line, a
+    `talosctl services` row of minutes ago): on a node without an NVIDIA GPU it never starts
+    (TS101, certain); otherwise it is a candidate, said with what to collect — never silence.
+    Machines another finding already explains, and those whose driver answered (the wait was
+    the boot's first seconds), are left alone."""
+    explained = {f.machine.name for f in findings if f.machine is not None}
+    explained |= {n for f in findings for n in f.nodes or []}
+    with_port, _ = _services(model)
+    found = []
+    for machine in model.sorted_machines():
+        waited = {n: s for n, s in machine.waited_services().items() if n.startswith("ext-nvidia")}
+        if not waited or machine.name in explained or _driver_answered(machine):
+            continue
+        names = sorted(waited)
+        lines = [waited[n].evidence for n in names]
+        shown_waiting = (
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} shown waiting "
+            f"({lines[0].where})"
+        )
+        node = machine.name or "<node>"
+        ruled = _ts131_ruled_out(machine, with_port)
+        absent = _no_nvidia(machine)
+        if absent is not None:
+            summary = [
+                f"{shown_waiting}; the node has no NVIDIA GPU, so the driver "
+                "ext-nvidia-persistenced waits for never binds: the boot never finishes and the "
+                "70-minute boot timer reboots the node, again and again",
+            ]
+            collect = [
+                f"talosctl -n {node} dmesg | grep -E 'startAllServices|boot sequence': the "
+                "NVIDIA services still pending when the boot fails confirm it",
+            ]
+            running = machine.running_schematic()
+            found.append(
+                _Finding(
+                    "TS101",
+                    machine,
+                    [*lines, absent[1]],
+                    [*ruled, ("TS123", absent[0])],
+                    summary,
+                    collect,
+                    schematics=[("running", running[0])] if running else [],
+                )
+            )
+            continue
+        shown = _nvidia_shown(machine)
+        collect = [
+            f"talosctl -n {node} services: {names[0]} still Waiting after ten minutes and more "
+            "holds the boot; Running rules this out",
+            f"talosctl -n {node} dmesg | grep -E 'startAllServices|boot sequence' (or the serial "
+            "console across one reboot): the services pending when the boot fails",
+        ]
+        if shown is not None:
+            summary = [
+                f"{shown_waiting} and nothing among the inputs says for how long; {shown[0]}, "
+                "and nothing shows its driver loaded: with the modules not loaded (TS123) the "
+                "service waits until the 70-minute boot timer reboots the node",
+            ]
+            collect.insert(
+                1, f"talosctl -n {node} get modules: no nvidia module loaded means TS123"
+            )
+            found.append(
+                _Finding(
+                    "TS201",
+                    machine,
+                    [*lines, shown[1]],
+                    [("TS101", shown[0]), *ruled],
+                    summary,
+                    collect,
+                    "warning",
+                )
+            )
+            continue
+        summary = [
+            f"{shown_waiting} and nothing among the inputs says for how long, nor whether the "
+            "node has an NVIDIA GPU. A GPU node waits for it a few seconds at every boot; on a "
+            "node without an NVIDIA GPU it waits until the 70-minute boot timer reboots the "
+            "node, again and again (TS101)",
+        ]
+        collect.insert(
+            0,
+            f"talosctl -n {node} get pcidevices: no vendor 0x10de device confirms TS101; with "
+            "one, `talosctl -n {node} get modules` tells whether the nvidia module is loaded "
+            "(TS123 when not)".replace("{node}", node),
+        )
+        found.append(_Finding("TS101", machine, lines, [], summary, collect, "warning"))
+    return found
 
 
 def _memory_ruled_out(machine: Machine) -> list[tuple[str, str]]:
@@ -697,7 +830,13 @@ def _known_gpus(machine: Machine) -> list[Gpu]:
             continue
         known[gpu.id] = gpu
     if not known:
-        for name in sorted({s.value for s in machine.of(Kind.GPU_LISTED) if s.value}):
+        names = {s.value for s in machine.of(Kind.GPU_LISTED) if s.value}
+        labelled = machine.labelled_hardware()
+        if labelled is not None and labelled.product:
+            # GPU Feature Discovery writes NVML's name with dashes for spaces; a shared GPU
+            # carries a -SHARED suffix.
+            names.add(labelled.product.removesuffix("-SHARED"))
+        for name in sorted(names):
             try:
                 gpu = lookup_gpu(name)
             except TalosSchematicError:
@@ -717,7 +856,11 @@ def _fabric_generation(machine: Machine) -> tuple[bool | None, str]:
     for gpu in _known_gpus(machine):
         if gpu.nvlink5_hgx:
             return True, gpu.label
-    names = sorted({s.value for s in machine.of(Kind.GPU_LISTED) if s.value})
+    listed = {s.value for s in machine.of(Kind.GPU_LISTED) if s.value}
+    labelled = machine.labelled_hardware()
+    if labelled is not None and labelled.product:
+        listed.add(labelled.product.replace("-", " "))
+    names = sorted(listed)
     for name in names:
         if _NVLINK5_NAME.search(name):
             return True, name
@@ -1101,6 +1244,7 @@ def diagnose_model(model: ClusterModel, committed: Committed | None = None) -> l
     ``committed``, also the nodes that run another schematic than their pool commits."""
     groups: dict[tuple[str, str, str], list[_Finding]] = defaultdict(list)
     findings = [f for rule in _RULES for f in rule(model)]
+    findings += _nvidia_waits_not_held(model, findings)
     if committed is not None:
         findings += _against(model, committed)
     for finding in findings:

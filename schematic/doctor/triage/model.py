@@ -24,6 +24,7 @@ from schematic.doctor.triage.signals import Evidence, Kind, Signal
 __all__ = [
     "Boot",
     "ClusterModel",
+    "LabelledHardware",
     "Machine",
     "age_minutes",
     "build_model",
@@ -51,6 +52,13 @@ POOL_LABELS = (
     "pool",
 )
 _ROLE_LABEL = "node-role.kubernetes.io/"
+# Node Feature Discovery labels the node's PCI devices of the classes it watches (display
+# controllers among them) as feature.node.kubernetes.io/pci-<class>_<vendor>.present, or
+# pci-<vendor>.present as the GPU Operator configures it; GPU Feature Discovery labels what
+# NVML sees: nvidia.com/gpu.product, gpu.count, gpu.family, cuda.driver.major.
+_NFD_PCI = re.compile(r"^feature\.node\.kubernetes\.io/pci-(?P<fields>[0-9a-f_]+)\.present$")
+NFD_PREFIX = "feature.node.kubernetes.io/"
+NVIDIA_VENDOR_ID = "10de"
 # Talos publishes every extension as a Node label extensions.talos.dev/<name>=<version>, and the
 # ones whose version is no valid label value (the 64-hex schematic ID) as an annotation.
 EXTENSION_LABEL = "extensions.talos.dev/"
@@ -167,6 +175,47 @@ class Boot:
         return None
 
 
+@dataclass(frozen=True)
+class LabelledHardware:
+    """What a Node's labels say about its GPUs (Node Feature Discovery, GPU Feature
+    Discovery, the GPU Operator), with the Node object that carries them."""
+
+    evidence: Evidence
+    nvidia_pci: tuple[str, ...]  # NFD labels naming a vendor 0x10de device (true)
+    other_pci: tuple[str, ...]  # NFD labels naming other vendors' devices: NFD's pci source ran
+    product: str  # nvidia.com/gpu.product (NVML's name, spaces as dashes)
+    family: str  # nvidia.com/gpu.family (blackwell, hopper, ...)
+    count: str  # nvidia.com/gpu.count
+    driver_major: str  # nvidia.com/cuda.driver.major: a driver answered NVML
+    gpu_present: str  # nvidia.com/gpu.present (the GPU Operator's, from the NFD labels)
+
+    @property
+    def has_nvidia(self) -> bool:
+        return bool(
+            self.nvidia_pci
+            or self.product
+            or self.gpu_present == "true"
+            or (self.count not in ("", "0"))
+        )
+
+    @property
+    def driver_answered(self) -> bool:
+        """GPU Feature Discovery's NVML labels: a loaded driver saw the GPU when they were set."""
+        return bool(self.product or self.driver_major)
+
+    def describe(self) -> str:
+        shown = [*self.nvidia_pci]
+        for key, value in (
+            ("nvidia.com/gpu.present", self.gpu_present),
+            ("nvidia.com/gpu.product", self.product),
+            ("nvidia.com/gpu.family", self.family),
+            ("nvidia.com/gpu.count", self.count),
+        ):
+            if value:
+                shown.append(f"{key}={value}")
+        return ", ".join(shown)
+
+
 @dataclass
 class Machine:
     """One machine with every name it goes by, its pool, and everything said about it."""
@@ -194,6 +243,34 @@ class Machine:
                 if key:
                     found[key.strip()] = value.strip()
         return found
+
+    def labelled_hardware(self) -> LabelledHardware | None:
+        """What the Node's feature-discovery labels say about its GPUs; None without a Node
+        object or without any such label."""
+        nodes = [n for n in self.of(Kind.NODE) if n.get("labels")]
+        if not nodes:
+            return None
+        labels = self.labels()
+        nvidia: list[str] = []
+        other: list[str] = []
+        for key, value in sorted(labels.items()):
+            found = _NFD_PCI.match(key)
+            if found and value == "true":
+                fields = found["fields"].split("_")
+                (nvidia if NVIDIA_VENDOR_ID in fields else other).append(f"{key}={value}")
+        hardware = LabelledHardware(
+            evidence=nodes[0].evidence,
+            nvidia_pci=tuple(nvidia),
+            other_pci=tuple(other),
+            product=labels.get("nvidia.com/gpu.product", ""),
+            family=labels.get("nvidia.com/gpu.family", ""),
+            count=labels.get("nvidia.com/gpu.count", ""),
+            driver_major=labels.get("nvidia.com/cuda.driver.major", ""),
+            gpu_present=labels.get("nvidia.com/gpu.present", ""),
+        )
+        if not (hardware.has_nvidia or hardware.other_pci or hardware.gpu_present):
+            return None
+        return hardware
 
     def running_schematic(self) -> tuple[str, Evidence] | None:
         """The schematic ID the machine runs: the factory's virtual ``schematic`` extension
@@ -230,6 +307,18 @@ class Machine:
             if waited is None or waited * 60 >= LONG_PENDING_SECONDS:
                 held.setdefault(signal.value, signal)
         return held
+
+    def waited_services(self) -> dict[str, Signal]:
+        """Every service an input shows waiting, held or not (a `startAllServices` line, a
+        `talosctl services` Waiting row, a ``service[X](Waiting)`` line, a dependency's
+        ``Waiting for service "X"``), unless an input shows it Running."""
+        found: dict[str, Signal] = {}
+        for signal in self.of(Kind.SERVICE_WAITING):
+            found.setdefault(signal.value, signal)
+        for signal in self.of(Kind.SERVICE_STATE):
+            if signal.get("state") == "Waiting":
+                found.setdefault(signal.value, signal)
+        return {name: s for name, s in sorted(found.items()) if not self.service_running(name)}
 
     def waits_of(self, service: str) -> list[Signal]:
         """Every pending line naming ``service`` in boots it held, for the record."""
@@ -398,7 +487,9 @@ def _boots(machine: Machine) -> list[Boot]:
     by_file: dict[str, list[Signal]] = defaultdict(list)
     for kind in _BOOT_KINDS:
         for signal in machine.of(kind):
-            if signal.get("source") != "services":
+            # Only the boot's own lines: not `talosctl services` rows, runner or dependency
+            # waits (a console's first seconds name every service).
+            if not signal.get("source"):
                 by_file[signal.evidence.file].append(signal)
     boots: list[Boot] = []
     for file in sorted(by_file):

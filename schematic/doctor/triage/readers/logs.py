@@ -70,6 +70,12 @@ _CONTINUATION = re.compile(r"^\s{4,}(?P<msg>NVRM: .*)$")
 
 # Talos up to 1.13 quotes the state ("up"); 1.14 writes up/finished.
 _SERVICE_WAIT = re.compile(r'service "(?P<service>[^"]+)" to be (?:"[a-z]+"|[a-z/]+)')
+# Talos's service runner logs each state change as ``service[<id>](<State>): <message>``
+# (internal/app/machined/pkg/system/service_runner.go, UpdateState).
+_SERVICE_RUNNER = re.compile(r"\bservice\[(?P<service>[\w.-]+)\]\((?P<state>[A-Z][a-z]+)\): ")
+# A service a condition waits for, as the runner's Waiting message, `talosctl service <id>`
+# events and `talosctl health` quote it (service_events.go, String).
+_WAITING_FOR = re.compile(r'\b[Ww]aiting for service "(?P<service>[^"]+)" to be ')
 _PCI_ID = re.compile(r"PCI ID: (?P<id>10de:[0-9a-fA-F]{4})")
 _PROC_MODULE = re.compile(
     r"^(?P<name>\w+) \d+ (?:\d+|-) \S+ (?:Live|Loading|Unloading) 0x[0-9a-f]+"
@@ -100,6 +106,8 @@ _MARK = re.compile(
                     "Fabric",
                     "State",
                     "Status",
+                    "service[",
+                    "aiting for service",
                 ),
             ),
             # a GPU row of nvidia-smi's table; not tied to the line's start, which would keep
@@ -428,6 +436,31 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
             for found in _SERVICE_WAIT.finditer(message):
                 yield Signal(Kind.SERVICE_WAITING, line.node, evidence, found["service"], data)
             continue
+        runner = _SERVICE_RUNNER.search(message) if "service[" in message else None
+        if runner:
+            state = runner["state"]
+            yield Signal(
+                Kind.SERVICE_STATE,
+                line.node,
+                evidence,
+                runner["service"],
+                (
+                    *data,
+                    ("running", "true" if state == "Running" else "false"),
+                    ("state", state),
+                    ("source", "runner"),
+                ),
+            )
+        if "aiting for service" in message:
+            # The service waited for is not up at that moment: a dependency's own wait.
+            for found in _WAITING_FOR.finditer(message):
+                yield Signal(
+                    Kind.SERVICE_WAITING,
+                    line.node,
+                    evidence,
+                    found["service"],
+                    (*data, ("source", "dependency")),
+                )
         module = _PROC_MODULE.match(message) if " 0x" in message else None
         if module:
             listed_modules.setdefault(line.node, line.number)
