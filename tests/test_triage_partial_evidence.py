@@ -114,3 +114,71 @@ def test_a_lone_wait_line_of_another_service_names_no_nvidia_cause(tmp_path: Pat
         'task startAllServices (1/1): service "ext-lldpd" to be "up"\n'
     )
     assert "TS101" not in verdict(tmp_path)
+
+
+# --- 3. feature-discovery labels are hardware evidence ----------------------------------------
+
+
+def node_yaml(name: str, address: str, labels: dict[str, str]) -> str:
+    """`kubectl get node NAME -o yaml` (Node v1), with the labels given."""
+    shown = "".join(f'    {key}: "{value}"\n' for key, value in sorted(labels.items()))
+    return (
+        "apiVersion: v1\nkind: Node\nmetadata:\n  labels:\n"
+        f"{shown}    kubernetes.io/hostname: {name}\n  name: {name}\n"
+        "status:\n  addresses:\n"
+        f"  - address: {address}\n    type: InternalIP\n"
+        f"  - address: {name}\n    type: Hostname\n"
+        '  conditions:\n  - status: "True"\n    type: Ready\n'
+    )
+
+
+# The GPU Operator's NFD labels devices by vendor (pci-<vendor>.present); NFD's default, by
+# class and vendor (pci-0300_1234.present: the QEMU VGA of a KubeVirt VM).
+NO_GPU_LABELS = {
+    "feature.node.kubernetes.io/pci-0300_1234.present": "true",
+    "feature.node.kubernetes.io/kernel-version.full": "6.12.57-talos",
+    "extensions.talos.dev/nvidia-container-toolkit-production": "570.195.03-v1.17.8",
+}
+GPU_LABELS = {
+    "feature.node.kubernetes.io/pci-10de.present": "true",
+    "feature.node.kubernetes.io/kernel-version.full": "6.12.57-talos",
+}
+
+
+def test_nfd_labels_without_vendor_10de_make_a_lone_wait_ts101(tmp_path: Path) -> None:
+    (tmp_path / "node.yaml").write_text(
+        node_yaml("tenant-a-cpu-7c9xv", "10.244.3.17", NO_GPU_LABELS)
+    )
+    (tmp_path / "dmesg.txt").write_text(
+        f"10.244.3.17: user: warning: [2025-11-03T14:52:40Z]: [talos] {WAIT}\n"
+    )
+    found = {d.code: d for d in diagnoses(tmp_path)}
+    assert found["TS101"].severity == "error"
+    assert found["TS101"].nodes == ("tenant-a-cpu-7c9xv",)
+    assert any("pci-0300_1234" in r for r in found["TS101"].ruled_out)
+
+
+def test_nfd_label_pci_10de_rules_ts101_out(tmp_path: Path) -> None:
+    (tmp_path / "node.yaml").write_text(node_yaml("tenant-a-gpu-x7k2p", "10.244.3.18", GPU_LABELS))
+    (tmp_path / "dmesg.txt").write_text(
+        f"10.244.3.18: user: warning: [2025-11-03T14:52:40Z]: [talos] {WAIT}\n"
+    )
+    found = verdict(tmp_path)
+    assert "TS101" not in found
+    # A GPU node whose driver nothing shows: the modules are the candidate, said as a warning.
+    assert found["TS201"] == ("warning", ("tenant-a-gpu-x7k2p",))
+
+
+def test_gfd_product_names_the_gpu_for_the_fabric_rule(tmp_path: Path) -> None:
+    # The ts155 bundle's fabric-manager log (nothing to do, the ib_umad hint) with the GPU
+    # named only by GPU Feature Discovery: B200 is NVLink 5, H100 is not.
+    log = Path(__file__).parent / "data/triage/ts155-nvlink5-without-ib-umad/fabricmanager.log"
+    (tmp_path / "fabricmanager.log").write_text(log.read_text(encoding="utf-8"))
+    node = "10.10.10.10"
+    labels = {**GPU_LABELS, "nvidia.com/gpu.product": "NVIDIA-B200", "nvidia.com/gpu.count": "8"}
+    (tmp_path / "node.yaml").write_text(node_yaml("hgx-b200-0", node, labels))
+    b200 = {d.code: d for d in diagnoses(tmp_path)}
+    assert b200["TS155"].severity == "error"
+    labels["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+    (tmp_path / "node.yaml").write_text(node_yaml("hgx-b200-0", node, labels))
+    assert "TS155" not in verdict(tmp_path)
