@@ -8,6 +8,7 @@ of the upstream sources cited in schematic/data/SOURCES.md; names and addresses 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,74 @@ def test_gfd_product_names_the_gpu_for_the_fabric_rule(tmp_path: Path) -> None:
     labels["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
     (tmp_path / "node.yaml").write_text(node_yaml("hgx-b200-0", node, labels))
     assert "TS155" not in verdict(tmp_path)
+
+
+# --- 4. kubelet's Rebooted events carry reboot times ------------------------------------------
+
+EVENTS_HEADER = (
+    "NAMESPACE     LAST SEEN   TYPE      REASON                OBJECT                    MESSAGE\n"
+)
+
+
+def rebooted_rows(node: str, ages: list[str]) -> str:
+    """`kubectl get events -A` rows of kubelet's Rebooted event, one per boot ID."""
+    return "".join(
+        f"default       {age:<11} Warning   Rebooted              node/{node:<19} Node {node} "
+        f"has been rebooted, boot id: 2f32a5d0-5ee3-4174-bf9b-b77d3191b4{index:02d}\n"
+        for index, age in enumerate(ages)
+    )
+
+
+def test_rebooted_events_70_minutes_apart_are_the_boot_timer(tmp_path: Path) -> None:
+    node = "tenant-a-md0-q8x2z"
+    (tmp_path / "events.txt").write_text(
+        EVENTS_HEADER + rebooted_rows(node, ["7m11s", "78m", "149m"])
+    )
+    found = {d.code: d for d in diagnoses(tmp_path)}
+    assert found["TS202"].severity == "error"
+    assert found["TS202"].nodes == (node,)
+    assert "71 minutes apart" in found["TS202"].summary
+
+
+def test_rebooted_events_with_the_image_and_no_gpu_are_ts101(tmp_path: Path) -> None:
+    node = "tenant-a-cpu-7c9xv"
+    (tmp_path / "events.txt").write_text(EVENTS_HEADER + rebooted_rows(node, ["12m", "83m"]))
+    (tmp_path / "node.yaml").write_text(node_yaml(node, "10.244.3.17", NO_GPU_LABELS))
+    assert verdict(tmp_path) == {"TS101": ("error", (node,))}
+
+
+def test_rebooted_event_times_from_json_are_read(tmp_path: Path) -> None:
+    node = "tenant-a-md0-q8x2z"
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "involvedObject": {"kind": "Node", "name": node},
+            "reason": "Rebooted",
+            "message": f"Node {node} has been rebooted, boot id: 954314ff-5ebb-413e-9207-{i:012d}",
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "source": {"component": "kubelet", "host": node},
+            "type": "Warning",
+        }
+        for i, stamp in enumerate(["2026-11-25T10:00:05Z", "2026-11-25T11:10:40Z"])
+    ]
+    (tmp_path / "events.json").write_text(json.dumps({"kind": "List", "items": items}))
+    assert verdict(tmp_path) == {"TS202": ("error", (node,))}
+
+
+@pytest.mark.parametrize(
+    "ages",
+    [
+        ["7m11s"],  # one reboot: an upgrade, a drain, a power cut
+        ["7m11s", "5h2m"],  # two reboots hours apart
+        ["7m", "22m", "41m"],  # reboots, but not on the timer
+        ["7m", "2d3h"],  # an age in hours says nothing to the minute
+    ],
+)
+def test_rebooted_events_off_the_timer_claim_no_timer(tmp_path: Path, ages: list[str]) -> None:
+    node = "tenant-a-md0-q8x2z"
+    (tmp_path / "events.txt").write_text(EVENTS_HEADER + rebooted_rows(node, ages))
+    found = verdict(tmp_path)
+    assert "TS202" not in found and "TS101" not in found

@@ -239,6 +239,7 @@ def _timer(machine: Machine) -> _Timer:
                 )
             timer.evidence.append(signal.evidence)
     _pod_restarts(machine, timer)
+    _rebooted_events(machine, timer)
     for signal in machine.of(Kind.EVENT):
         if signal.value in ("Rebooted", "NodeNotReady", "SandboxChanged", "TaintManagerEviction"):
             timer.evidence.append(signal.evidence)
@@ -252,6 +253,48 @@ def _timer(machine: Machine) -> _Timer:
         timer.reboots = True
         timer.said.append(f"bootID changed ({len(boot_ids)} values)")
     return timer
+
+
+# kubelet's event when it starts on a new boot ID (pkg/kubelet/nodestatus/setters.go).
+_REBOOTED = re.compile(r"has been rebooted, boot id: (?P<boot>[0-9A-Za-z-]+)")
+# kubectl prints an age to the minute up to 8 hours ("61m", "3h10m"), in hours after that.
+_AGE_PRECISION_SECONDS = 120
+_AGE_LIMIT_MINUTES = 8 * 60
+
+
+def _rebooted_events(machine: Machine, timer: _Timer) -> None:
+    """kubelet's ``Rebooted`` events, one per boot ID: their times (or ages, all read at one
+    moment) about 70 minutes apart put the node on the boot timer."""
+    events: dict[str, Signal] = {}
+    for signal in machine.of(Kind.EVENT):
+        if signal.value == "Rebooted":
+            found = _REBOOTED.search(signal.evidence.text)
+            events.setdefault(found["boot"] if found else signal.evidence.where, signal)
+    if len(events) < 2:
+        return
+    timer.reboots = True
+    times = [parse_time(s.get("time")) for s in events.values()]
+    ages = [age_minutes(s.get("age").split(" ")[0]) for s in events.values()]
+    slack = 0
+    if all(t is not None for t in times):
+        stamps = sorted(t.timestamp() for t in times if t is not None)
+    elif all(a is not None and a < _AGE_LIMIT_MINUTES for a in ages):
+        stamps = sorted(-a * 60 for a in ages if a is not None)
+        slack = _AGE_PRECISION_SECONDS
+    else:
+        timer.said.append(f"kubelet reported {len(events)} reboots (Rebooted events)")
+        timer.evidence += [s.evidence for s in list(events.values())[:2]]
+        return
+    gaps = [b - a for a, b in pairwise(stamps)]
+    on_cycle = all(_CYCLE[0] - slack <= gap <= _CYCLE[1] + slack for gap in gaps)
+    minutes = sorted({round(gap / 60) for gap in gaps})
+    apart = f"{minutes[0]}" if len(minutes) == 1 else f"{minutes[0]} to {minutes[-1]}"
+    timer.said.append(
+        f"kubelet reported {len(events)} reboots (Rebooted events) {apart} minutes apart"
+    )
+    timer.evidence += [s.evidence for s in list(events.values())[:2]]
+    if on_cycle:
+        timer.timed = True
 
 
 def _pod_restarts(machine: Machine, timer: _Timer) -> None:
