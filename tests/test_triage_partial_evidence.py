@@ -254,3 +254,60 @@ def test_rebooted_events_off_the_timer_claim_no_timer(tmp_path: Path, ages: list
     (tmp_path / "events.txt").write_text(EVENTS_HEADER + rebooted_rows(node, ages))
     found = verdict(tmp_path)
     assert "TS202" not in found and "TS101" not in found
+
+
+# --- 5. nodes known only by address ------------------------------------------------------------
+
+
+def pod(name: str, node: str, host_ip: str, pod_ip: str) -> dict[str, object]:
+    """A Pod v1 object as `kubectl get pods -A -o json` lists it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "kube-system"},
+        "spec": {"nodeName": node, "containers": [{"name": "c"}]},
+        "status": {
+            "hostIP": host_ip,
+            "podIP": pod_ip,
+            "startTime": "2026-11-25T10:00:00Z",
+            "containerStatuses": [{"name": "c", "restartCount": 0}],
+        },
+    }
+
+
+def console_of(address: str) -> str:
+    """The ts101 bundle's talosctl dmesg shape: the NVIDIA services pending at the timeout."""
+    prefix = f"{address}: user: warning: [2026-11-24T"
+    return (
+        f"{prefix}06:10:41.1Z]: [talos] {WAIT}\n"
+        f'{prefix}07:20:26.1Z]: [talos] task startAllServices (1/1): service "ext-nvidia-'
+        'persistenced" to be "up"\n'
+        f"{prefix}07:20:41.1Z]: [talos] task startAllServices (1/1): failed: 1 error occurred:\n"
+        f"{prefix}07:20:41.2Z]: [talos] boot sequence: failed\n"
+    )
+
+
+def test_a_pods_host_ip_gives_an_address_its_node_and_pool(tmp_path: Path) -> None:
+    address = "10.244.3.17"
+    (tmp_path / "dmesg.txt").write_text(console_of(address))
+    (tmp_path / "pcidevices.txt").write_text(pci_rows(address))
+    alone = {d.code: d for d in diagnoses(tmp_path)}
+    assert alone["TS101"].nodes == (address,) and alone["TS101"].pools == ("",)
+    # Without the node's name the fix has no pool: the report says what names it.
+    assert any("INTERNAL-IP 10.244.3.17" in c for c in alone["TS101"].collect)
+    pods = [pod("cilium-5xq2d", "tenant-a-cpu-7c9xv", address, address)]
+    pods.append(pod("coredns-7c9x", "tenant-a-cpu-7c9xv", address, "10.96.4.12"))
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "items": pods}))
+    joined = {d.code: d for d in diagnoses(tmp_path)}
+    assert joined["TS101"].nodes == ("tenant-a-cpu-7c9xv",)
+    assert joined["TS101"].pools == ("tenant-a-cpu",)
+    assert not any("INTERNAL-IP" in c for c in joined["TS101"].collect)
+
+
+def test_a_pod_ip_is_never_taken_for_its_node(tmp_path: Path) -> None:
+    # A pod's own address is not its node's: a console of 10.96.4.12 stays that address.
+    (tmp_path / "dmesg.txt").write_text(console_of("10.96.4.12"))
+    (tmp_path / "pcidevices.txt").write_text(pci_rows("10.96.4.12"))
+    pods = [pod("coredns-7c9x", "tenant-a-cpu-7c9xv", "10.244.3.17", "10.96.4.12")]
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "items": pods}))
+    assert verdict(tmp_path)["TS101"] == ("error", ("10.96.4.12",))

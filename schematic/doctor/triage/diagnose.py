@@ -30,6 +30,7 @@ from schematic.doctor.triage.model import (
     Machine,
     age_minutes,
     build_model,
+    is_address,
     parse_time,
 )
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
@@ -1263,6 +1264,14 @@ def _join(code: str, severity: str, pool: str, findings: list[_Finding]) -> Diag
         if len(findings) > _QUOTED_MACHINES:
             summary.append(f"lines quoted for {_QUOTED_MACHINES} of them")
     collect = list(dict.fromkeys(c for f in findings for c in f.collect))
+    addresses = [m for m in machines if is_address(m)]
+    if findings[0].machine is not None and not pool and addresses:
+        # A node known only by its address has no pool to fix: its Kubernetes name gives one.
+        collect.insert(
+            0,
+            "`kubectl get nodes -o wide` (or `-o json`): the NAME beside INTERNAL-IP "
+            f"{', '.join(addresses[:3])} names the node and its pool; add it to the inputs",
+        )
     schematics = list(dict.fromkeys(s for f in findings for s in f.schematics))
     unique = list(dict.fromkeys(evidence))
     return Diagnosis(

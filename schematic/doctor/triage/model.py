@@ -28,6 +28,7 @@ __all__ = [
     "Machine",
     "age_minutes",
     "build_model",
+    "is_address",
     "parse_time",
     "pool_of_name",
 ]

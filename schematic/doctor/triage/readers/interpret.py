@@ -295,6 +295,17 @@ def _pod(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
     )
     if oom:
         yield Signal(Kind.OOM_KILL, node, _evidence(file, where.line, f"pod {name}: OOMKilled"))
+    host_ip = _text(status.get("hostIP"))
+    if node and host_ip and host_ip != node:
+        # status.hostIP is the address of the node the pod runs on: the node's name and the
+        # address talosctl knows it by, side by side.
+        yield Signal(
+            Kind.IDENTITY,
+            node,
+            _evidence(file, where.locate("hostIP"), f"pod {name} on {node}: hostIP {host_ip}"),
+            node,
+            (("aliases", host_ip), ("source", "pod-host-ip")),
+        )
 
 
 def _event(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
