@@ -402,7 +402,7 @@ def test_pods_as_yaml_say_what_pods_as_json_say(tmp_path: Path) -> None:
         return [(s.node, s.value, s.get("restarts"), s.get("exit")) for s in signals]
 
     assert facts(from_yaml) == facts(from_json)
-    assert len(from_json) == 5
+    assert len([s for s in from_json if s.kind is Kind.POD]) == 5
 
 
 def test_machinestatus_booting_and_ready_is_named_as_evidence() -> None:

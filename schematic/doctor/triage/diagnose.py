@@ -810,8 +810,9 @@ def _is_kernel_module_extension(name: str) -> bool:
 
 def _wrong_flavour(model: ClusterModel) -> list[_Finding]:
     """TS103 (open-only GPU on the proprietary modules), TS104 and TS105 (pre-Turing)."""
-    found = []
+    found: list[_Finding] = []
     for machine in model.sorted_machines():
+        before = len(found)
         needs_open = machine.of(Kind.NVRM_NEEDS_OPEN)
         no_gsp = machine.of(Kind.NVRM_NO_GSP)
         legacy = machine.of(Kind.NVRM_LEGACY)
@@ -855,7 +856,41 @@ def _wrong_flavour(model: ClusterModel) -> list[_Finding]:
             evidence = [s.evidence for s in legacy[:2] + gone[:2] + no_devices[:1]]
             ruled = [("TS104", "the module loads and ignores the GPU; no GSP complaint")]
             found.append(_Finding("TS105", machine, evidence, ruled))
+        if len(found) == before:
+            found += _gpu_not_initialised(machine)
     return found
+
+
+def _gpu_not_initialised(machine: Machine) -> list[_Finding]:
+    """TS203: the driver loaded and could not bring a GPU up, for a reason none of TS103-TS105
+    names: the data-centre-only open modules, or a cause only the NVRM lines tell."""
+    failed = machine.of(Kind.RM_INIT_FAILED)
+    unsupported = machine.of(Kind.NVRM_OPEN_UNSUPPORTED)
+    if not (failed or unsupported):
+        return []
+    evidence = [s.evidence for s in unsupported[:1] + failed[:2] + machine.of(Kind.NO_DEVICES)[:1]]
+    ruled = [
+        ("TS123", "the nvidia module is loaded: it is the driver that reports the failure"),
+        (
+            "TS103",
+            "the kernel does not say the GPU requires the open kernel modules",
+        ),
+    ]
+    collect: list[str] = []
+    if unsupported:
+        summary = [
+            "the open kernel modules of this driver serve data-centre GPUs only and refuse this "
+            "one: load the proprietary modules (nonfree-kmod-nvidia-<tier>), or set "
+            "NVreg_OpenRmEnableUnsupportedGpus=1 in the parameters of the nvidia entry of "
+            "machine.kernel.modules"
+        ]
+    else:
+        summary = ["the driver did not bring the GPU up; the NVRM lines before it say why"]
+        collect.append(
+            f"talosctl -n {machine.name or '<node>'} dmesg | grep NVRM: the lines before "
+            "`RmInitAdapter failed` name the cause"
+        )
+    return [_Finding("TS203", machine, evidence, ruled, summary, collect)]
 
 
 def _known_gpus(machine: Machine) -> list[Gpu]:

@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import PurePath
 
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.facts.nvidia import NVIDIA_VENDOR
 
 __all__ = [
     "Boot",
@@ -58,8 +59,6 @@ _ROLE_LABEL = "node-role.kubernetes.io/"
 # pci-<vendor>.present as the GPU Operator configures it; GPU Feature Discovery labels what
 # NVML sees: nvidia.com/gpu.product, gpu.count, gpu.family, cuda.driver.major.
 _NFD_PCI = re.compile(r"^feature\.node\.kubernetes\.io/pci-(?P<fields>[0-9a-f_]+)\.present$")
-NFD_PREFIX = "feature.node.kubernetes.io/"
-NVIDIA_VENDOR_ID = "10de"
 # Talos publishes every extension as a Node label extensions.talos.dev/<name>=<version>, and the
 # ones whose version is no valid label value (the 64-hex schematic ID) as an annotation.
 EXTENSION_LABEL = "extensions.talos.dev/"
@@ -258,7 +257,7 @@ class Machine:
             found = _NFD_PCI.match(key)
             if found and value == "true":
                 fields = found["fields"].split("_")
-                (nvidia if NVIDIA_VENDOR_ID in fields else other).append(f"{key}={value}")
+                (nvidia if NVIDIA_VENDOR in fields else other).append(f"{key}={value}")
         hardware = LabelledHardware(
             evidence=nodes[0].evidence,
             nvidia_pci=tuple(nvidia),

@@ -50,6 +50,7 @@ class Kind(Enum):
     NVRM_NO_GSP = "GPU has no GSP for the open modules"
     NVRM_LEGACY = "GPU dropped by this driver branch"
     RM_INIT_FAILED = "RmInitAdapter failed"
+    NVRM_OPEN_UNSUPPORTED = "open modules refuse a GPU that is not a data-centre one"
     NO_DEVICES = "nvidia-smi found no devices"
     NO_DRIVER = "nvidia-smi cannot reach the driver"
     NO_GPU_FOUND = "no NVIDIA GPU found"

@@ -34,7 +34,13 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         Kind.NVRM_NO_GSP,
     ),
     (re.compile(r"supported through the NVIDIA \d+\.xx Legacy drivers"), Kind.NVRM_LEGACY),
-    (re.compile(r"RmInitAdapter failed"), Kind.RM_INIT_FAILED),
+    (re.compile(r"RmInitAdapter failed|rm_init_adapter failed"), Kind.RM_INIT_FAILED),
+    # The open modules of the 515-55x branches (kernel-open/nvidia/nv.c), quoted in
+    # https://github.com/siderolabs/talos/issues/6206 and siderolabs/extensions#114.
+    (
+        re.compile(r"Open nvidia\.ko is only ready for use on Data Center GPUs"),
+        Kind.NVRM_OPEN_UNSUPPORTED,
+    ),
     # The device plugin's own "No devices found. Waiting indefinitely." is not nvidia-smi's.
     (re.compile(r"^No devices found\. Waiting indefinitely"), Kind.PLUGIN_NO_DEVICES),
     (re.compile(r"^No devices (?:were )?found\b"), Kind.NO_DEVICES),
@@ -98,7 +104,8 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("NVIDIA open",),
     ("System Processor",),
     ("Legacy drivers",),
-    ("RmInitAdapter",),
+    ("RmInitAdapter", "rm_init_adapter"),
+    ("Data Center GPUs",),
     ("No devices",),
     ("No devices",),
     ("Incompatible strategy", "NVML"),
