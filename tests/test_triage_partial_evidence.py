@@ -311,3 +311,28 @@ def test_a_pod_ip_is_never_taken_for_its_node(tmp_path: Path) -> None:
     pods = [pod("coredns-7c9x", "tenant-a-cpu-7c9xv", "10.244.3.17", "10.96.4.12")]
     (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "items": pods}))
     assert verdict(tmp_path)["TS101"] == ("error", ("10.96.4.12",))
+
+
+# --- RmInitAdapter failed, and pastes that change the shape of the text -----------------------
+
+
+def test_rm_init_adapter_failed_alone_is_ts203_with_what_to_collect(tmp_path: Path) -> None:
+    (tmp_path / "dmesg.txt").write_text(
+        "10.0.20.203: kern: warning: [2022-09-02T19:03:17.235131838Z]: NVRM: GPU 0000:01:00.0: "
+        "RmInitAdapter failed! (0x63:0x0:1905)\n"
+    )
+    (diagnosis,) = diagnoses(tmp_path)
+    assert (diagnosis.code, diagnosis.severity) == ("TS203", "error")
+    assert any("grep NVRM" in item for item in diagnosis.collect)
+
+
+def test_rm_init_adapter_failed_with_its_named_cause_is_not_ts203() -> None:
+    bundle = Path(__file__).parent / "data" / "triage" / "ts103-proprietary-on-blackwell"
+    found = {d.code for d in triage_paths([str(bundle)]).diagnoses}
+    assert "TS103" in found and "TS203" not in found
+
+
+def test_output_indented_by_a_markdown_block_is_read(tmp_path: Path) -> None:
+    table = EVENTS_HEADER + rebooted_rows("tenant-a-md0-q8x2z", ["7m11s", "78m", "149m"])
+    (tmp_path / "events.txt").write_text("".join(f"  {line}\n" for line in table.splitlines()))
+    assert verdict(tmp_path)["TS202"] == ("error", ("tenant-a-md0-q8x2z",))

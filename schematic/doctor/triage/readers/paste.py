@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from schematic.doctor.triage.readers.messages import message_kinds
+
 __all__ = ["Section", "clean", "is_prose", "sections"]
 
 # CSI (colour, cursor) and OSC (titles, links) sequences, and the bare escapes around them.
@@ -68,6 +70,7 @@ def clean(text: str) -> str:
         text = _ANSI.sub("", text)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _dedent(text)
     if (
         "WARNING" not in text
         and "Warning" not in text
@@ -77,6 +80,26 @@ def clean(text: str) -> str:
     ):
         return text
     return _NOT_OUTPUT.sub("", text)
+
+
+_FIRST_INDENT = re.compile(r"^([ \t]+)\S", re.MULTILINE)
+
+
+def _dedent(text: str) -> str:
+    """``text`` without the indent every non-blank line shares: output pasted inside a
+    Markdown list, a ``<details>`` block or a quoted reply keeps the tool's own columns."""
+    first = re.search(r"\S", text)
+    if first is None:
+        return text
+    start = text.rfind("\n", 0, first.start()) + 1
+    indent = _FIRST_INDENT.match(text, start)
+    if indent is None:
+        return text
+    prefix = re.escape(indent[1])
+    # Any non-blank line without the indent keeps the text as it is.
+    if re.search(rf"^(?!{prefix})[ \t]*\S", text, re.MULTILINE):
+        return text
+    return re.sub(rf"^{prefix}", "", text, flags=re.MULTILINE)
 
 
 def _maybe_prompt(text: str) -> bool:
@@ -170,7 +193,10 @@ def is_prose(text: str) -> bool:
     for line in head.splitlines()[:400]:
         if not line.strip():
             continue
-        if _TOOL_LINE.match(line):
+        # A message a tool is known to print (a kernel's NVRM sentence pasted without its
+        # prefix reads like English) is the tool's, not the writer's; a writer quoting one
+        # marks it (`...`).
+        if _TOOL_LINE.match(line) or ("`" not in line and message_kinds(line)):
             tool += 1
         elif _prose_line(line):
             prose += 1
