@@ -336,3 +336,16 @@ def test_output_indented_by_a_markdown_block_is_read(tmp_path: Path) -> None:
     table = EVENTS_HEADER + rebooted_rows("tenant-a-md0-q8x2z", ["7m11s", "78m", "149m"])
     (tmp_path / "events.txt").write_text("".join(f"  {line}\n" for line in table.splitlines()))
     assert verdict(tmp_path)["TS202"] == ("error", ("tenant-a-md0-q8x2z",))
+
+
+def test_a_host_address_given_for_two_nodes_joins_neither(tmp_path: Path) -> None:
+    # Inputs of two clusters (or a NAT) can give one hostIP for two nodes: it names no machine.
+    address = "10.244.3.17"
+    (tmp_path / "dmesg.txt").write_text(console_of(address))
+    (tmp_path / "pcidevices.txt").write_text(pci_rows(address))
+    pods = [
+        pod("cilium-5xq2d", "tenant-a-cpu-7c9xv", address, address),
+        pod("cilium-8k2lm", "tenant-b-gpu-p4n6w", address, address),
+    ]
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "items": pods}))
+    assert verdict(tmp_path)["TS101"] == ("error", (address,))

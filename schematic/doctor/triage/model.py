@@ -426,6 +426,7 @@ def build_model(signals: Iterable[Signal]) -> ClusterModel:
     signals = list(signals)
     names = _Names()
     kubernetes: set[str] = set()
+    shared = _shared_host_addresses(signals)
     for signal in signals:
         if signal.kind is Kind.NODE and signal.node:
             kubernetes.add(signal.node)
@@ -436,7 +437,7 @@ def build_model(signals: Iterable[Signal]) -> ClusterModel:
                     names.join(signal.node, alias.strip())
         elif signal.kind is Kind.IDENTITY and signal.node:
             for alias in signal.get("aliases").split(","):
-                if alias.strip():
+                if alias.strip() and alias.strip() not in shared:
                     names.join(signal.node, alias.strip())
         elif signal.node and signal.kind not in _CLUSTER_KINDS:
             names.add(signal.node)
@@ -479,6 +480,16 @@ def build_model(signals: Iterable[Signal]) -> ClusterModel:
         machine.pool, machine.pool_basis = _pool(machine)
         machine.boots = _boots(machine)
     return ClusterModel(machines, dict(cluster))
+
+
+def _shared_host_addresses(signals: list[Signal]) -> set[str]:
+    """Pod host addresses given for more than one node (inputs of two clusters, a NAT): they
+    name no one machine, so they join nothing."""
+    nodes: dict[str, set[str]] = defaultdict(set)
+    for signal in signals:
+        if signal.kind is Kind.IDENTITY and signal.get("source") == "pod-host-ip":
+            nodes[signal.get("aliases")].add(signal.node)
+    return {address for address, named in nodes.items() if len(named) > 1}
 
 
 def _boots(machine: Machine) -> list[Boot]:
