@@ -537,6 +537,11 @@ def test_talosctl_service_detail_of_a_waiting_service() -> None:
         ),
         ("NVRM:  supported through the NVIDIA 580.xx Legacy drivers. Please", Kind.NVRM_LEGACY),
         ("NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)", Kind.RM_INIT_FAILED),
+        ("NVRM: RmInitAdapter: Cannot initialize GSP firmware RM", Kind.RM_INIT_FAILED),
+        (
+            "NVRM: Open nvidia.ko is only ready for use on Data Center GPUs.",
+            Kind.NVRM_OPEN_UNSUPPORTED,
+        ),
         ("No devices were found", Kind.NO_DEVICES),
         ("No devices found", Kind.NO_DEVICES),
         (

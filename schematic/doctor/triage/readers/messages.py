@@ -34,7 +34,10 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         Kind.NVRM_NO_GSP,
     ),
     (re.compile(r"supported through the NVIDIA \d+\.xx Legacy drivers"), Kind.NVRM_LEGACY),
-    (re.compile(r"RmInitAdapter failed|rm_init_adapter failed"), Kind.RM_INIT_FAILED),
+    (
+        re.compile(r"RmInitAdapter failed|rm_init_adapter failed|RmInitAdapter: Cannot initial"),
+        Kind.RM_INIT_FAILED,
+    ),
     # The open modules of the 515-55x branches (kernel-open/nvidia/nv.c), quoted in
     # https://github.com/siderolabs/talos/issues/6206 and siderolabs/extensions#114.
     (
