@@ -366,6 +366,13 @@ def test_ts202_the_timer_without_its_cause_says_what_to_collect() -> None:
     assert any("serial console" in item for item in diagnosis.collect)
 
 
+def test_ts203_a_gpu_the_driver_could_not_bring_up_quotes_the_driver() -> None:
+    (diagnosis,) = triage_paths([str(BUNDLES / "paste-gsp-init-timeout-second-gpu")]).diagnoses
+    assert (diagnosis.code, diagnosis.severity) == ("TS203", "error")
+    assert any("Cannot initialize GSP firmware RM" in e.text for e in diagnosis.evidence)
+    assert any("TS103" in reason for reason in diagnosis.ruled_out)
+
+
 def test_ts210_recreate_not_restart() -> None:
     (diagnosis,) = triage_paths([str(BUNDLES / "ts210-cdi-pods-too-early")]).diagnoses
     assert "recreate" in diagnosis.fix
