@@ -1,10 +1,7 @@
-"""The library entry point: ``generate``, ``check`` and ``upgrade``, each a request to a result.
-
-    result = generate(Request(Path("cluster.yaml"), out=Path("deploy/gpu")))
-
-Each plans the cluster file, asks an Image Factory only when the request says so, then writes,
-compares or reports. Errors a user can fix raise :class:`schematic.errors.TalosSchematicError`
-(``exit_code``: the command's exit); what a run has to tell is ``Result.messages``.
+"""The library entry point: ``generate``, ``check`` and ``upgrade``, each a request to a result:
+``generate(Request(Path("cluster.yaml"), out=Path("deploy/gpu")))``. Errors a user can fix raise
+:class:`schematic.errors.TalosSchematicError` (``exit_code``: the command's exit); what a run has
+to tell is ``Result.messages``. The factory is asked only when the request says so.
 """
 
 from __future__ import annotations
@@ -12,11 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from schematic.errors import UsageError
-from schematic.factory.consult import consult_factory
+from schematic.factory.consult import Consulted, consult_factory
 from schematic.output import emit
+
+if TYPE_CHECKING:
+    from schematic.output.disk import Drift
+    from schematic.output.outdir import Written
+    from schematic.output.render.files import Kind
+    from schematic.plan.charts import ChartFit
+    from schematic.plan.cluster import ClusterPlan
+    from schematic.plan.upgrade import UpgradeReport
 
 __all__ = ["Request", "Result", "UpgradeRequest", "check", "generate", "upgrade"]
 
@@ -42,8 +47,7 @@ class Request:
 
 @dataclass(frozen=True)
 class UpgradeRequest:
-    """What ``upgrade`` is asked: CLUSTER at ``to`` against the nodes' release ``since`` (or
-    the ``base`` file as deployed)."""
+    """What ``upgrade`` is asked: CLUSTER at ``to`` against ``since`` (or the ``base`` file)."""
 
     cluster_file: Path
     to: str | None = None
@@ -55,27 +59,30 @@ class UpgradeRequest:
     factory: str | None = None
 
 
-@dataclass(frozen=True)
-class Result:
-    """``status`` 0: done; 3: ``check`` found drift or ``upgrade`` a pool that would break.
-    ``detail``: the Written, Drift or UpgradeReport; ``request``: ``check``'s, as run."""
+Detail = TypeVar("Detail", "Written | None", "Drift", "UpgradeReport")
 
+
+@dataclass(frozen=True)
+class Result(Generic[Detail]):
+    """``status`` 0: done; 3: ``check`` found drift or ``upgrade`` a pool that would break.
+    ``detail``: generate's Written (None when printing), check's Drift, upgrade's
+    UpgradeReport; ``plan`` and ``fit``: generate's and check's; ``request``: check's, as run."""
+
+    detail: Detail
     status: int = 0
     text: str = ""
     files: Mapping[str, bytes] = field(default_factory=dict)
     messages: tuple[str, ...] = ()
     lock: str | None = None
-    detail: Any = None
-    plan: Any = None
-    fit: Any = None
+    plan: ClusterPlan | None = None
+    fit: ChartFit | None = None
     request: Request | None = None
 
 
-def _start(request: Request, kind: Any = None) -> tuple[Any, Any, list[str]]:
-    """The plan (one document's worth, for a ``kind`` that is one) held against its chart,
-    after the factory was asked; what to tell."""
+def _start(request: Request, kind: Kind | None = None) -> tuple[Consulted, ChartFit, list[str]]:
+    """The plan held against its chart (for one ``kind``), the factory asked; what to tell."""
     plan = emit.load_plan(request.cluster_file, request.profiles)
-    shown = emit.select_pools(plan, request.pools)
+    shown = emit.select_pools(plan, request.pools)  # an unknown pool is a UsageError
     if kind is not None:
         emit.one_document_check(shown, kind)
     kinds = (kind,) if kind is not None else emit.kinds_of(request.kinds)
@@ -86,32 +93,28 @@ def _start(request: Request, kind: Any = None) -> tuple[Any, Any, list[str]]:
     return asked, fit, [*([f"note: {fit.assumption}"] if fit.assumption else []), *asked.notes]
 
 
-def generate(request: Request) -> Result:
+def generate(request: Request) -> Result[Written | None]:
     """Plan the cluster file and write its files into ``request.out`` (only the pools and
     kinds asked for), or render one kind as ``Result.text``."""
     out, kinds = request.out, emit.kinds_of(request.kinds)
-    if out is None and len(set(request.kinds)) > 1:
-        raise UsageError(
-            "several kinds go to files: add --out DIR, or print one at a time", "--format"
-        )
+    kind = emit.streamed_kind(request.kinds, out)
     with emit.paused_collector():
-        kind = emit.kinds_of(request.kinds or ("cozystack",))[0]
-        asked, fit, said = _start(request, kind if out is None else None)
+        asked, fit, said = _start(request, kind)
         plan = asked.plan
         if out is None:
             from schematic.output.render.files import render_stream
 
+            assert kind is not None  # streamed_kind names one where there is no --out
             text = render_stream(emit.select_pools(plan, request.pools), kind, fit)
             said += emit.run_notes(plan, fit, kind == "platform")
-            return Result(0, text, {}, tuple(said), asked.lock, None, plan, fit)
-        written = emit.write_plan(
-            out, plan, fit, kinds, asked.lock, request.pools, request.profiles, request.force
-        )
+            return Result(None, 0, text, {}, tuple(said), asked.lock, plan, fit)
+        settings = (asked.lock, request.pools, request.profiles, request.force)
+        written = emit.write_plan(out, plan, fit, kinds, *settings)
     said += emit.run_notes(plan, fit, "platform" in kinds, written[1].removed_pools, written[2])
-    return Result(0, "", written[0].files, tuple(said), asked.lock, written[1], plan, fit)
+    return Result(written[1], 0, "", written[0].files, tuple(said), asked.lock, plan, fit)
 
 
-def check(request: Request) -> Result:
+def check(request: Request) -> Result[Drift]:
     """Compare ``request.out`` with what ``generate`` would write there now: status 3 and the
     drift when they differ. The settings DIR's index records are the defaults."""
     from schematic.output.outdir import compare_directory
@@ -128,15 +131,13 @@ def check(request: Request) -> Result:
             out, asked.plan, fit, kinds, recorded, asked.lock, request.pools, profiles
         )
         drift, expected = compare_directory(out, tree, pools=list(request.pools) or None)
-    messages = tuple(said + more)
-    return Result(
-        3 if drift else 0, "", expected, messages, asked.lock, drift, asked.plan, fit, request
-    )
+    status, messages = 3 if drift else 0, tuple(said + more)
+    return Result(drift, status, "", expected, messages, asked.lock, asked.plan, fit, request)
 
 
-def upgrade(request: UpgradeRequest) -> Result:
-    """What the release bump (or the change from ``base``) does to each pool; status 3 when a
-    pool would break. ``Result.detail`` is the :class:`schematic.plan.upgrade.UpgradeReport`."""
+def upgrade(request: UpgradeRequest) -> Result[UpgradeReport]:
+    """What the release bump (or the change from ``base``) does to each pool: an UpgradeReport,
+    status 3 when a pool would break."""
     from schematic.factory.consult import live_catalogue_of
     from schematic.output.render.cozystack import tool_values
     from schematic.plan.upgrade import plan_upgrade
@@ -144,4 +145,4 @@ def upgrade(request: UpgradeRequest) -> Result:
     live = live_catalogue_of(request.factory) if request.live_catalogue else None
     asked = (request.to, request.since, request.base, request.pools, request.profiles)
     report, said = plan_upgrade(request.cluster_file, tool_values, *asked, live)
-    return Result(3 if report.breaking else 0, messages=tuple(said), detail=report)
+    return Result(report, 3 if report.breaking else 0, messages=tuple(said))

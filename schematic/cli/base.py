@@ -18,7 +18,7 @@ from schematic.errors import TalosSchematicError, UsageError, printable, termina
 from schematic.facts.chart_targets import chart_choices
 
 if TYPE_CHECKING:
-    from schematic.api import Request, Result
+    from schematic.api import Detail, Request, Result
 
 __all__ = [
     "CREDENTIALS_HELP",
@@ -283,13 +283,11 @@ def out_directory(out: str | None) -> Path | None:
     return Path(out)
 
 
-def run_library(call: str, request: Request) -> Result:
+def run_library(call: Callable[[Request], Result[Detail]], request: Request) -> Result[Detail]:
     """The library's ``generate`` or ``check``: its text and messages printed, its errors
     mapped to exit codes."""
-    from schematic import api
-
     try:
-        result: Result = getattr(api, call)(request)
+        result = call(request)
     except TalosSchematicError as err:
         raise fail(err) from None
     # Text first: what a run tells follows the artifact it tells about, as on a terminal.

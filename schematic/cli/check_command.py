@@ -34,6 +34,7 @@ from schematic.errors import TalosSchematicError, printable
 
 if TYPE_CHECKING:
     from schematic.api import Result
+    from schematic.output.disk import Drift
 
 
 class CheckReport(StrEnum):
@@ -56,16 +57,16 @@ CheckFactoryOption = Annotated[
 
 
 def _regenerate_hint(
-    result: Result, cluster_file: Path, out: str, options: dict[str, object]
+    result: Result[Drift], cluster_file: Path, out: str, options: dict[str, object]
 ) -> str:
     """The generate command that rewrites DIR as check expects it: every option that shapes the
     output (or was needed to read the input), quoted so a path with a space pastes whole."""
     from schematic.output.emit import kinds_of
 
-    request = result.request
-    assert request is not None
-    words = [str(cluster_file), "--out", out, "--chart", result.fit.target.name]
-    words += ["--layout", str(result.fit.layout)]
+    request, fit = result.request, result.fit
+    assert request is not None and fit is not None  # check sets both
+    words = [str(cluster_file), "--out", out, "--chart", fit.target.name]
+    words += ["--layout", str(fit.layout)]
     recorded_kinds = kinds_of(request.kinds)
     for kind in recorded_kinds if request.kinds and recorded_kinds != kinds_of(None) else ():
         words += ["--format", kind]
@@ -160,7 +161,9 @@ def check(
         live_catalogue=live_catalogue,
         factory=factory,
     )
-    result = run_library("check", request)
+    from schematic import api
+
+    result = run_library(api.check, request)
     drift = result.detail
     try:
         from schematic.output.drift import drift_diff, drift_json

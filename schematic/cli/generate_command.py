@@ -174,12 +174,16 @@ def generate(
         force=force,
         progress=progress_line("registering schematics") if register else None,
     )
-    result = run_library("generate", request)
+    from schematic import api
+
+    result = run_library(api.generate, request)
     if request.out is None:
         return
     from schematic.output.render.summary import decision_lines
 
-    pools, fit, written = len(result.plan.pools), result.fit, result.detail
+    plan, fit, written = result.plan, result.fit, result.detail
+    assert plan is not None and fit is not None and written is not None  # set by a run with --out
+    pools = len(plan.pools)
     state = "written to" if written.changed else "already up to date in"
     target = f"chart {fit.target.name}" + (" (assumed)" if fit.assumption else "")
     target += "" if fit.target.verified else ", unverified"
@@ -188,5 +192,5 @@ def generate(
         f"{printable(str(out), one_line=True)} ({target})",
         file=sys.stderr,
     )
-    for line in decision_lines(result.plan):
+    for line in decision_lines(plan):
         print(f"  {line}", file=sys.stderr)

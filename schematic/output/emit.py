@@ -83,6 +83,18 @@ def recorded_settings(
     return recorded, settings, [f"note: {line}" for line in notes]
 
 
+def streamed_kind(formats: Sequence[str], out: Path | None) -> Kind | None:
+    """The one kind ``generate`` prints without ``--out`` (``cozystack`` when none is named);
+    None when files are written. Several kinds without a directory is a UsageError."""
+    if out is not None:
+        return None
+    if len(set(formats)) > 1:
+        raise UsageError(
+            "several kinds go to files: add --out DIR, or print one at a time", "--format"
+        )
+    return kinds_of(formats or ("cozystack",))[0]
+
+
 def kinds_of(formats: Sequence[str] | None) -> tuple[Kind, ...]:
     """The kinds of file named (in the renderers' order); the default kinds for none. An
     unknown name is a UsageError."""
