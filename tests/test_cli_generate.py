@@ -74,7 +74,7 @@ def test_out_tree_matches_golden(tmp_path: Path) -> None:
     result = run("generate", str(EXAMPLE), "--out", str(out))
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
-    assert "4 pools, 27 files written to" in result.stderr
+    assert "4 pools, 28 files written to" in result.stderr
     golden = GOLDEN / "out"
     if REGENERATE:
         shutil.rmtree(golden, ignore_errors=True)
@@ -248,7 +248,7 @@ def test_manifests_are_kubernetes_nodes_per_pool() -> None:
 def test_format_limits_the_kinds_written(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run("generate", str(EXAMPLE), "--out", str(out), "--format", "json").exit_code == 0
-    assert sorted(tree(out)) == ["index.yaml", "summary.json"]
+    assert sorted(tree(out)) == ["APPLY.md", "index.yaml", "summary.json"]
 
 
 def test_check_passes_then_reports_drift(tmp_path: Path) -> None:

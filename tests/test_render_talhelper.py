@@ -140,7 +140,7 @@ def test_with_out_each_pool_gets_talhelper_yaml_in_the_index(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert written == sorted(
-        [*(f"{pool}/talhelper.yaml" for pool in (*GPU_POOLS, "cpu")), "index.yaml"]
+        [*(f"{pool}/talhelper.yaml" for pool in (*GPU_POOLS, "cpu")), "index.yaml", "APPLY.md"]
     )
     # The index records the fragments, like every kind's files.
     assert "talhelper.yaml" in (out / "index.yaml").read_text()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +28,7 @@ from schematic.output import disk as output
 from schematic.output.disk import Drift
 
 __all__ = [
+    "APPLY",
     "GENERATOR",
     "HEADER",
     "INDEX",
@@ -49,6 +50,8 @@ __all__ = [
 ]
 
 INDEX = "index.yaml"
+# Where each file goes and the command that applies it; made from the directory's final files.
+APPLY = "APPLY.md"
 SUMMARY = "summary.json"
 KUSTOMIZATION = "kustomization.yaml"
 # Written beside the index by `generate --out DIR --live-catalogue`.
@@ -315,6 +318,9 @@ class Tree:
     files: Mapping[str, bytes]
     index: OutputIndex
     covers: Callable[[str], bool]
+    # APPLY.md's text for the directory's final files (every path but the index and itself);
+    # written by every run that writes the cluster-wide files (not with --pool).
+    apply_plan: Callable[[Collection[str]], bytes] | None = None
 
 
 @dataclass
@@ -355,8 +361,9 @@ def _compose(
     }
     recorded: dict[str, str] = {}
     remove: list[str] = []
+    planned = tree.apply_plan is not None and selected is None
     for name, digest in (old.files if old else {}).items():
-        if name in files:
+        if name in files or (planned and name == APPLY):
             continue
         pool = _pool_of(name, everyone)
         if pool is not None and pool not in new_pools:
@@ -370,6 +377,9 @@ def _compose(
         else:
             recorded[name] = digest
     recorded.update({name: output.digest(content) for name, content in files.items()})
+    if planned and tree.apply_plan is not None:
+        files[APPLY] = tree.apply_plan(frozenset(recorded))
+        recorded[APPLY] = output.digest(files[APPLY])
     entries = []
     for entry in tree.index.pools:
         name = str(entry["name"])

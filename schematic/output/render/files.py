@@ -11,6 +11,7 @@ from dataclasses import fields
 from typing import Any, Literal, get_args
 
 from schematic.output.outdir import (
+    APPLY,
     GENERATOR,
     HEADER,
     INDEX,
@@ -22,6 +23,7 @@ from schematic.output.outdir import (
     index_text,
 )
 from schematic.output.render import yamltext
+from schematic.output.render.applyplan import apply_text
 from schematic.output.render.cozystack import (
     LayoutOrFit,
     helm_release,
@@ -311,7 +313,7 @@ def render_tree(
         chart=layout.target.name if isinstance(layout, ChartFit) else None,
         allow_ignored_keys=isinstance(layout, ChartFit) and bool(layout.insisted),
     )
-    return Tree(files, index, _covered(wanted))
+    return Tree(files, index, _covered(wanted), lambda paths: apply_text(plan, paths).encode())
 
 
 def _covered(kinds: tuple[Kind, ...]) -> Callable[[str], bool]:
@@ -351,6 +353,7 @@ def render_files(
 
     tree = render_tree(plan, kinds, layout, kustomization=kustomization)
     files = dict(tree.files)
+    files[APPLY] = apply_text(plan, files).encode()
     recorded = {name: digest(content) for name, content in files.items()}
     files[INDEX] = index_text(replace(tree.index, files=recorded)).encode()
     return files

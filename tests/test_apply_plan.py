@@ -1,0 +1,183 @@
+"""APPLY.md: every output directory says where each of its files goes and how it is applied."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from schematic.cli import app, register_all_commands
+
+register_all_commands()
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "cluster.yaml"
+BOOT_MEDIA = ROOT / "examples" / "boot-media.yaml"
+
+
+def run(*args: str) -> Result:
+    return runner.invoke(app, list(args))
+
+
+def files_of(out: Path) -> set[str]:
+    return {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+
+
+def described(plan: str) -> list[str]:
+    """The paths APPLY.md gives an entry to, in its order."""
+    return re.findall(r"^- `([^`]+)`: ", plan, flags=re.MULTILINE)
+
+
+def commands(plan: str) -> list[str]:
+    """Every command line of APPLY.md's sh blocks."""
+    lines: list[str] = []
+    for block in re.findall(r"```sh\n(.*?)```", plan, flags=re.DOTALL):
+        lines += [line.strip() for line in block.splitlines() if line.strip()]
+    return lines
+
+
+@pytest.mark.parametrize(
+    ("cluster", "formats"),
+    [
+        (EXAMPLE, ()),
+        (EXAMPLE, ("helmrelease", "values", "smoke-test", "addons", "platform", "json")),
+        (EXAMPLE, ("cozystack", "talhelper", "schematic")),
+        (BOOT_MEDIA, ("machine-config", "urls", "talhelper", "omni", "terraform", "schematic")),
+    ],
+    ids=["default", "flux", "manifests-talhelper", "bare-metal"],
+)
+def test_every_file_written_has_one_entry_in_the_apply_plan(
+    tmp_path: Path, cluster: Path, formats: tuple[str, ...]
+) -> None:
+    out = tmp_path / "out"
+    args = [arg for kind in formats for arg in ("-f", kind)]
+    result = run("generate", str(cluster), "--out", str(out), *args)
+    assert result.exit_code == 0, result.stderr
+    plan = (out / "APPLY.md").read_text()
+    entries = described(plan)
+    assert sorted(entries) == sorted(files_of(out)), "one entry per file, no other"
+    assert len(entries) == len(set(entries))
+    # Written and owned like every other file: in the index, with its digest; check agrees.
+    index = yaml.safe_load((out / "index.yaml").read_text())
+    assert "APPLY.md" in index["files"]
+    assert run("check", str(cluster), "--out", str(out)).exit_code == 0
+
+
+def test_the_plan_names_cluster_object_and_command_for_each_cozystack_file(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    plan = (out / "APPLY.md").read_text()
+    lines = commands(plan)
+    # In the order they are applied: factory, platform, the tenant's app, the pools, the tenant.
+    expected = [
+        "talos-schematic register rtx6000/schematic.yaml l40s/schematic.yaml "
+        "v100/schematic.yaml cpu/schematic.yaml",
+        "kubectl edit packages.cozystack.io cozystack.cozystack-platform",
+        "kubectl patch kuberneteses.apps.cozystack.io mycluster -n tenant-ml --type merge "
+        "--patch-file cluster/kubernetes-addons.yaml",
+        "kubectl apply -k .",
+        "kubectl apply -n tenant-ml -f rtx6000/kubernetes-nodes.yaml",
+    ]
+    positions = [lines.index(line) for line in expected]
+    assert positions == sorted(positions)
+    assert "kubectl --kubeconfig TENANT_KUBECONFIG apply -f l40s/smoke-test.yaml" in lines
+    assert lines.index("kubectl apply -k .") < lines.index(
+        "kubectl --kubeconfig TENANT_KUBECONFIG apply -f l40s/smoke-test.yaml"
+    )
+    # The objects the commands act on are the ones in the files.
+    nodes = yaml.safe_load((out / "v100" / "kubernetes-nodes.yaml").read_text())
+    name, namespace = nodes["metadata"]["name"], nodes["metadata"]["namespace"]
+    assert (
+        f"- `v100/kubernetes-nodes.yaml`: `KubernetesNodes` `{name}` (namespace `{namespace}`)"
+        in plan
+    )
+    # A tenant pool's patch is made by the chart: never a talosctl command for it.
+    assert not [line for line in lines if line.startswith("talosctl")]
+    assert "Management cluster: the platform Package" in plan
+    assert "Tenant cluster: the smoke tests" in plan
+
+
+def test_a_helmrelease_is_applied_in_place_of_the_object(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run("generate", str(EXAMPLE), "--out", str(out), "-f", "helmrelease", "-f", "values")
+    assert result.exit_code == 0, result.stderr
+    plan = (out / "APPLY.md").read_text()
+    assert "kubectl apply -n tenant-ml -f rtx6000/helmrelease.yaml" in commands(plan)
+    assert "Flux `HelmRelease` `kubernetes-nodes-mycluster-rtx6000`" in plan
+    assert "the same values are in `rtx6000/helmrelease.yaml`" in plan
+    assert "kubernetes-nodes.yaml" not in plan
+
+
+def test_bare_metal_pools_are_applied_with_talosctl_and_other_tools(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    kinds = ("machine-config", "urls", "talhelper", "omni", "terraform")
+    result = run(
+        "generate", str(BOOT_MEDIA), "--out", str(out), *[a for k in kinds for a in ("-f", k)]
+    )
+    assert result.exit_code == 0, result.stderr
+    plan = (out / "APPLY.md").read_text()
+    lines = commands(plan)
+    assert (
+        "talosctl patch mc --nodes NODE[,NODE...] --patch @rpi/machine-config-patch.yaml" in lines
+    )
+    installer = yaml.safe_load((out / "rpi" / "urls.yaml").read_text())["installer"]
+    assert f"talosctl upgrade --nodes NODE --image {installer}" in lines
+    secure = yaml.safe_load((out / "secure" / "urls.yaml").read_text())["installerSecureBoot"]
+    assert f"talosctl upgrade --nodes NODE --image {secure}" in lines
+    assert "talhelper genconfig" in lines
+    assert "omnictl cluster template sync --file CLUSTER_TEMPLATE.yaml" in lines
+    assert "terraform apply" in lines
+    # What must not appear: no pool here is a Cozystack object.
+    assert "kubectl" not in plan
+    assert "Management cluster" not in plan
+
+
+def test_the_plan_describes_the_whole_directory_after_a_partial_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    full = (out / "APPLY.md").read_text()
+    # -f urls rewrites only the URLs; the other files stay, and so do their entries.
+    assert run("generate", str(EXAMPLE), "--out", str(out), "-f", "urls").exit_code == 0
+    assert (out / "APPLY.md").read_text() == full
+    # Adding a kind adds its entries beside the others.
+    assert run("generate", str(EXAMPLE), "--out", str(out), "-f", "talhelper").exit_code == 0
+    plan = (out / "APPLY.md").read_text()
+    assert sorted(described(plan)) == sorted(files_of(out))
+    assert "rtx6000/talhelper.yaml" in described(plan)
+    assert run("check", str(EXAMPLE), "--out", str(out)).exit_code == 0
+
+
+def test_an_edited_plan_is_drift_and_is_kept_like_any_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(out)).exit_code == 0
+    (out / "APPLY.md").write_text("mine\n")
+    drift = run("check", str(EXAMPLE), "--out", str(out))
+    assert drift.exit_code == 3
+    assert "changed: APPLY.md" in drift.stderr
+    # Not replaced without --force: the run stops and changes nothing.
+    refused = run("generate", str(EXAMPLE), "--out", str(out))
+    assert refused.exit_code == 1
+    assert (out / "APPLY.md").read_text() == "mine\n"
+    assert run("generate", str(EXAMPLE), "--out", str(out), "--force").exit_code == 0
+    assert (out / "APPLY.md").read_text().startswith("<!-- Generated by talos-schematic")
+
+
+def test_a_removed_pool_leaves_the_plan(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    text = EXAMPLE.read_text()
+    cluster.write_text(text)
+    out = tmp_path / "out"
+    assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
+    assert "v100/kubernetes-nodes.yaml" in described((out / "APPLY.md").read_text())
+    start = text.index("  # Volta has no GSP")
+    end = text.index("  # No GPU:")
+    cluster.write_text(text[:start] + text[end:])
+    assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
+    plan = (out / "APPLY.md").read_text()
+    assert not [path for path in described(plan) if path.startswith("v100/")]
+    assert sorted(described(plan)) == sorted(files_of(out))
