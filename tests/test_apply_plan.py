@@ -181,3 +181,21 @@ def test_a_removed_pool_leaves_the_plan(tmp_path: Path) -> None:
     plan = (out / "APPLY.md").read_text()
     assert not [path for path in described(plan) if path.startswith("v100/")]
     assert sorted(described(plan)) == sorted(files_of(out))
+
+
+def test_gpus_the_defaults_do_not_permit_are_named_when_their_values_are_not_here(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    assert run("generate", str(EXAMPLE), "--out", str(out), "-f", "cozystack").exit_code == 0
+    plan = (out / "APPLY.md").read_text()
+    # 10de:2bb5 is not in Cozystack's default list; L40S and V100 are.
+    assert "Management cluster: the GPUs to permit first" in plan
+    assert "10de:2bb5 (NVIDIA RTX PRO 6000 Blackwell Server Edition) (pools rtx6000)" in plan
+    assert "10de:26b9" not in plan
+    assert "talos-schematic generate CLUSTER_FILE --out . -f platform" in commands(plan)
+    # Once the values are in the directory, the plan says where they go instead.
+    assert run("generate", str(EXAMPLE), "--out", str(out), "-f", "platform").exit_code == 0
+    plan = (out / "APPLY.md").read_text()
+    assert "GPUs to permit first" not in plan
+    assert "kubectl edit packages.cozystack.io cozystack.cozystack-platform" in commands(plan)

@@ -20,6 +20,7 @@ from schematic.output.render.talhelper import TALHELPER_FILE
 from schematic.output.render.terraform import TERRAFORM_FILE
 from schematic.output.render.urls import pool_urls
 from schematic.plan.cluster import ClusterPlan, PoolPlan
+from schematic.plan.gpupath import management_gpus
 
 __all__ = ["APPLY_FILE", "apply_text"]
 
@@ -28,7 +29,8 @@ APPLY_FILE = APPLY
 # spec.components.platform.values), and the resource names kubectl knows the apps by.
 _PACKAGE = "packages.cozystack.io cozystack.cozystack-platform"
 _KUBERNETES_APP = "kuberneteses.apps.cozystack.io"
-_KUBERNETES_NODES = "kubernetesnodes.apps.cozystack.io"
+# The files that carry a pool's gpus[] to the management cluster.
+_POOL_OBJECT_FILES = ("kubernetes-nodes.yaml", "helmrelease.yaml", "values.yaml")
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class _Planner:
 
     def platform(self) -> _Section | None:
         if PLATFORM_FILE not in self.paths:
-            return None
+            return self.platform_missing()
         entry = _Entry(
             PLATFORM_FILE,
             "the platform `Package` `cozystack.cozystack-platform` (cluster-wide): its "
@@ -108,6 +110,35 @@ class _Planner:
             "is replaced, not merged, so keep any `pciHostDevices` entries you already have and "
             "add these.",
             (entry,),
+        )
+
+    def platform_missing(self) -> _Section | None:
+        """Without the platform values here: the GPUs of this directory's pools that
+        Cozystack's default passthrough list does not permit, and how to get the values."""
+        written = {
+            name
+            for name in self.pools
+            if any(f"{name}/{base}" in self.paths for base in _POOL_OBJECT_FILES)
+        }
+        missing = [
+            gpu
+            for gpu in management_gpus(self.plan)
+            if not gpu.permitted_by_default and written.intersection(gpu.pools)
+        ]
+        if not missing:
+            return None
+        named = "; ".join(
+            f"{gpu.label} (pools {', '.join(p for p in gpu.pools if p in written)})"
+            for gpu in missing
+        )
+        return _Section(
+            "Management cluster: the GPUs to permit first",
+            f"Cozystack's default passthrough list does not permit {named}, and this directory "
+            f"does not hold the platform values that do (`{PLATFORM_FILE}`): KubeVirt refuses "
+            "the pools' VMs until the platform Package permits them. Unless yours already "
+            "does, write the values here and merge them into the Package:\n\n"
+            + _code(["talos-schematic generate CLUSTER_FILE --out . -f platform"]).rstrip("\n"),
+            (),
         )
 
     def kubernetes_app(self) -> _Section | None:
