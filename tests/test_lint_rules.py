@@ -325,6 +325,17 @@ def test_hand_written_resource_name_is_matched_by_words(tmp_path: Path) -> None:
     assert finding(found, "TS114").severity == "note"
 
 
+@pytest.mark.parametrize(("name", "ts104"), [("QUADRO_P", True), ("GTX_1", False)])
+def test_ts104_only_when_every_card_a_hand_written_name_may_be_lacks_a_gsp(
+    tmp_path: Path, name: str, ts104: bool
+) -> None:
+    # QUADRO_P stands only for Pascal cards: the open modules drive none of them. GTX_1 may be
+    # a Pascal GTX 10xx or a Turing GTX 16xx, which the open modules drive: not an error.
+    gpus = (f"nvidia.com/{name}",)
+    found = run(tmp_path, {"n.yaml": nodes("g", gpus=gpus, schematic=OPEN_LTS)})
+    assert ("TS104" in codes(found)) is ts104, found
+
+
 # --- TS120..TS123: kernel modules -------------------------------------------------------------
 
 

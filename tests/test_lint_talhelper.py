@@ -204,3 +204,29 @@ def test_a_schematic_finding_points_at_the_schematic_not_a_patch_naming_its_id(
     [finding] = [f for f in lint(tmp_path, text) if f.code == "TS112"]
     assert finding.line == 9
     assert "talhelper schematic" in finding.message
+
+
+def test_an_unsorted_schematic_two_nodes_share_is_reported_once(tmp_path: Path) -> None:
+    # TS151 is about the schematic (its ID changes when sorted), not about each node using it.
+    unsorted = list(reversed(LTS))
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", unsorted, MODULES)
+    text += node("gpu2", unsorted, MODULES)
+    [finding] = [f for f in lint(tmp_path, text) if f.code == "TS151"]
+    assert finding.line == 9  # gpu1's schematic, the first place it is written
+
+
+def test_a_node_whose_patch_pins_its_installer_is_judged_at_that_release(tmp_path: Path) -> None:
+    # talhelper applies the node's patches over what it generates: the patch's installer, and
+    # so its release (v1.11.5, which needs the BPF sysctl for NVIDIA), wins over talosVersion.
+    schematic = "customization:\n  systemExtensions:\n    officialExtensions:\n" + "".join(
+        f"      - {name}\n" for name in LTS
+    )
+    code, schematic_id = id_command(tmp_path, schematic)
+    assert code == 0
+    patch = (
+        "    patches:\n      - |-\n        machine:\n          install:\n"
+        f"            image: factory.talos.dev/installer/{schematic_id}:v1.11.5\n"
+    )
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, MODULES + patch)
+    [finding] = [f for f in lint(tmp_path, text) if f.code == "TS124"]
+    assert "Talos v1.11.5" in finding.message
