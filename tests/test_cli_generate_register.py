@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
 from schematic.core.model import Schematic
+from schematic.output.render.talhelper import TALHELPER_FILE
 
 register_all_commands()
 
@@ -454,3 +455,23 @@ def test_generate_without_live_catalogue_drops_a_stale_lock(
     assert run(env, "generate", str(cluster), "--out", str(out), "--live-catalogue").exit_code == 0
     assert run(env, "generate", str(cluster), "--out", str(out)).exit_code == 0
     assert not (out / "extensions.lock.yaml").exists()
+
+
+def test_owner_stamped_registration_gives_talhelper_the_schematic_it_posts_itself(
+    router: respx.MockRouter, env: dict[str, str], cluster: Path, tmp_path: Path
+) -> None:
+    # talhelper posts its node's schematic to the factory itself: it gets the body the cluster
+    # file asks for, never the factory's stamped copy with its owner.
+    offline = tmp_path / "offline"
+    assert (
+        run(env, "generate", str(cluster), "--out", str(offline), "-f", "talhelper").exit_code == 0
+    )
+    router.post("/schematics").mock(side_effect=stamping_factory)
+    out = tmp_path / "out"
+    result = run(env, "generate", str(cluster), "--out", str(out), "-f", "talhelper", "--register")
+    assert result.exit_code == 0, result.stderr
+    for name, text in tree(out).items():
+        if name.endswith(TALHELPER_FILE):
+            assert "owner:" not in text.decode(), name
+            ours = yaml.safe_load(text)["schematic"]
+            assert ours == yaml.safe_load((offline / name).read_bytes())["schematic"], name
