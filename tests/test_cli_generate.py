@@ -423,3 +423,28 @@ def test_index_records_each_pools_nvidia_decision(tmp_path: Path) -> None:
     assert decisions["rtx6000"]["reasons"]
     # The index stays the tool's own: check reads it back and finds nothing to change.
     assert run("check", str(EXAMPLE), "--out", str(out)).exit_code == 0
+
+
+@pytest.mark.parametrize("kind", ["values", "cozystack"])
+def test_a_pools_own_talos_settings_are_written_in_the_one_talos_key(
+    tmp_path: Path, kind: str
+) -> None:
+    # The pool's talos mapping joins the tool's talos values: a second `talos:` key would be a
+    # duplicate key, which YAML parsers reject or resolve by keeping either one.
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text(
+        "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
+        "talos: {version: v1.13.9}\n"
+        "pools:\n"
+        "  - name: a\n    profile: kubevirt-cpu\n"
+        "    talos: {registryMirrors: {docker.io: {endpoints: ['https://m.example']}}}\n"
+    )
+    result = run("generate", str(cluster), "-f", kind)
+    assert result.exit_code == 0, result.stderr
+    assert sum(line.strip() == "talos:" for line in result.stdout.splitlines()) == 1
+    document = yaml.safe_load(result.stdout)
+    talos = (document["spec"] if kind == "cozystack" else document)["talos"]
+    assert talos["registryMirrors"] == {"docker.io": {"endpoints": ["https://m.example"]}}
+    assert (
+        talos["schematicID"] == document.get("spec", document)["osImage"]["factory"]["schematicID"]
+    )
