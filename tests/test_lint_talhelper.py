@@ -230,3 +230,15 @@ def test_a_node_whose_patch_pins_its_installer_is_judged_at_that_release(tmp_pat
     text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, MODULES + patch)
     [finding] = [f for f in lint(tmp_path, text) if f.code == "TS124"]
     assert "Talos v1.11.5" in finding.message
+
+
+def test_a_nodes_empty_module_list_is_its_own_not_its_roles(tmp_path: Path) -> None:
+    # talhelper's mergeNodeConfigs takes the role's field only where the node's is Go's zero
+    # value: `kernelModules: []` decodes to an empty, non-nil list, so gpu1 loads no module;
+    # gpu2, which leaves the key out, gets worker:'s list.
+    role = "worker:\n  kernelModules:\n" + "".join(
+        f"    - name: {name}\n" for name in ("nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset")
+    )
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, "    kernelModules: []\n")
+    text += node("gpu2", LTS) + role
+    assert found(lint(tmp_path, text)) == {("TS123", "node gpu1")}

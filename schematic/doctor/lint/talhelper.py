@@ -88,7 +88,9 @@ def _setting(doc: Document, node: Path_, role: Path_ | None, key: str) -> Path_ 
     """Where the node's effective ``key`` is written: its own, else its role's."""
     for base in (node,) if role is None else (node, role):
         value = doc.get((*base, key))
-        if value not in (None, "", [], {}):
+        # talhelper keeps the node's field unless Go's reflect calls it zero: a missing or null
+        # key and "" are; an empty list (`kernelModules: []`) or mapping is the node's own.
+        if value is not None and value != "":
             return (*base, key)
     return None
 
