@@ -242,3 +242,20 @@ def test_a_nodes_empty_module_list_is_its_own_not_its_roles(tmp_path: Path) -> N
     text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, "    kernelModules: []\n")
     text += node("gpu2", LTS) + role
     assert found(lint(tmp_path, text)) == {("TS123", "node gpu1")}
+
+
+def test_a_nodes_empty_talos_image_url_falls_back_to_its_roles(tmp_path: Path) -> None:
+    # talhelper substitutes environment variables first: `talosImageURL: "${IMAGE}"` with IMAGE
+    # unset is "", Go's zero string, so the node installs worker:'s SecureBoot installer — a
+    # match for its SecureBoot boot medium, not a TS132.
+    schematic = "customization:\n  systemExtensions:\n    officialExtensions:\n" + "".join(
+        f"      - {name}\n" for name in LTS
+    )
+    code, schematic_id = id_command(tmp_path, schematic)
+    assert code == 0
+    role = (
+        f"worker:\n  talosImageURL: factory.talos.dev/metal-installer-secureboot/{schematic_id}\n"
+    )
+    extra = MODULES + '    talosImageURL: ""\n    machineSpec:\n      secureboot: true\n'
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, extra) + role
+    assert found(lint(tmp_path, text)) == set()
