@@ -199,3 +199,20 @@ def test_gpus_the_defaults_do_not_permit_are_named_when_their_values_are_not_her
     plan = (out / "APPLY.md").read_text()
     assert "GPUs to permit first" not in plan
     assert "kubectl edit packages.cozystack.io cozystack.cozystack-platform" in commands(plan)
+
+
+def test_a_factory_url_is_quoted_for_the_shell_in_the_commands(tmp_path: Path) -> None:
+    # The URL is the cluster file's text: in a command it is one shell word, never run.
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: c\ntalos:\n  version: v1.13.9\n"
+        '  imageFactoryURL: "https://factory.example/a`id`$(id)"\n'
+        "pools:\n  - {name: m, profile: metal-amd}\n"
+    )
+    out = tmp_path / "out"
+    result = run("generate", str(cluster), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    lines = commands((out / "APPLY.md").read_text())
+    register = "talos-schematic register m/schematic.yaml --factory "
+    assert f"{register}'https://factory.example/a`id`$(id)'" in lines
+    assert not [line for line in lines if "`id`" in line and "'" not in line]

@@ -10,6 +10,7 @@ order it is applied: the factory first, then the management cluster, then the te
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
@@ -85,7 +86,7 @@ class _Planner:
         )
         command = "talos-schematic register " + " ".join(files)
         if factory != "https://factory.talos.dev":
-            command += f" --factory {factory}"
+            command += f" --factory {shlex.quote(factory)}"  # a URL may hold `, $
         return _Section(
             "The Image Factory",
             "The factory builds images only for a schematic posted to it once (the IDs here "
@@ -243,7 +244,7 @@ class _Planner:
             installer = urls.get("installer") or urls.get("installerSecureBoot")
             commands = [f"talosctl patch mc --nodes NODE[,NODE...] --patch @{path}"]
             if isinstance(installer, str):
-                commands.append(f"talosctl upgrade --nodes NODE --image {installer}")
+                commands.append(f"talosctl upgrade --nodes NODE --image {shlex.quote(installer)}")
             entries.append(
                 _Entry(
                     path,
