@@ -216,3 +216,27 @@ def test_a_factory_url_is_quoted_for_the_shell_in_the_commands(tmp_path: Path) -
     register = "talos-schematic register m/schematic.yaml --factory "
     assert f"{register}'https://factory.example/a`id`$(id)'" in lines
     assert not [line for line in lines if "`id`" in line and "'" not in line]
+
+
+def test_the_getting_started_walk_is_the_plan_generate_writes(tmp_path: Path) -> None:
+    # The guide's apply commands, for its own cluster file, are those of the APPLY.md that
+    # generate writes for it: the walk cannot drift from the tool.
+    guide = (ROOT / "docs" / "getting-started.md").read_text()
+    cluster_text = re.search(r"<!-- run: file: cluster.yaml -->\n```yaml\n(.*?)```", guide, re.S)
+    walk = re.search(
+        r"<!-- run: skip: applies to a live Image Factory[^\n]*\n```sh\n(.*?)```", guide, re.S
+    )
+    assert cluster_text is not None and walk is not None
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(cluster_text[1])
+    out = tmp_path / "deploy" / "mycluster"
+    assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
+    planned = commands((out / "APPLY.md").read_text())
+    shown = [
+        line
+        for line in walk[1].replace("\\\n", "").splitlines()
+        if line.strip() and not line.startswith(("#", "cd "))
+    ]
+    assert shown
+    for line in shown:
+        assert " ".join(line.split()) in planned, line
