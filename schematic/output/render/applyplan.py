@@ -59,6 +59,13 @@ class _Planner:
         self.paths = frozenset(paths)
         self.pools = {pool.name: pool for pool in plan.pools}
         self.namespace = plan.namespace
+        # File name → the pools holding it: one pass over the paths, not one per pool and file.
+        self.holders: dict[str, set[str]] = {}
+        for path in self.paths:
+            folder, _, base = path.partition("/")
+            if base and "/" not in base and folder in self.pools:
+                self.holders.setdefault(base, set()).add(folder)
+        self.cache: dict[str, list[tuple[PoolPlan, str]]] = {}
 
     def ns(self) -> str:
         # Never written without one for Cozystack objects (fit_plan refuses); the values alone
@@ -69,11 +76,13 @@ class _Planner:
         return f"namespace `{self.namespace}`" if self.namespace else "the tenant's namespace"
 
     def pool_files(self, base: str) -> list[tuple[PoolPlan, str]]:
-        return [
-            (pool, f"{name}/{base}")
-            for name, pool in self.pools.items()
-            if f"{name}/{base}" in self.paths
-        ]
+        """(pool, path) of each pool holding ``<pool>/<base>``, in the cluster file's order."""
+        if base not in self.cache:
+            holders = self.holders.get(base, set())
+            self.cache[base] = [
+                (pool, f"{name}/{base}") for name, pool in self.pools.items() if name in holders
+            ]
+        return self.cache[base]
 
     def factory(self) -> _Section | None:
         files = [path for _, path in self.pool_files("schematic.yaml")]
