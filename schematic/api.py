@@ -110,7 +110,9 @@ def generate(request: Request) -> Result[Written | None]:
             return Result(None, 0, text, {}, tuple(said), asked.lock, plan, fit)
         settings = (asked.lock, request.pools, request.profiles, request.force)
         written = emit.write_plan(out, plan, fit, kinds, *settings)
-    said += emit.run_notes(plan, fit, "platform" in kinds, written[1].removed_pools, written[2])
+    # The directory carries the platform values when this run or an earlier one wrote them.
+    carried = "platform" in kinds or emit.holds_platform_values(out)
+    said += emit.run_notes(plan, fit, carried, written[1].removed_pools, written[2])
     return Result(written[1], 0, "", written[0].files, tuple(said), asked.lock, plan, fit)
 
 

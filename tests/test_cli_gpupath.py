@@ -140,6 +140,10 @@ def test_a_run_without_the_platform_values_says_which_gpus_they_would_permit(
     assert (
         PASSTHROUGH_NOTE not in run("generate", str(EXAMPLE), "--out", str(tmp_path / "b")).stderr
     )
+    # A directory that holds them from an earlier run carries them: -f cozystack there is fine.
+    again = run("generate", str(EXAMPLE), "--out", str(tmp_path / "b"), "-f", "cozystack")
+    assert again.exit_code == 0, again.stderr
+    assert PASSTHROUGH_NOTE not in again.stderr
 
 
 def test_the_passthrough_note_names_a_few_pools_and_counts_the_rest(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "expected_tree",
     "fit_chart",
+    "holds_platform_values",
     "kinds_of",
     "load_plan",
     "one_document_check",
@@ -242,6 +243,15 @@ def _unreachable(
     return unreachable_changes(
         plan.source, old.schematic_ids(), before, new_ids, tree.files, fit.target
     )
+
+
+def holds_platform_values(directory: Path) -> bool:
+    """Whether ``directory``'s index records the management cluster's platform values."""
+    from schematic.output.outdir import read_index
+    from schematic.output.render.gpupath import PLATFORM_FILE
+
+    index = read_index(directory)
+    return index is not None and PLATFORM_FILE in index.files
 
 
 def write_plan(
