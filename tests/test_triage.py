@@ -373,6 +373,26 @@ def test_ts203_a_gpu_the_driver_could_not_bring_up_quotes_the_driver() -> None:
     assert any("TS103" in reason for reason in diagnosis.ruled_out)
 
 
+def test_ts204_a_refused_module_key_is_named_not_its_look_alikes() -> None:
+    (diagnosis,) = triage_paths([str(BUNDLES / "paste-nvidia-module-key-rejected")]).diagnoses
+    assert (diagnosis.code, diagnosis.nodes) == ("TS204", ("10.20.30.29",))
+    assert "signing key" in diagnosis.summary
+    assert {r.split(" ", 1)[0] for r in diagnosis.ruled_out} >= {"TS101", "TS123"}
+
+
+def test_ts204_is_not_claimed_for_a_module_that_found_no_device(tmp_path: Path) -> None:
+    # A module whose init finds nothing to drive is the hardware's story, not a refused module.
+    (tmp_path / "dmesg.txt").write_text(
+        "10.20.30.29: user: warning: [2023-04-02T08:28:32.661330611Z]: [talos] controller failed "
+        '{"component": "controller-runtime", "controller": "runtime.KernelModuleSpecController", '
+        '"error": "error loading module \\x5c"nvidia\\x5c": load nvidia failed: no such device"}\n'
+    )
+    (reading,) = read_evidence((tmp_path / "dmesg.txt").read_text(), "dmesg.txt").signals
+    assert (reading.kind, reading.value) == (Kind.MODULE_LOAD_FAILED, "nvidia")
+    assert reading.get("reason") == "load nvidia failed: no such device"
+    assert "TS204" not in {d.code for d in triage_paths([str(tmp_path)]).diagnoses}
+
+
 def test_ts210_recreate_not_restart() -> None:
     (diagnosis,) = triage_paths([str(BUNDLES / "ts210-cdi-pods-too-early")]).diagnoses
     assert "recreate" in diagnosis.fix

@@ -1165,7 +1165,57 @@ def _float(text: str) -> float:
         return 0.0
 
 
+def _module_not_loaded(model: ClusterModel) -> list[_Finding]:
+    """TS204: Talos tried to load an nvidia module and the kernel refused it. A refused key is a
+    module built for another kernel; "no such device" is the module's own init finding nothing
+    to drive, left to the rules that weigh the hardware (TS101)."""
+    found = []
+    for machine in model.sorted_machines():
+        failed = [
+            s
+            for s in machine.of(Kind.MODULE_LOAD_FAILED)
+            if s.value.startswith("nvidia") and "no such device" not in s.get("reason").lower()
+        ]
+        if not failed:
+            continue
+        rejected = machine.of(Kind.MODULE_KEY_REJECTED)
+        reason = failed[-1].get("reason")
+        summary = [f"Talos cannot load module {failed[-1].value}: {reason}"]
+        if rejected or "key was rejected" in reason:
+            summary.append(
+                "the kernel refuses the module's signing key: the module was built for another "
+                "kernel than the one running (an extension of another Talos release, or a module "
+                "built by hand)"
+            )
+        held = [n for n in NVIDIA_SERVICES if n in machine.waited_services()]
+        if held:
+            summary.append(f"so {', '.join(held)} waits for a driver that never loads")
+        ruled = [
+            (
+                "TS123",
+                "the machine config does load the module: Talos tries and the kernel refuses it "
+                f"({failed[0].evidence.where})",
+            ),
+        ]
+        if rejected or "key was rejected" in reason:
+            ruled.append(
+                (
+                    "TS101",
+                    "the kernel rejects the module's key before the module looks for a GPU: "
+                    "whether the node has one plays no part here",
+                )
+            )
+        collect = [
+            f"talosctl -n {machine.name or '<node>'} get extensions and talosctl version: the "
+            "NVIDIA extension versions against the running Talos",
+        ]
+        evidence = [s.evidence for s in rejected[:1] + failed[:2]]
+        found.append(_Finding("TS204", machine, evidence, ruled, summary, collect))
+    return found
+
+
 _RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
+    _module_not_loaded,
     _reboots,
     _modules_not_loaded,
     _wrong_flavour,

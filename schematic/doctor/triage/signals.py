@@ -43,6 +43,8 @@ class Kind(Enum):
     EXTENSION = "system extension"
     MODULE_LOADED = "kernel module loaded"
     MODULES_LISTED = "kernel modules listed"
+    MODULE_LOAD_FAILED = "kernel module failed to load"  # value: module; data reason
+    MODULE_KEY_REJECTED = "kernel refused a module's signing key"
     MACHINE_STAGE = "machine stage"
     MACHINE_CONFIG = "machine config"  # data modules (csv), image
     # kernel and NVIDIA tools

@@ -73,6 +73,11 @@ _SERVICE_WAIT = re.compile(r'service "(?P<service>[^"]+)" to be (?:"[a-z]+"|[a-z
 # Talos's service runner logs each state change as ``service[<id>](<State>): <message>``
 # (internal/app/machined/pkg/system/service_runner.go, UpdateState).
 _SERVICE_RUNNER = re.compile(r"\bservice\[(?P<service>[\w.-]+)\]\((?P<state>[A-Z][a-z]+)\): ")
+# Talos's KernelModuleSpecController ("error loading module %q: %w", kernel_module_spec.go); the
+# quote arrives as \", or as \x5c" from talosctl dmesg.
+_MODULE_LOAD = re.compile(
+    r'error loading module (?:\\x5c|\\)?"(?P<module>[\w-]+)(?:\\x5c|\\)?": (?P<reason>[^"}]*)'
+)
 # A service a condition waits for, as the runner's Waiting message, `talosctl service <id>`
 # events and `talosctl health` quote it (service_events.go, String).
 _WAITING_FOR = re.compile(r'\b[Ww]aiting for service "(?P<service>[^"]+)" to be ')
@@ -108,6 +113,7 @@ _MARK = re.compile(
                     "Status",
                     "service[",
                     "aiting for service",
+                    "error loading module",
                 ),
             ),
             # a GPU row of nvidia-smi's table; not tied to the line's start, which would keep
@@ -460,6 +466,16 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
                     evidence,
                     found["service"],
                     (*data, ("source", "dependency")),
+                )
+        if "error loading module" in message:
+            for found in _MODULE_LOAD.finditer(message):
+                reason = found["reason"].strip().rstrip("\\").strip()
+                yield Signal(
+                    Kind.MODULE_LOAD_FAILED,
+                    line.node,
+                    evidence,
+                    found["module"],
+                    (*data, ("reason", reason)),
                 )
         module = _PROC_MODULE.match(message) if " 0x" in message else None
         if module:

@@ -34,6 +34,9 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         Kind.NVRM_NO_GSP,
     ),
     (re.compile(r"supported through the NVIDIA \d+\.xx Legacy drivers"), Kind.NVRM_LEGACY),
+    # The kernel's module-signature check (kernel/module/signing.c), quoted with Talos's
+    # failed load in https://github.com/siderolabs/talos/issues/7043 and #7174.
+    (re.compile(r"Loading of module with unavailable key is rejected"), Kind.MODULE_KEY_REJECTED),
     (
         re.compile(r"RmInitAdapter failed|rm_init_adapter failed|RmInitAdapter: Cannot initial"),
         Kind.RM_INIT_FAILED,
@@ -107,6 +110,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("NVIDIA open",),
     ("System Processor",),
     ("Legacy drivers",),
+    ("unavailable key",),
     ("RmInitAdapter", "rm_init_adapter"),
     ("Data Center GPUs",),
     ("No devices",),
