@@ -569,6 +569,13 @@ def test_talosctl_service_detail_of_a_waiting_service() -> None:
             "NVRM: Open nvidia.ko is only ready for use on Data Center GPUs.",
             Kind.NVRM_OPEN_UNSUPPORTED,
         ),
+        (
+            "NVRM: The NVIDIA GPU 0000:00:10.0 (PCI ID: 10de:1b38)\nNVRM: installed in this system "
+            "is not supported by the\nNVRM: NVIDIA 535.54.03 driver release.",
+            Kind.NVRM_RELEASE_UNSUPPORTED,
+        ),
+        ("NVRM: The NVIDIA probe routine failed for 1 device(s).", Kind.RM_INIT_FAILED),
+        ("Loading of module with unavailable key is rejected", Kind.MODULE_KEY_REJECTED),
         ("No devices were found", Kind.NO_DEVICES),
         ("No devices found", Kind.NO_DEVICES),
         (

@@ -866,9 +866,11 @@ def _gpu_not_initialised(machine: Machine) -> list[_Finding]:
     names: the data-centre-only open modules, or a cause only the NVRM lines tell."""
     failed = machine.of(Kind.RM_INIT_FAILED)
     unsupported = machine.of(Kind.NVRM_OPEN_UNSUPPORTED)
-    if not (failed or unsupported):
+    release = machine.of(Kind.NVRM_RELEASE_UNSUPPORTED)
+    if not (failed or unsupported or release):
         return []
-    evidence = [s.evidence for s in unsupported[:1] + failed[:2] + machine.of(Kind.NO_DEVICES)[:1]]
+    evidence = [s.evidence for s in unsupported[:1] + release[:1] + failed[:2]]
+    evidence += [s.evidence for s in machine.of(Kind.NO_DEVICES)[:1]]
     ruled = [
         ("TS123", "the nvidia module is loaded: it is the driver that reports the failure"),
         (
@@ -877,7 +879,15 @@ def _gpu_not_initialised(machine: Machine) -> list[_Finding]:
         ),
     ]
     collect: list[str] = []
-    if unsupported:
+    if release:
+        pci = release[0].get("pci")
+        summary = [
+            f"the driver release refuses GPU {pci or 'of this node'} as not supported (the NVRM "
+            "lines name the release): the GPU needs another driver than this one — a newer "
+            "branch for a GPU newer than it, the legacy branch for an old one, or NVIDIA's vGPU "
+            "guest driver for a vGPU"
+        ]
+    elif unsupported:
         summary = [
             "the open kernel modules of this driver serve data-centre GPUs only and refuse this "
             "one: load the proprietary modules (nonfree-kmod-nvidia-<tier>), or set "

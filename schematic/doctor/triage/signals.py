@@ -53,6 +53,7 @@ class Kind(Enum):
     NVRM_LEGACY = "GPU dropped by this driver branch"
     RM_INIT_FAILED = "RmInitAdapter failed"
     NVRM_OPEN_UNSUPPORTED = "open modules refuse a GPU that is not a data-centre one"
+    NVRM_RELEASE_UNSUPPORTED = "this driver release does not support the GPU"
     NO_DEVICES = "nvidia-smi found no devices"
     NO_DRIVER = "nvidia-smi cannot reach the driver"
     NO_GPU_FOUND = "no NVIDIA GPU found"

@@ -37,8 +37,16 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
     # The kernel's module-signature check (kernel/module/signing.c), quoted with Talos's
     # failed load in https://github.com/siderolabs/talos/issues/7043 and #7174.
     (re.compile(r"Loading of module with unavailable key is rejected"), Kind.MODULE_KEY_REJECTED),
+    # nv.c's probe refusal and summary, quoted in siderolabs/extensions#227 (talosctl dmesg).
     (
-        re.compile(r"RmInitAdapter failed|rm_init_adapter failed|RmInitAdapter: Cannot initial"),
+        re.compile(r"installed in this system is not\W+(?:NVRM: )?supported by the"),
+        Kind.NVRM_RELEASE_UNSUPPORTED,
+    ),
+    (
+        re.compile(
+            r"RmInitAdapter failed|rm_init_adapter failed|RmInitAdapter: Cannot initial"
+            r"|NVIDIA probe routine failed"
+        ),
         Kind.RM_INIT_FAILED,
     ),
     # The open modules of the 515-55x branches (kernel-open/nvidia/nv.c), quoted in
@@ -111,7 +119,8 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("System Processor",),
     ("Legacy drivers",),
     ("unavailable key",),
-    ("RmInitAdapter", "rm_init_adapter"),
+    ("installed in this system",),
+    ("RmInitAdapter", "rm_init_adapter", "probe routine failed"),
     ("Data Center GPUs",),
     ("No devices",),
     ("No devices",),
