@@ -349,3 +349,18 @@ def test_a_host_address_given_for_two_nodes_joins_neither(tmp_path: Path) -> Non
     ]
     (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "items": pods}))
     assert verdict(tmp_path)["TS101"] == ("error", (address,))
+
+
+def test_show_labels_column_carries_the_hardware_labels(tmp_path: Path) -> None:
+    # `kubectl get nodes -o wide --show-labels`: the LABELS column (akash-network/community#608's
+    # layout) holds what `-o yaml` would.
+    node = "tenant-a-cpu-7c9xv"
+    labels = ",".join(f"{k}={v}" for k, v in sorted(NO_GPU_LABELS.items()))
+    (tmp_path / "nodes.txt").write_text(
+        "NAME                 STATUS   ROLES    AGE   VERSION   INTERNAL-IP   EXTERNAL-IP   "
+        "OS-IMAGE          KERNEL-VERSION   CONTAINER-RUNTIME    LABELS\n"
+        f"{node}   Ready    <none>   26h   v1.33.5   10.244.3.17   <none>        "
+        f"Talos (v1.12.0)   6.17.7-talos     containerd://2.1.5   {labels}\n"
+    )
+    (tmp_path / "events.txt").write_text(EVENTS_HEADER + rebooted_rows(node, ["12m", "83m"]))
+    assert verdict(tmp_path) == {"TS101": ("error", (node,))}

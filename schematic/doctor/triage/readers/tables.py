@@ -321,6 +321,8 @@ def _other_row(cells: dict[str, str], node: str, kind: str, evidence: Evidence) 
             (
                 ("addresses", ",".join(a for a in aliases if a and a != "<none>")),
                 ("ready", {"Ready": "True", "NotReady": "False"}.get(ready, "Unknown")),
+                # `--show-labels`: "k=v" pairs joined by commas, as the model reads them.
+                ("labels", "" if cells.get("LABELS") == "<none>" else cells.get("LABELS", "")),
             ),
         )
     elif "PHASE" in cells and "NODENAME" in cells and cells.get("NAME"):
