@@ -69,6 +69,7 @@ __all__ = [
     "compose_single",
     "decode_text",
     "excessive_aliasing",
+    "files_below",
     "format_size",
     "load",
     "max_input_size",
@@ -294,6 +295,26 @@ _OPEN_DESCRIPTOR = re.compile(r"/dev/(?:stdin|fd/\d+)|/proc/(?:self|\d+)/fd/\d+"
 def _regular_or_directory(mode: int) -> bool:
     # A directory is let through to fail on read with "Is a directory", as it always has.
     return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def files_below(folder: Path) -> Iterator[Path]:
+    """Every entry below ``folder`` that is not a folder, folder by folder in name order; names
+    starting with a dot (``.git``, an editor's swap file) and links to folders are passed by.
+
+    A folder that cannot be listed raises its OSError (``filename`` names it): a command that
+    went on would report on the rest as if it had read everything. A folder that is gone by the
+    time it is listed (a process of ``/proc`` that ended) held nothing to read and is passed by.
+    """
+
+    def unlistable(err: OSError) -> None:
+        if not isinstance(err, FileNotFoundError):
+            raise err
+
+    for root, folders, names in os.walk(folder, onerror=unlistable):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for name in sorted(names):
+            if not name.startswith("."):
+                yield Path(root, name)
 
 
 def decode_text(data: bytes) -> str:

@@ -1,5 +1,5 @@
-"""A gate never passes on what it could not read: `lint DIR` and `triage DIR` on a folder, or
-with a sub-folder, that cannot be listed name it and exit non-zero.
+"""A gate never passes on what it could not read: `lint DIR`, `triage DIR` and `verify DIR` on a
+folder, or with a sub-folder, that cannot be listed name it and exit non-zero.
 
 Unreadable means what the kernel says: the folder's mode is 000 and the command runs as a user
 the mode applies to. The suite may run as root, for whom a mode denies nothing, so each command
@@ -30,6 +30,9 @@ for _module in (
     "schematic.doctor.triage",
     "schematic.doctor.triage.formats",
     "schematic.doctor.lint",
+    "schematic.factory.checks",
+    "schematic.factory.client",
+    "concurrent.futures.thread",
 ):
     importlib.import_module(_module)
 NOBODY = 65534
@@ -163,3 +166,32 @@ def test_lint_reads_the_same_folder_once_it_is_readable(shared_folder: Path) -> 
     (hidden / "patch.yaml").chmod(0o644)
     code, _, err = run_unprivileged("lint", str(shared_folder))
     assert code == 0, err
+
+
+def _schematics(folder: Path) -> Path:
+    (folder / "gpu.schematic.yaml").write_text("customization: {}\n")
+    (folder / "gpu.schematic.yaml").chmod(0o644)
+    hidden = folder / "more"
+    hidden.mkdir()
+    (hidden / "cpu.schematic.yaml").write_text("customization: {}\n")
+    hidden.chmod(0)
+    return hidden
+
+
+def test_verify_names_an_unreadable_sub_folder_and_fails(shared_folder: Path) -> None:
+    # Before any factory is asked: the schematics to verify are not all known.
+    hidden = _schematics(shared_folder)
+    code, out, err = run_unprivileged(
+        "verify", str(shared_folder), "--factory", "http://127.0.0.1:9"
+    )
+    assert code == 1, (out, err)
+    assert f"{hidden}: cannot read: Permission denied" in err
+
+
+def test_verify_on_an_unreadable_folder_fails(shared_folder: Path) -> None:
+    # Named on the command line, the folder is refused as an argument (exit 2, usage).
+    hidden = _schematics(shared_folder)
+    code, _, err = run_unprivileged("verify", str(hidden), "--factory", "http://127.0.0.1:9")
+    assert code == 2
+    shown = " ".join(err.replace("│", " ").split())
+    assert f"{hidden}' is not readable" in shown, err

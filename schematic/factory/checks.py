@@ -9,7 +9,6 @@ one check per distinct schematic), a schematic file, or a directory searched for
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,19 +37,20 @@ def read_schematic(path: Path) -> Schematic:
 def _schematic_files(path: Path) -> list[Path]:
     if not path.is_dir():
         return [path]
-    # Links are not followed, and an entry that vanishes or cannot be listed while the walk runs
-    # (`verify /` passes /proc) is passed by, as rglob did not.
-    inside = sorted(
-        Path(root, name)
-        for root, _, names in os.walk(path, onerror=lambda _: None)
-        for name in names
-        if name.endswith(".schematic.yaml")
-    )
+    from schematic.safe_yaml import files_below, read_problem
+
+    try:
+        inside = sorted(child for child in files_below(path) if child.name.endswith(_SUFFIX))
+    except OSError as err:
+        # A folder that cannot be listed may hold schematics nobody checked: passing on the
+        # rest would be a gate passing on what it could not read.
+        raise SchematicError(read_problem(err), source=str(err.filename)) from None
     if not inside:
         raise SchematicError("no *.schematic.yaml files here", source=str(path))
     return inside
 
 
+_SUFFIX = ".schematic.yaml"
 # What `verify` checks: a subject (file or pools), the ID, and the body expected under it.
 Check = tuple[str, str, "Schematic | None"]
 

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from schematic.core.goscalar import resolve_plain
-from schematic.errors import LintInputError
+from schematic.errors import LintInputError, printable
 from schematic.safe_yaml import (
     InputKind,
     InputTooLargeError,
@@ -27,6 +27,7 @@ from schematic.safe_yaml import (
     YamlLimitError,
     check_syntax,
     compose_all,
+    files_below,
     read_problem,
     read_text,
 )
@@ -170,12 +171,17 @@ def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
             # Standard input: `helm template ... | talos-schematic lint -`.
             found.append((path, given, ""))
         elif path.is_dir():
-            for root, dirs, files in os.walk(path, onerror=_unlistable):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if name.endswith(_SUFFIXES) and not name.startswith("."):
-                        child = Path(root) / name
-                        found.append((child, str(child), _unreadable(child)))
+            try:
+                found += [
+                    (child, str(child), _unreadable(child))
+                    for child in files_below(path)
+                    if child.name.endswith(_SUFFIXES)
+                ]
+            except OSError as err:
+                # A folder that cannot be listed holds files nobody checked: passing the rest
+                # would be a gate passing on what it could not read.
+                where = printable(str(err.filename), one_line=True)
+                raise LintInputError(f"{where}: cannot be read ({err.strerror or err})") from None
         elif path.exists():
             # Named on the command line: read_text refuses a FIFO or device, except a pipe this
             # process holds (`lint <(helm template)`).
@@ -183,12 +189,6 @@ def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
         else:
             raise LintInputError(f"{given}: no such file or directory")
     return found
-
-
-def _unlistable(err: OSError) -> None:
-    # A folder that cannot be listed holds files nobody checked: passing the rest would be a
-    # gate passing on what it could not read.
-    raise LintInputError(f"{err.filename}: cannot be read ({err.strerror or err})")
 
 
 def _unreadable(path: Path) -> str:

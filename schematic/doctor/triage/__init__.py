@@ -29,8 +29,10 @@ from schematic.safe_yaml import (
     InputTooLargeError,
     NotTextError,
     decode_text,
+    files_below,
     max_input_size,
     read_bytes,
+    read_problem,
 )
 
 __all__ = ["Diagnosis", "Reading", "TriageReport", "committed_output", "triage_paths"]
@@ -57,26 +59,20 @@ class TriageReport:
         return tuple(r for r in self.readings if r.format and r.problem)
 
 
-def _unreadable(err: OSError) -> None:
-    # A folder that cannot be listed is evidence not read: a diagnosis from the rest could
-    # name the look-alike, or nothing, and exit 0.
-    raise TriageInputError(
-        f"{printable(str(err.filename), one_line=True)}: cannot read: {err.strerror or err}"
-    )
-
-
 def _files(paths: Sequence[str]) -> list[str]:
     found: list[str] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            for root, dirs, names in os.walk(path, onerror=_unreadable):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(names):
-                    child = Path(root) / name
-                    # A FIFO or device below a directory would block or never end.
-                    if not name.startswith(".") and child.is_file():
-                        found.append(str(child))
+            try:
+                # A FIFO or device below a directory would block or never end.
+                found += [str(child) for child in files_below(path) if child.is_file()]
+            except OSError as err:
+                # A folder that cannot be listed is evidence not read: a diagnosis from the
+                # rest could name the look-alike, or nothing, and exit 0.
+                raise TriageInputError(
+                    f"{printable(str(err.filename), one_line=True)}: {read_problem(err)}"
+                ) from None
         elif given == "-" or path.exists():
             found.append(given)
         else:
