@@ -2,7 +2,8 @@
 
 Each input kind has its own default limit (``schematic.safe_yaml.INPUT_LIMITS``): a schematic,
 a profile, a cluster file, a lint input and a YAML or JSON hardware dump or evidence file 1 MiB;
-a text hardware dump and text evidence 16 MiB; a factory's extension list 1 MiB. This feeds
+a text hardware dump and text evidence 16 MiB; an output directory's index 1,792 KiB; a
+factory's extension list 1 MiB. This feeds
 each command the shapes that cost a reader most per byte, each just under its limit (and, for
 the refusals, the issue's own reproductions far over it):
 
@@ -37,6 +38,8 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from schematic.safe_yaml import INPUT_LIMITS, InputKind
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS = 5.0
@@ -94,6 +97,23 @@ def yaml_shapes(size: int, rng: random.Random) -> dict[str, str]:
         "distinct keys": "".join(keys),
         "tiny documents": _repeat("---\na: 1\n", size),
         "random scalars (seeded)": "[" + ",".join(words) + "]",
+    }
+
+
+def index_shapes(size: int, rng: random.Random) -> dict[str, str]:
+    """The YAML shapes as an output index: a mapping marked as the tool's."""
+    head = "generator: talos-schematic\n"
+    shapes = yaml_shapes(size - 64, rng)
+    return {
+        shape: head
+        + (
+            text
+            if shape in ("distinct keys", "tiny documents")
+            else f"x:\n{text}"
+            if text.startswith("-")
+            else f"x: {text}"
+        )
+        for shape, text in shapes.items()
     }
 
 
@@ -222,6 +242,23 @@ def main() -> int:
         for shape, text in shapes.items():
             (work / "profile.yaml").write_text(text)
             measure("generate with profile: ./f (profile)", ["generate", str(cluster)], shape)
+
+        # An output directory's index just under its own limit, in each shape: what a planted
+        # index costs `generate --out` before it is found not to be the tool's.
+        record = INPUT_LIMITS[InputKind.OUTPUT_RECORD] - 64
+        owned = work / "owned.yaml"
+        owned.write_text(
+            "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
+            "talos: {version: v1.13.9}\n"
+            "pools:\n  - {name: gpu, profile: kubevirt-l40s}\n"
+        )
+        for shape, text in index_shapes(record, rng).items():
+            out = work / "index-out"
+            out.mkdir(exist_ok=True)
+            (out / "index.yaml").write_text(text)
+            measure(
+                "generate --out (output index)", ["generate", str(owned), "--out", str(out)], shape
+            )
 
         # The issue's reproductions, far over the limits: refused at once.
         measure(

@@ -6,7 +6,8 @@ or a traceback:
 
 - **Size**: a file is read at most its kind's limit far (:data:`INPUT_LIMITS`: 1 MiB for a
   schematic, a profile, a cluster file, a lint input and a YAML or JSON hardware dump or
-  evidence; 16 MiB for a text hardware dump, text evidence and any other input), unless
+  evidence; 1,792 KiB for an output directory's index or journal; 16 MiB for a text hardware
+  dump, text evidence and any other input), unless
   ``--max-input-size`` gives one limit for every kind; so ``/dev/zero`` stops at the cap. Each
   limit is what its kind costs at most 5 s and 500 MB to read in its worst shape (a million
   one-character items in a flow list, a million keys, a million documents), and far above any
@@ -96,6 +97,7 @@ class InputKind(enum.Enum):
     HARDWARE_DOCUMENTS = "a YAML or JSON hardware dump"
     EVIDENCE = "a triage evidence file"
     EVIDENCE_DOCUMENTS = "YAML triage evidence"
+    OUTPUT_RECORD = "an output directory's index or journal"
     OTHER = "an input"
 
 
@@ -103,7 +105,10 @@ class InputKind(enum.Enum):
 # config patch of a few kilobytes; a cluster file of a thousand pools, 500 kB), and low enough
 # that its worst shape costs at most 5 s and 500 MB. YAML costs about 3 s of CPU and 250 MB a
 # MiB in its worst shapes (a flow list of one-character items, a million small documents);
-# line-oriented text (lspci, logs) and JSON a small part of that.
+# line-oriented text (lspci, logs) and JSON a small part of that. The index `generate --out`
+# writes takes about 1.6 kB a GPU pool (a thousand: 1.6 MB), its journal less; anyone with
+# write access to the repository may have replaced either, and at 2 MiB the worst YAML shape
+# (a flow list of mappings) takes 500 MB: 1,792 KiB holds a thousand pools and costs 455 MB.
 INPUT_LIMITS: dict[InputKind, int] = {
     InputKind.SCHEMATIC: _MIB,
     InputKind.PROFILE: _MIB,
@@ -113,6 +118,7 @@ INPUT_LIMITS: dict[InputKind, int] = {
     InputKind.HARDWARE_DOCUMENTS: _MIB,
     InputKind.EVIDENCE: DEFAULT_MAX_INPUT_SIZE,
     InputKind.EVIDENCE_DOCUMENTS: _MIB,
+    InputKind.OUTPUT_RECORD: 7 * _MIB // 4,
     InputKind.OTHER: DEFAULT_MAX_INPUT_SIZE,
 }
 GO_YAML_MAX_DEPTH = 10_000

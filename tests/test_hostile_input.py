@@ -191,6 +191,27 @@ def test_a_50_mb_file_is_refused_at_its_kinds_size_limit(
     assert peak is None or peak < PEAK_LIMIT_MB, f"peak {peak:.0f} MB"
 
 
+@pytest.mark.parametrize("command", [["generate"], ["check"]])
+def test_an_output_index_past_its_kinds_limit_is_refused(workdir: Path, command: list[str]) -> None:
+    # The index is the tool's own record, but anyone with write access to the repository may
+    # have replaced it: it is read within its own limit (a thousand pools take 1.6 MB), not
+    # the 16 MiB of any input, and nothing is written.
+    (workdir / "cluster.yaml").write_text(
+        "cluster: c\nnamespace: tenant-a\ncozystack: {version: osimage}\n" + CLUSTER
+    )
+    out = workdir / "out"
+    out.mkdir()
+    with (out / "index.yaml").open("wb") as index:
+        index.write(b"generator: talos-schematic\npools: [")
+        index.write(b"1," * (3 << 20) + b"1]\n")
+    assert_one_error(
+        run_measured(*command, "cluster.yaml", "--out", "out", cwd=workdir),
+        "out/index.yaml: cannot read: larger than 1792 KiB, the limit for an output directory's "
+        "index or journal (raise it with --max-input-size)",
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["index.yaml"]
+
+
 def test_lint_reports_an_oversized_or_binary_file_and_lints_the_rest(workdir: Path) -> None:
     (workdir / "lint").mkdir()
     with (workdir / "lint" / "a-big.yaml").open("wb") as big:

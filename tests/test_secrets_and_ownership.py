@@ -33,7 +33,8 @@ from schematic.factory.client import (
 )
 from schematic.inputs.cluster_file import load_cluster
 from schematic.inputs.reading import MAX_PROBLEMS
-from schematic.output.disk import JOURNAL
+from schematic.output.disk import JOURNAL, digest, recover
+from schematic.safe_yaml import INPUT_LIMITS, InputKind
 
 register_all_commands()
 
@@ -209,6 +210,22 @@ def test_a_planted_journal_removes_no_empty_file_or_folder(tmp_path: Path) -> No
     assert (out / "docs" / "__init__.py").exists()
     assert (out / "empty").is_dir()
     assert "removed pool" not in err
+
+
+@pytest.mark.parametrize("padding", [0, INPUT_LIMITS[InputKind.OUTPUT_RECORD]])
+def test_a_journal_past_its_limit_is_not_acted_on(tmp_path: Path, padding: int) -> None:
+    # Within its limit a journal's temporary file (its digest proving it the tool's) is
+    # cleaned up; past it, the journal is not read at all, and nothing is removed.
+    (tmp_path / ".values.yaml.0123abcd.tmp").write_bytes(b"x")
+    recorded = digest(b"x")
+    (tmp_path / JOURNAL).write_text(
+        "talos-schematic journal 2\n"
+        f"write {recorded} values.yaml\n"
+        f"temp {recorded} .values.yaml.0123abcd.tmp\n" + "#\n" * (padding // 2) + "end\n"
+    )
+    claims = recover(tmp_path)
+    assert (tmp_path / ".values.yaml.0123abcd.tmp").exists() == bool(padding)
+    assert claims == ({} if padding else {"values.yaml": frozenset({recorded})})
 
 
 # --- problems by the thousand ---------------------------------------------------------------

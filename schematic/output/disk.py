@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schematic.errors import OutputError
-from schematic.safe_yaml import InputTooLargeError, max_input_size
+from schematic.safe_yaml import InputKind, InputTooLargeError, max_input_size
 
 __all__ = [
     "JOURNAL",
@@ -232,9 +232,9 @@ class _Folders:
         self.close()
 
 
-def _read_at(folder: int, base: str, limit: int) -> bytes | None:
+def _read_at(folder: int, base: str, limit: int, kind: InputKind = InputKind.OTHER) -> bytes | None:
     """A regular file's bytes, read from ``folder``; None when absent. Never follows a symbolic
-    link, never blocks on a FIFO, never reads past ``limit``."""
+    link, never blocks on a FIFO, never reads past ``limit`` (``kind``'s, for the message)."""
     try:
         descriptor = os.open(base, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
     except FileNotFoundError:
@@ -244,7 +244,7 @@ def _read_at(folder: int, base: str, limit: int) -> bytes | None:
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or directory)")
         if info.st_size > limit:
-            raise InputTooLargeError(limit)
+            raise InputTooLargeError(limit, kind)
         chunks = []
         remaining = limit + 1  # one byte more tells a file that grew meanwhile
         while remaining > 0:
@@ -254,7 +254,7 @@ def _read_at(folder: int, base: str, limit: int) -> bytes | None:
             chunks.append(chunk)
             remaining -= len(chunk)
         if remaining <= 0:
-            raise InputTooLargeError(limit)
+            raise InputTooLargeError(limit, kind)
         return b"".join(chunks)
     finally:
         os.close(descriptor)
@@ -267,21 +267,23 @@ def _link_error(err: OSError) -> OSError:
     return err
 
 
-def read_file(directory: Path, name: str, limit: int | None = None) -> bytes | None:
+def read_file(
+    directory: Path, name: str, limit: int | None = None, kind: InputKind = InputKind.OTHER
+) -> bytes | None:
     """The bytes of ``directory/name``, or None when it is not there.
 
     Never follows a symbolic link (in the name or on the way to it), never blocks on a FIFO,
-    never reads a device, never reads more than the input-size limit: those raise OSError
-    (InputTooLargeError for size), which the caller reports.
+    never reads a device, never reads more than ``limit`` (by default the input-size limit of
+    ``kind``): those raise OSError (InputTooLargeError for size), which the caller reports.
     """
     if not plain_path(name):
         raise OSError(errno.EINVAL, "not a path inside the directory")
-    cap = max_input_size() if limit is None else limit
+    cap = max_input_size(kind) if limit is None else limit
     folder, _, base = name.rpartition("/")
     try:
         with _Folders(directory) as folders:
             descriptor = folders.get(folder)
-            return None if descriptor is None else _read_at(descriptor, base, cap)
+            return None if descriptor is None else _read_at(descriptor, base, cap, kind)
     except InputTooLargeError:
         raise
     except OSError as err:
@@ -311,7 +313,8 @@ def recover(root: Path, listed: Collection[str] = ()) -> dict[str, frozenset[str
     from it and it is empty.
     """
     try:
-        text = read_file(root, JOURNAL)
+        # Read as the index is: a record of the directory, bounded as one.
+        text = read_file(root, JOURNAL, kind=InputKind.OUTPUT_RECORD)
     except OSError:
         return {}
     if text is None:

@@ -26,6 +26,7 @@ from typing import Any
 from schematic.errors import OutputError
 from schematic.output import disk as output
 from schematic.output.disk import Drift
+from schematic.safe_yaml import InputKind
 
 __all__ = [
     "APPLY",
@@ -241,7 +242,7 @@ def _profiles(value: object, source: str) -> tuple[ProfileRecord, ...]:
 
 def _read_locked(root: Path) -> OutputIndex | None:
     try:
-        text = output.read_file(root, INDEX)
+        text = output.read_file(root, INDEX, kind=InputKind.OUTPUT_RECORD)
     except OSError as err:
         raise OutputError(f"{root / INDEX}: cannot read: {err.strerror or err}") from None
     return None if text is None else parse_index(text, str(root / INDEX))
@@ -434,7 +435,7 @@ def write_directory(
             owned[name] = owned.get(name, frozenset()) | {digest}
         if old is not None:
             # The index's own digest is not recorded: it is owned by its marker.
-            text = output.read_file(root, INDEX) or b""
+            text = output.read_file(root, INDEX, kind=InputKind.OUTPUT_RECORD) or b""
             owned[INDEX] = owned.get(INDEX, frozenset()) | {output.digest(text)}
         applied = output.apply(root, files, remove, owned, last=INDEX, force=force)
     names = frozenset(str(entry["name"]) for entry in tree.index.pools)

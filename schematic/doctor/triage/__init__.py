@@ -179,7 +179,7 @@ def committed_output(directory: str) -> Committed:
             f"--against {directory}: no {INDEX} (give a directory `generate --out` wrote)"
         )
     file = str(Path(directory) / INDEX)
-    lines = decode_text(read_bytes(file)).splitlines()
+    lines = decode_text(read_bytes(file, kind=InputKind.OUTPUT_RECORD)).splitlines()
     pools = []
     for entry in index.pools:
         name = str(entry["name"])
