@@ -75,7 +75,7 @@ class SchematicError(TalosSchematicError):
         self.source = source
         self.path = path
         self.line = line
-        where = source
+        where = printable(source, one_line=True)
         if line is not None:
             where += f":{line}"
         field = f" {path}:" if path else ""

@@ -168,3 +168,39 @@ def test_generate_and_id_keep_a_file_name_with_a_line_break_on_its_line(tmp_path
     assert code == 0, err
     clean(stdout, err)
     assert len(stdout.splitlines()) == 1 and "s\\nx\\u202e.yaml" in stdout
+
+
+# Each command that names its input, with what it needs besides the file: none of them may
+# talk to a factory here (verify fails on the file before it would).
+NAMING_COMMANDS = {
+    "id": [],
+    "generate": [],
+    "check": ["--out", "out"],
+    "lint": [],
+    "triage": [],
+    "detect": [],
+    "verify": ["--factory", "http://127.0.0.1:9"],
+    "upgrade": ["--to", "v1.13.9"],
+}
+# What makes each command name the file: YAML it cannot parse, bytes that are not UTF-8 text,
+# and a file that is not there.
+BAD_INPUTS = {"not YAML": b"a: [\n", "not text": b"\xff\xfe\x00x\n", "missing": None}
+
+
+@pytest.mark.parametrize("command", sorted(NAMING_COMMANDS))
+@pytest.mark.parametrize("bad", sorted(BAD_INPUTS))
+def test_a_file_name_with_a_line_break_stays_on_the_line_of_its_message(
+    tmp_path: Path, command: str, bad: str
+) -> None:
+    name = "a\nb\x1b[2J.yaml"
+    content = BAD_INPUTS[bad]
+    if content is not None:
+        (tmp_path / name).write_bytes(content)
+    code, out, err = run(command, name, *NAMING_COMMANDS[command], cwd=tmp_path)
+    assert code != 0 or command in ("lint", "triage"), (code, out, err)
+    clean(out, err)
+    shown = "a\\nb\\x1b[2J.yaml"
+    # Whatever names the file names it whole, on one line: no line starts inside the name.
+    for line in (*out.splitlines(), *err.splitlines()):
+        assert not line.startswith("b\\x1b"), (out, err)
+    assert shown in out + err, (out, err)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
-from schematic.errors import DetectError, TalosSchematicError
+from schematic.errors import DetectError, TalosSchematicError, printable
 
 
 class ProfileFormat(StrEnum):
@@ -20,7 +20,8 @@ class ProfileFormat(StrEnum):
 def _read(path: str) -> tuple[str, str]:
     from schematic.safe_yaml import InputKind, read_bytes
 
-    shown = "<stdin>" if path == "-" else path
+    # The name as messages show it: on one line, whatever it holds.
+    shown = "<stdin>" if path == "-" else printable(path, one_line=True)
     try:
         # Dumps may carry stray bytes in device names: they are replaced, not refused.
         return read_bytes(path, kind=InputKind.HARDWARE).decode("utf-8", errors="replace"), shown

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, get_args
 
-from schematic.errors import ClusterFileError
+from schematic.errors import ClusterFileError, printable
 from schematic.facts.media import BootSchematic, check_factory_version
 from schematic.inputs.cluster_values import (
     DEFAULT_IMAGE_FACTORY_URL,
@@ -368,7 +368,8 @@ def load_cluster(path: Path) -> ClusterFile:
     try:
         text = read_text(path, kind=InputKind.CLUSTER)
     except OSError as err:
-        raise ClusterFileError(f"{path}: {read_problem(err)}") from None
+        where = printable(str(path), one_line=True)
+        raise ClusterFileError(f"{where}: {read_problem(err)}") from None
     return parse_cluster(text, str(path))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-from schematic.errors import ProfileError
+from schematic.errors import ProfileError, printable
 from schematic.facts.media import MEDIA_KEYS
 from schematic.inputs.media_options import read_media
 from schematic.inputs.profile_values import (
@@ -218,7 +218,8 @@ def _read_path(path: Path) -> HardwareProfile:
             raise ProfileError(f"{path}: not a regular file (a FIFO or a device); not read")
         text = read_text(path, kind=InputKind.PROFILE)
     except OSError as err:
-        raise ProfileError(f"{path}: {read_problem(err)}") from None
+        where = printable(str(path), one_line=True)
+        raise ProfileError(f"{where}: {read_problem(err)}") from None
     return parse_profile(text, str(path), path.stem)
 
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-from schematic.errors import TalosSchematicError
+from schematic.errors import TalosSchematicError, printable
 from schematic.safe_yaml import YamlLimitError, compose_single
 
 __all__ = [
@@ -166,6 +166,7 @@ def parse_yaml(
 
     Raises ``error`` naming ``source`` and the line for text that is not such YAML.
     """
+    source = printable(source, one_line=True)  # a file name stays on its message's line
     try:
         # Aliases counted, never expanded, and nesting bounded before a value is built.
         node = compose_single(text, _untyped)
@@ -279,7 +280,7 @@ class Reading:
         node: yaml.Node | None = None,
         label: Callable[[KeyPath], tuple[str, KeyPath]] | None = None,
     ) -> None:
-        self.source = source
+        self.source = printable(source, one_line=True)  # as messages show it
         self.error = error
         self.node = node
         # Names a part of the file (a pool) by a word rather than its index.

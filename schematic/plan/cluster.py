@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from schematic.core.canonical import sha256_hex
 from schematic.core.decode import canonical_schematic
-from schematic.errors import ClusterFileError, NvidiaError, TalosSchematicError, UsageError
+from schematic.errors import (
+    ClusterFileError,
+    NvidiaError,
+    TalosSchematicError,
+    UsageError,
+    printable,
+)
 from schematic.facts.catalog import (
     check_extensions,
     normalise_extension_name,
@@ -344,6 +350,7 @@ def plan_cluster(
     plans the file's release with another release's packaged tables (a release beyond them;
     see :func:`schematic.plan.release.target_release`).
     """
+    source = printable(source, one_line=True)  # a file name stays on its message's line
     talos = cluster.talos
     try:
         release = release_of(talos.version, tables)

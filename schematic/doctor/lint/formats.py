@@ -8,6 +8,7 @@ from typing import Any
 from schematic import __version__
 from schematic.doctor.lint import LintReport
 from schematic.doctor.lint.findings import RULES
+from schematic.errors import printable
 
 __all__ = ["FORMATS", "render", "sarif_log", "sarif_rule_index", "sarif_uri"]
 
@@ -17,7 +18,9 @@ _SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def _where(file: str, line: int | None) -> str:
-    return f"{file}:{line}" if line is not None else file
+    # A file name holding a line break stays on its finding's line (JSON and SARIF keep it exact).
+    shown = printable(file, one_line=True)
+    return f"{shown}:{line}" if line is not None else shown
 
 
 def render_text(report: LintReport) -> str:

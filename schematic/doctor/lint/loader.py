@@ -187,7 +187,7 @@ def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
             # process holds (`lint <(helm template)`).
             found.append((path, given, ""))
         else:
-            raise LintInputError(f"{given}: no such file or directory")
+            raise LintInputError(f"{printable(given, one_line=True)}: no such file or directory")
     return found
 
 

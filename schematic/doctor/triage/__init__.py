@@ -76,7 +76,8 @@ def _files(paths: Sequence[str]) -> list[str]:
         elif given == "-" or path.exists():
             found.append(given)
         else:
-            raise TriageInputError(f"{given}: no such file or directory")
+            shown = printable(given, one_line=True)
+            raise TriageInputError(f"{shown}: no such file or directory")
     return found
 
 
