@@ -576,6 +576,8 @@ def test_talosctl_service_detail_of_a_waiting_service() -> None:
         ),
         ("NVRM: The NVIDIA probe routine failed for 1 device(s).", Kind.RM_INIT_FAILED),
         ("Loading of module with unavailable key is rejected", Kind.MODULE_KEY_REJECTED),
+        ("[talos] task startAllServices (1/1): done, 3.36s", Kind.BOOT_DONE),
+        ("[talos] boot sequence: done: 28.819444293s", Kind.BOOT_DONE),
         ("No devices were found", Kind.NO_DEVICES),
         ("No devices found", Kind.NO_DEVICES),
         (

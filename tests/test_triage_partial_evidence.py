@@ -364,3 +364,17 @@ def test_show_labels_column_carries_the_hardware_labels(tmp_path: Path) -> None:
     )
     (tmp_path / "events.txt").write_text(EVENTS_HEADER + rebooted_rows(node, ["12m", "83m"]))
     assert verdict(tmp_path) == {"TS101": ("error", (node,))}
+
+
+def test_a_wait_in_a_boot_that_finished_is_quiet(tmp_path: Path) -> None:
+    # Talos logs "task %s (%s): done, %s" and "%s sequence: done: %s" (v1alpha1_controller.go):
+    # a boot that got there had every service it waited for.
+    (tmp_path / "console.log").write_text(
+        f"[    9.120000] [talos] {WAIT}\n"
+        "[   12.480000] [talos] task startAllServices (1/1): done, 3.36s\n"
+        "[   12.490000] [talos] boot sequence: done: 12.1s\n"
+    )
+    assert diagnoses(tmp_path) == []
+    # The same wait with the boot not (yet) done is not an all-clear.
+    (tmp_path / "console.log").write_text(f"[    9.120000] [talos] {WAIT}\n")
+    assert verdict(tmp_path)["TS101"][0] == "warning"

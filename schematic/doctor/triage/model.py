@@ -313,8 +313,13 @@ class Machine:
         `talosctl services` Waiting row, a ``service[X](Waiting)`` line, a dependency's
         ``Waiting for service "X"``), unless an input shows it Running."""
         found: dict[str, Signal] = {}
+        # A boot that finished (`startAllServices ... done`, `boot sequence: done`) after a
+        # wait in the same log had every service it waited for.
+        done = {s.evidence.file: s.evidence.line for s in self.of(Kind.BOOT_DONE)}
         for signal in self.of(Kind.SERVICE_WAITING):
-            found.setdefault(signal.value, signal)
+            finished = done.get(signal.evidence.file, -1) > signal.evidence.line
+            if signal.get("source") == "services" or not finished:
+                found.setdefault(signal.value, signal)
         for signal in self.of(Kind.SERVICE_STATE):
             if signal.get("state") == "Waiting":
                 found.setdefault(signal.value, signal)

@@ -33,6 +33,7 @@ class Kind(Enum):
     # Talos boot sequence (console, dmesg, machined logs)
     SERVICE_WAITING = "boot waits for a service"
     BOOT_FAILED = "boot sequence failed"
+    BOOT_DONE = "boot sequence finished"
     REBOOTING = "machine reboots"
     UPGRADE_REVERTED = "failed upgrade reverted"
     CSR_SIGN_FAILED = "API certificate signing failed"

@@ -21,6 +21,11 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
     # the error machined logs with it (v1alpha1_controller.go: "error running phase %d in %s
     # sequence: %w"), quoted alone in https://github.com/siderolabs/talos/issues/14373
     (re.compile(r"error running phase \d+ in boot sequence"), Kind.BOOT_FAILED),
+    # v1alpha1_controller.go: "task %s (%s): done, %s", "%s sequence: done: %s".
+    (
+        re.compile(r"task startAllServices \(\d+/\d+\): done|\bboot sequence: done"),
+        Kind.BOOT_DONE,
+    ),
     (re.compile(r"\brebooting in \d+ seconds"), Kind.REBOOTING),
     (re.compile(r"reverting failed upgrade"), Kind.UPGRADE_REVERTED),
     (re.compile(r"failed to sign API server CSR"), Kind.CSR_SIGN_FAILED),
@@ -111,6 +116,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("startEverything",),
     ("boot sequence",),
     ("boot sequence",),
+    ("startAllServices", "boot sequence"),
     ("rebooting in",),
     ("reverting failed upgrade",),
     ("API server CSR",),
