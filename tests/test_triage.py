@@ -578,6 +578,10 @@ def test_talosctl_service_detail_of_a_waiting_service() -> None:
         ("Loading of module with unavailable key is rejected", Kind.MODULE_KEY_REJECTED),
         ("[talos] task startAllServices (1/1): done, 3.36s", Kind.BOOT_DONE),
         ("[talos] boot sequence: done: 28.819444293s", Kind.BOOT_DONE),
+        (
+            "E: Unable to locate package linux-objects-nvidia-535-server-6.1.51-talos",
+            Kind.OPERATOR_DRIVER_ON_TALOS,
+        ),
         ("No devices were found", Kind.NO_DEVICES),
         ("No devices found", Kind.NO_DEVICES),
         (

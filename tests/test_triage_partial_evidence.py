@@ -378,3 +378,12 @@ def test_a_wait_in_a_boot_that_finished_is_quiet(tmp_path: Path) -> None:
     # The same wait with the boot not (yet) done is not an all-clear.
     (tmp_path / "console.log").write_text(f"[    9.120000] [talos] {WAIT}\n")
     assert verdict(tmp_path)["TS101"][0] == "warning"
+
+
+def test_the_operator_driver_container_on_talos_is_ts141(tmp_path: Path) -> None:
+    bundle = Path(__file__).parent / "data" / "triage" / "paste-gpu-operator-driver-on-talos"
+    assert verdict(bundle) == {"TS141": ("error", ())}
+    # The same container on a distribution kernel is the operator's own business.
+    log = (bundle / "driver-daemonset.log").read_text(encoding="utf-8")
+    (tmp_path / "driver.log").write_text(log.replace("6.1.51-talos", "5.15.0-94-generic"))
+    assert "TS141" not in verdict(tmp_path)

@@ -1224,7 +1224,32 @@ def _module_not_loaded(model: ClusterModel) -> list[_Finding]:
     return found
 
 
+def _operator_driver_on_talos(model: ClusterModel) -> list[_Finding]:
+    """TS141 at runtime: the GPU Operator's driver container tries to install NVIDIA's packages
+    for a Talos kernel, where the driver comes from the system extensions."""
+    found = []
+    for machine in model.sorted_machines():
+        lines = machine.of(Kind.OPERATOR_DRIVER_ON_TALOS)
+        if not lines:
+            continue
+        kernel = re.search(r"-(\d+\.\d+\.\d+-talos)\b", lines[0].evidence.text)
+        summary = [
+            "the GPU Operator's driver container looks for NVIDIA's driver packages for "
+            f"the Talos kernel{' ' + kernel[1] if kernel else ''}, which has none: on Talos the "
+            "driver and the toolkit come from the system extensions, so the operator pods that "
+            "wait for its driver never start"
+        ]
+        collect = [
+            "the operator's values (`kubectl get clusterpolicy -o yaml`): driver.enabled and "
+            "toolkit.enabled must be false",
+        ]
+        evidence = [s.evidence for s in lines[:2]]
+        found.append(_Finding("TS141", machine, evidence, [], summary, collect))
+    return found
+
+
 _RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
+    _operator_driver_on_talos,
     _module_not_loaded,
     _reboots,
     _modules_not_loaded,

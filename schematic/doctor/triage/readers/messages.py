@@ -72,6 +72,12 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         Kind.PLUGIN_NO_NVML,
     ),
     (re.compile(r"couldn't communicate with the NVIDIA driver"), Kind.NO_DRIVER),
+    # The GPU Operator's driver container looks for its packages for the running kernel; a
+    # Talos kernel ("6.1.51-talos") has none (https://github.com/siderolabs/talos/issues/8402).
+    (
+        re.compile(r"Unable to locate package linux-[\w.+-]*nvidia[\w.+-]*-talos\b"),
+        Kind.OPERATOR_DRIVER_ON_TALOS,
+    ),
     (re.compile(r"No NVIDIA GPU found"), Kind.NO_GPU_FOUND),
     (
         re.compile(r"please load kernel module 'ib_umad'|is ib_umad module loaded"),
@@ -132,6 +138,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("No devices",),
     ("Incompatible strategy", "NVML"),
     ("NVIDIA driver",),
+    ("Unable to locate package",),
     ("No NVIDIA GPU",),
     ("ib_umad",),
     ("NV_WARN",),
