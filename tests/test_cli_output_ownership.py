@@ -196,10 +196,13 @@ def test_pool_writes_that_pool_and_keeps_the_others(home: Path) -> None:
     result = run("generate", str(home / "smaller.yaml"), "--out", str(out), "--pool", "l40s")
     assert result.exit_code == 0, result.stderr
     after = snapshot(out)
-    # v100 and the cluster-wide files are kept: only l40s was asked for.
-    assert {k: v for k, v in after.items() if k != "index.yaml"} == {
-        k: v for k, v in before.items() if k != "index.yaml"
+    # v100 and the cluster-wide files are kept: only l40s was asked for. APPLY.md names every
+    # pool's IDs, so it is rewritten, and says v100's files are not the cluster file's.
+    rewritten = ("index.yaml", "APPLY.md")
+    assert {k: v for k, v in after.items() if k not in rewritten} == {
+        k: v for k, v in before.items() if k not in rewritten
     }
+    assert "(`generate --pool`): `v100`." in (out / "APPLY.md").read_text()
     assert "removed pool" not in result.stderr
 
 

@@ -319,9 +319,9 @@ class Tree:
     files: Mapping[str, bytes]
     index: OutputIndex
     covers: Callable[[str], bool]
-    # APPLY.md's text for the directory's final files (every path but the index and itself);
-    # written by every run that writes the cluster-wide files (not with --pool).
-    apply_plan: Callable[[Collection[str]], bytes] | None = None
+    # APPLY.md's text for the directory's final files (every path but the index and itself)
+    # and the pools whose files a --pool run held back from the plan; written by every run.
+    apply_plan: Callable[[Collection[str], Collection[str]], bytes] | None = None
 
 
 @dataclass
@@ -362,9 +362,8 @@ def _compose(
     }
     recorded: dict[str, str] = {}
     remove: list[str] = []
-    planned = tree.apply_plan is not None and selected is None
     for name, digest in (old.files if old else {}).items():
-        if name in files or (planned and name == APPLY):
+        if name in files or (tree.apply_plan is not None and name == APPLY):
             continue
         pool = _pool_of(name, everyone)
         if pool is not None and pool not in new_pools:
@@ -378,10 +377,7 @@ def _compose(
         else:
             recorded[name] = digest
     recorded.update({name: output.digest(content) for name, content in files.items()})
-    if planned and tree.apply_plan is not None:
-        files[APPLY] = tree.apply_plan(frozenset(recorded))
-        recorded[APPLY] = output.digest(files[APPLY])
-    entries = []
+    entries, held_back = [], []
     for entry in tree.index.pools:
         name = str(entry["name"])
         kept = old.pool(name) if old is not None else None
@@ -389,8 +385,17 @@ def _compose(
             entries.append(entry)
         elif kept is not None:
             entries.append(kept)
+            if kept != entry:
+                held_back.append(name)
     if selected is not None and old is not None:
-        entries += [entry for entry in old.pools if entry["name"] not in new_pools]
+        dropped = [entry for entry in old.pools if entry["name"] not in new_pools]
+        entries += dropped
+        held_back += [str(entry["name"]) for entry in dropped]
+    # APPLY.md names every pool's IDs and images, so a --pool run rewrites it too (else it
+    # would name the chosen pool's old schematic); it says which pools' files lag the plan.
+    if tree.apply_plan is not None:
+        files[APPLY] = tree.apply_plan(frozenset(recorded), held_back)
+        recorded[APPLY] = output.digest(files[APPLY])
     kinds = tuple(dict.fromkeys((*(old.kinds if old else ()), *tree.index.kinds)))
     index = replace(tree.index, pools=tuple(entries), files=recorded, kinds=kinds)
     return {**files, INDEX: index_text(index).encode()}, remove, index

@@ -313,7 +313,9 @@ def render_tree(
         chart=layout.target.name if isinstance(layout, ChartFit) else None,
         allow_ignored_keys=isinstance(layout, ChartFit) and bool(layout.insisted),
     )
-    return Tree(files, index, _covered(wanted), lambda paths: apply_text(plan, paths).encode())
+    return Tree(
+        files, index, _covered(wanted), lambda paths, held: apply_text(plan, paths, held).encode()
+    )
 
 
 def _covered(kinds: tuple[Kind, ...]) -> Callable[[str], bool]:
