@@ -200,7 +200,9 @@ def test_a_file_name_with_a_line_break_stays_on_the_line_of_its_message(
     assert code != 0 or command in ("lint", "triage"), (code, out, err)
     clean(out, err)
     shown = "a\\nb\\x1b[2J.yaml"
-    # Whatever names the file names it whole, on one line: no line starts inside the name.
+    # Whatever names the file names it whole, on one line: no line starts inside the name,
+    # and the message (or lint's and triage's summary) is one line.
     for line in (*out.splitlines(), *err.splitlines()):
         assert not line.startswith("b\\x1b"), (out, err)
     assert shown in out + err, (out, err)
+    assert len(err.splitlines()) == 1, err

@@ -403,9 +403,10 @@ def _yaml_values(text: str, source: str) -> list[tuple[int, Any]]:
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark is not None else source
+        # A reader error has no problem of its own: its text ends in a second line of place.
+        reason = " ".join(str(getattr(err, "problem", None) or err).split())
         raise DetectError(
-            f"{where}: not lspci -nn, lspci -nnmm or talosctl pcidevices output "
-            f"(YAML: {getattr(err, 'problem', None) or err})"
+            f"{where}: not lspci -nn, lspci -nnmm or talosctl pcidevices output (YAML: {reason})"
         ) from None
     return [(node.start_mark.line + 1, _plain(node)) for node in nodes if node is not None]
 
