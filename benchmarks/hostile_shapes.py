@@ -133,6 +133,11 @@ def log_shapes(size: int) -> dict[str, str]:
             "    NVRM: x\n", size, "[ 1.0] NVRM: RmInitAdapter failed\n"
         ),
         "blank lines, then a signal": "\n" * (size - len(signal)) + signal,
+        # The device plugin's config header: each makes the next 220 lines read.
+        "a config header on every line": _repeat("Running with config:\n", size),
+        "a config header every 221 short lines": _repeat(
+            "Running with config:\n" + "a\n" * 220, size
+        ),
     }
 
 

@@ -338,6 +338,24 @@ def test_a_log_of_more_signals_than_is_read_is_read_at_both_ends_and_says_so(
     )["inputs"][0]["notRead"].startswith("lines 6-16")
 
 
+def test_each_device_plugin_start_is_read_for_its_own_strategy_only() -> None:
+    # Each "Running with config:" is followed by its own JSON: the strategy after the second
+    # start is that start's, not the first's as well (a log of nothing but start headers was
+    # searched 200 lines per header).
+    config = (
+        'Running with config:\n{\n  "flags": {\n    "plugin": {\n'
+        '      "deviceListStrategy": [\n        "{strategy}"\n      ],\n'
+        '      "deviceIDStrategy": "uuid"\n    }\n  }\n}\n'
+    )
+    log = "Running with config:\nI1120 starting\n" + config.replace("{strategy}", "volume-mounts")
+    found = [
+        (s.value, s.evidence.line)
+        for s in read_evidence(log, "plugin.log").signals
+        if s.kind is Kind.PLUGIN_STRATEGY
+    ]
+    assert found == [("volume-mounts", 7)]
+
+
 def test_proc_modules_lines_with_and_without_users_and_taints() -> None:
     text = (
         "mlx4_ib 274432 - - Live 0xffffffffc0664000\n"

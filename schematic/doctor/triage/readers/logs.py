@@ -273,21 +273,24 @@ def _lines(text: str, notes: list[str]) -> Iterator[_Line]:
     Only messages that hold a :data:`_MARK` (or follow ``Running with config:``) are split
     into their parts: the marks are found by one pattern over the whole text, so the lines
     between them cost nothing here (a 16 MiB log of short lines holds eight million). Past
-    :data:`READ_FIRST` marked messages, only those holding the last :data:`READ_LAST` marks
-    are read; the lines between are counted, and a note in ``notes`` says which."""
+    :data:`READ_FIRST` messages, only those holding the last :data:`READ_LAST` marks are read
+    (and, up to as many again, the lines after ``Running with config:`` among them); the lines
+    between are counted, and a note in ``notes`` says which."""
     position = 0  # where the next message may start: all before it is read or passed over
     number, counted = 1, 0  # the number of the line at offset ``counted``
     done = 0  # the end of the last message yielded
-    marked = 0
+    read = 0  # messages yielded
     keep = 0  # how many of the next messages are read, marked or not
     while position <= len(text):
+        if read == READ_FIRST:
+            keep = 0  # the start is read: from here on, the end
         found = (_NON_SPACE if keep else _MARK).search(text, position)
         if found is None:
             return
         start = _head_of(text, _line_start(text, found.start()), position)
         if keep:
             keep -= 1
-        elif marked == READ_FIRST:
+        elif read == READ_FIRST:
             tail = _tail(text, start, position)
             if tail > start:
                 first = number + text.count("\n", counted, position)
@@ -297,9 +300,6 @@ def _lines(text: str, notes: list[str]) -> Iterator[_Line]:
                     "messages that may be evidence, a log is read only at its end"
                 )
                 start = tail
-            marked += 1  # the rest is read whole
-        elif marked < READ_FIRST:
-            marked += 1
         first_line, parts, end = _message_at(text, start)
         number += text.count("\n", counted, start)
         counted = start
@@ -308,7 +308,8 @@ def _lines(text: str, notes: list[str]) -> Iterator[_Line]:
             line.message += "\n" + "\n".join(parts)
             # Evidence shows at most _MAX_TEXT characters of it.
             line.raw = _cut("\\x0a".join([line.raw, *parts]))
-        if "Running with config:" in line.message:
+        read += 1
+        if "Running with config:" in line.message and read < READ_FIRST + 2 * READ_LAST:
             keep = _STRATEGY_LINES
         line.follows = _NON_SPACE.search(text, done, start) is None
         done = end
@@ -516,6 +517,8 @@ def _device_list_strategy(following: list[_Line]) -> tuple[_Line, list[str]] | N
     for index, line in enumerate(following[:_STRATEGY_SEARCH]):
         found = _STRATEGY.search(line.message)
         if not found:
+            if "Running with config:" in line.message:
+                return None  # the next start's config: each line is searched for one start
             continue
         rest = found["rest"].strip().rstrip(",")
         collected = rest
