@@ -259,3 +259,24 @@ def test_a_nodes_empty_talos_image_url_falls_back_to_its_roles(tmp_path: Path) -
     extra = MODULES + '    talosImageURL: ""\n    machineSpec:\n      secureboot: true\n'
     text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, extra) + role
     assert found(lint(tmp_path, text)) == set()
+
+
+def test_a_nodes_machine_spec_replaces_its_roles_whole(tmp_path: Path) -> None:
+    # talhelper merges machineSpec as one struct (pkg/config/nodeconfigs.go at 39b69792): a
+    # node that sets only `mode` keeps no field of worker:'s, so it boots a plain ISO while
+    # worker:'s pinned installer is the SecureBoot one: a mixed pair.
+    schematic = "customization:\n  systemExtensions:\n    officialExtensions:\n" + "".join(
+        f"      - {name}\n" for name in LTS
+    )
+    code, schematic_id = id_command(tmp_path, schematic)
+    assert code == 0
+    role = (
+        f"worker:\n  talosImageURL: factory.talos.dev/metal-installer-secureboot/{schematic_id}\n"
+        "  machineSpec:\n    secureboot: true\n"
+    )
+    own = MODULES + "    machineSpec:\n      mode: metal\n"
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, own) + role
+    assert "TS132" in {code for code, _ in found(lint(tmp_path, text))}
+    # Without a machineSpec of its own, the node takes worker:'s: SecureBoot on both sides.
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, MODULES) + role
+    assert found(lint(tmp_path, text)) == set()

@@ -157,11 +157,14 @@ def _node_pool(doc: Document, here: Path_, role: Path_ | None, name: str) -> Poo
 
 
 def _spec(doc: Document, here: Path_, role: Path_ | None, key: str, default: Any) -> Any:
-    """The node's ``machineSpec.<key>``: its own, else its role's, else talhelper's default."""
+    """The node's ``machineSpec.<key>``, else talhelper's default. talhelper takes the node's
+    whole machineSpec when any of its fields is set (Go's reflect.IsZero on the struct), else
+    its role's whole one: a node setting only ``mode`` does not inherit its role's ``arch``."""
     for base in (here,) if role is None else (here, role):
-        value = doc.get((*base, "machineSpec", key))
-        if value is not None:
-            return value
+        spec = doc.get((*base, "machineSpec"))
+        if isinstance(spec, dict) and any(v not in (None, "", False) for v in spec.values()):
+            value = spec.get(key)
+            return default if value in (None, "") else value
     return default
 
 
