@@ -607,6 +607,7 @@ def test_talosctl_service_detail_of_a_waiting_service() -> None:
             Kind.NO_DRIVER,
         ),
         ("NVRM: No NVIDIA GPU found.", Kind.NO_GPU_FOUND),
+        ("NVRM: No NVIDIA graphics adapter found!", Kind.NO_GPU_FOUND),
         ("please load kernel module 'ib_umad' for NVLSM", Kind.FABRIC_IB_UMAD),
         ("ERR: umad_init failed, is ib_umad module loaded?", Kind.FABRIC_IB_UMAD),
         (

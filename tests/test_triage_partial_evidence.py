@@ -387,3 +387,28 @@ def test_the_operator_driver_container_on_talos_is_ts141(tmp_path: Path) -> None
     log = (bundle / "driver-daemonset.log").read_text(encoding="utf-8")
     (tmp_path / "driver.log").write_text(log.replace("6.1.51-talos", "5.15.0-94-generic"))
     assert "TS141" not in verdict(tmp_path)
+
+
+NO_GPU = "10.244.3.17: kern:    info: [2025-11-03T14:52:31Z]: NVRM: No NVIDIA GPU found.\n"
+WAIT_AT = f"10.244.3.17: user: warning: [2025-11-03T14:52:40Z]: [talos] {WAIT}\n"
+
+
+def test_a_module_that_found_no_gpu_makes_a_lone_wait_ts101(tmp_path: Path) -> None:
+    (tmp_path / "dmesg.txt").write_text(NO_GPU + WAIT_AT)
+    assert verdict(tmp_path) == {"TS101": ("error", ("10.244.3.17",))}
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0x65:1859)",
+        "NVRM: The NVIDIA GPU 0000:00:10.0 (PCI ID: 10de:1b38)\\x0aNVRM: installed in this system "
+        "is not supported by the\\x0aNVRM: NVIDIA 535.54.03 driver release.",
+    ],
+)
+def test_no_gpu_found_after_a_refused_gpu_is_not_ts101(tmp_path: Path, refusal: str) -> None:
+    # The driver says "no GPU" also when it refused the one there: the refusal is the cause.
+    line = f"10.244.3.17: kern: warning: [2025-11-03T14:52:30Z]: {refusal}\n"
+    (tmp_path / "dmesg.txt").write_text(line + NO_GPU + WAIT_AT)
+    found = verdict(tmp_path)
+    assert "TS101" not in found and found["TS203"][0] == "error"

@@ -148,6 +148,25 @@ def _no_nvidia(machine: Machine) -> tuple[str, Evidence] | None:
             f"vendor 0x10de; {pci[0].evidence.where})",
             pci[0].evidence,
         )
+    gone = machine.of(Kind.NO_GPU_FOUND)
+    refused = any(
+        machine.of(kind)
+        for kind in (
+            Kind.NVRM_LEGACY,
+            Kind.NVRM_NO_GSP,
+            Kind.NVRM_NEEDS_OPEN,
+            Kind.NVRM_RELEASE_UNSUPPORTED,
+            Kind.NVRM_OPEN_UNSUPPORTED,
+            Kind.RM_INIT_FAILED,
+        )
+    )
+    if gone and not refused:
+        # The module loaded and probed nothing; a GPU it refused (legacy, unsupported, failed
+        # to start) says so on its own NVRM lines first.
+        return (
+            f"the nvidia module loaded and found no NVIDIA GPU ({gone[0].evidence.where})",
+            gone[0].evidence,
+        )
     labelled = machine.labelled_hardware()
     if labelled is not None and labelled.other_pci:
         return (

@@ -78,7 +78,8 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         re.compile(r"Unable to locate package linux-[\w.+-]*nvidia[\w.+-]*-talos\b"),
         Kind.OPERATOR_DRIVER_ON_TALOS,
     ),
-    (re.compile(r"No NVIDIA GPU found"), Kind.NO_GPU_FOUND),
+    # Older drivers say "No NVIDIA graphics adapter found!" (quoted in ValveSoftware/SteamOS#209).
+    (re.compile(r"No NVIDIA GPU found|No NVIDIA graphics adapter found"), Kind.NO_GPU_FOUND),
     (
         re.compile(r"please load kernel module 'ib_umad'|is ib_umad module loaded"),
         Kind.FABRIC_IB_UMAD,
@@ -139,7 +140,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("Incompatible strategy", "NVML"),
     ("NVIDIA driver",),
     ("Unable to locate package",),
-    ("No NVIDIA GPU",),
+    ("No NVIDIA GPU", "No NVIDIA graphics adapter"),
     ("ib_umad",),
     ("NV_WARN",),
     ("NVSwitch management port",),
