@@ -19,6 +19,7 @@ from typer.testing import CliRunner, Result
 from schematic.cli import app, register_all_commands
 from schematic.core.model import Schematic
 from schematic.output.render.talhelper import TALHELPER_FILE
+from schematic.output.render.terraform import TERRAFORM_FILE
 
 register_all_commands()
 
@@ -475,3 +476,39 @@ def test_owner_stamped_registration_gives_talhelper_the_schematic_it_posts_itsel
             assert "owner:" not in text.decode(), name
             ours = yaml.safe_load(text)["schematic"]
             assert ours == yaml.safe_load((offline / name).read_bytes())["schematic"], name
+
+
+def test_owner_stamped_registration_gives_terraform_the_schematic_it_posts_itself(
+    router: respx.MockRouter, env: dict[str, str], cluster: Path, tmp_path: Path
+) -> None:
+    # The provider's talos_image_factory_schematic posts the schematic: it must carry the
+    # cluster file's body (the factory stamps it again and answers the stamped ID), while the
+    # postcondition checks that stamped ID.
+    offline = tmp_path / "offline"
+    assert (
+        run(env, "generate", str(cluster), "--out", str(offline), "-f", "terraform").exit_code == 0
+    )
+    router.post("/schematics").mock(side_effect=stamping_factory)
+    out = tmp_path / "out"
+    result = run(env, "generate", str(cluster), "--out", str(out), "-f", "terraform", "--register")
+    assert result.exit_code == 0, result.stderr
+    checked = 0
+    for name, text in tree(out).items():
+        if name.endswith(TERRAFORM_FILE):
+            ours, theirs = json.loads(text), json.loads((offline / name).read_bytes())
+            posted = next(iter(ours["resource"]["talos_image_factory_schematic"].values()))
+            before = next(iter(theirs["resource"]["talos_image_factory_schematic"].values()))
+            assert "owner:" not in posted["schematic"], name
+            assert posted["schematic"] == before["schematic"], name
+            stamped = next(iter(ours["locals"].values()))["schematic_id"]
+            assert (
+                stamped
+                == hashlib.sha256(
+                    (
+                        OWNER
+                        + Schematic.from_yaml(posted["schematic"].replace("$${", "${")).canonical()
+                    ).encode()
+                ).hexdigest()
+            )
+            checked += 1
+    assert checked

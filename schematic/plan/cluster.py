@@ -163,6 +163,13 @@ class PoolPlan:
         return Schematic.from_yaml(self.canonical).model_copy(update={"owner": ""})
 
     @property
+    def posted_canonical(self) -> str:
+        """What a tool that posts the schematic to the factory itself (talhelper, Terraform's
+        provider) sends: the cluster file's schematic, never a factory-stamped text (that
+        carries the factory's owner, and the factory stamps what it is sent again)."""
+        return self.canonical if self.offline_schematic_id is None else self.schematic.canonical()
+
+    @property
     def tenant_pool(self) -> bool:
         """Whether the pool is a Cozystack tenant pool: KubeVirt VMs that a KubernetesNodes
         object (and its values) describes. Bare-metal, board and other platforms' nodes join

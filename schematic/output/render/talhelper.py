@@ -54,12 +54,6 @@ def _literal(text: str) -> str:
     return f"- |\n{textwrap.indent(text, '    ')}"
 
 
-def _schematic_text(pool: PoolPlan) -> str:
-    # A factory-stamped text carries the factory's owner; talhelper sends its schematic to the
-    # factory itself, so it gets the offline schematic.
-    return pool.canonical if pool.offline_schematic_id is None else pool.schematic.canonical()
-
-
 # The factory serves ``<platform>-installer`` from Talos 1.10; ``installer`` is the metal one
 # (DOMAIN: the installer image row), so before 1.10 talhelper's metal-installer does not exist.
 _PLATFORM_INSTALLERS_FROM = TalosVersion(1, 10, 0)
@@ -119,7 +113,7 @@ def talhelper_fragment(pool: PoolPlan) -> str:
         # talhelper would install <factory>/<machineSpec.mode>-installer/<ID>: another image.
         lines.append("# (talhelper derives <factory>/<mode>-installer/<ID>: talosImageURL pins it)")
         fields["talosImageURL"] = pinned
-    out = "\n".join(lines) + "\n" + _nested("schematic", _schematic_text(pool))
+    out = "\n".join(lines) + "\n" + _nested("schematic", pool.posted_canonical)
     if pool.boot_canonical is not None:
         out += _nested("imageSchematic", pool.boot_canonical)
     if spec := _machine_spec(pool):

@@ -53,12 +53,6 @@ def _literal(text: str) -> str:
     return text.replace("${", "$${").replace("%{", "%%{")
 
 
-def _schematic_text(pool: PoolPlan) -> str:
-    # A factory-stamped text carries the factory's owner; the provider POSTs the schematic,
-    # and the factory stamps it again.
-    return pool.canonical if pool.offline_schematic_id is None else pool.schematic.canonical()
-
-
 def terraform_json(pool: PoolPlan) -> str:
     """The Terraform JSON of ``pool``."""
     name = terraform_name(pool.name)
@@ -71,7 +65,7 @@ def terraform_json(pool: PoolPlan) -> str:
         "config_patches": [_literal(yamltext.dump(d)) for d in machine_config_patch(pool)],
     }
     schematic: dict[str, Any] = {
-        "schematic": _literal(_schematic_text(pool)),
+        "schematic": _literal(pool.posted_canonical),
         "lifecycle": {
             "postcondition": [
                 {
