@@ -83,8 +83,18 @@ def test_no_modules_loaded_is_reported(tmp_path: Path) -> None:
     assert found(findings) == {("TS123", "node gpu1")}
 
 
-def test_old_extension_names_on_1_13_are_ts150(tmp_path: Path) -> None:
+def test_old_extension_names_on_1_13_build_as_lts(tmp_path: Path) -> None:
+    # The factory builds a pre-1.8 NVIDIA name as its -lts successor (image-factory
+    # internal/profile/profile.go extensionNameAlias), so the schematic works.
     old = ["siderolabs/nvidia-container-toolkit", "siderolabs/nvidia-open-gpu-kernel-modules"]
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", old, MODULES)
+    assert found(lint(tmp_path, text)) == set()
+
+
+def test_old_fabric_manager_name_on_1_13_is_ts150(tmp_path: Path) -> None:
+    # Its factory alias (nvidia-fabric-manager-lts) names no published extension.
+    old = ["siderolabs/nvidia-container-toolkit", "siderolabs/nvidia-fabricmanager"]
+    old.append("siderolabs/nvidia-open-gpu-kernel-modules")
     text = HEAD.format(talos="v1.13.0") + node("gpu1", old, MODULES)
     assert ("TS150", "node gpu1") in found(lint(tmp_path, text))
 

@@ -26,6 +26,8 @@ __all__ = [
     "check_extensions",
     "extension_releases",
     "extensions_for",
+    "extensions_never_together",
+    "factory_alias",
     "normalise_extension_name",
     "overlay_image",
     "overlay_releases",
@@ -200,6 +202,56 @@ def extension_releases(name: str) -> tuple[str, ...]:
     return _catalog().releases_of.get(name, ())
 
 
+# The names an Image Factory build takes for another when a release does not offer them: names
+# the extensions' manifests got wrong, and names renamed by a later release (the NVIDIA ones in
+# v1.8.0, where the untiered name builds the LTS tier). siderolabs/image-factory
+# internal/profile/profile.go `extensionNameAlias`, commit 03bd46f7. The fabric manager's alias
+# names no published extension, so on v1.8.0 and later that old name still fails to build.
+_FACTORY_ALIASES = {
+    "siderolabs/v4l-uvc": "siderolabs/v4l-uvc-drivers",
+    "siderolabs/usb-modem": "siderolabs/usb-modem-drivers",
+    "siderolabs/gasket": "siderolabs/gasket-driver",
+    "siderolabs/talos-vmtoolsd": "siderolabs/vmtoolsd-guest-agent",
+    "siderolabs/xe-guest-utilities": "siderolabs/xen-guest-agent",
+    "siderolabs/nvidia-container-toolkit": "siderolabs/nvidia-container-toolkit-lts",
+    "siderolabs/nvidia-open-gpu-kernel-modules": "siderolabs/nvidia-open-gpu-kernel-modules-lts",
+    "siderolabs/nonfree-kmod-nvidia": "siderolabs/nonfree-kmod-nvidia-lts",
+    "siderolabs/nvidia-fabricmanager": "siderolabs/nvidia-fabric-manager-lts",
+}
+
+
+def factory_alias(name: str) -> str | None:
+    """The name an Image Factory build tries when a release does not offer ``name``."""
+    return _FACTORY_ALIASES.get(name)
+
+
+def _builds_on(name: str, version: str) -> bool:
+    """Whether the factory builds extension ``name`` for a known release ``version``."""
+    offered = _catalog().releases_of
+    alias = _FACTORY_ALIASES.get(name)
+    return version in offered.get(name, ()) or (
+        alias is not None and version in offered.get(alias, ())
+    )
+
+
+def extensions_never_together(names: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """The catalogued names of ``names``, each with the releases offering it
+    (``"v1.2.0 … v1.7.7"``), when no known release offers them
+    all at once (``nvidia-fabricmanager``, up to v1.7, beside ``nonfree-kmod-nvidia-production``,
+    from v1.8): the factory builds such a schematic for no Talos version. Empty when some
+    release offers them all, or fewer than two are catalogued (an unknown name says nothing)."""
+    catalog = _catalog()
+    known = {
+        name: tuple(version for version in catalog.versions if _builds_on(name, version))
+        for name in dict.fromkeys(names)
+    }
+    known = {name: found for name, found in known.items() if found}
+    if len(known) < 2:
+        return ()
+    common = frozenset(catalog.versions).intersection(*known.values())
+    return () if common else tuple((name, _runs(found)) for name, found in known.items())
+
+
 def normalise_extension_name(name: str) -> str:
     """Add the ``siderolabs/`` style prefix to a bare name when exactly one official name fits.
 
@@ -252,15 +304,22 @@ class UnofferedExtension:
 
 
 def unoffered_extensions(
-    names: Iterable[str], offered: Collection[str]
+    names: Iterable[str], offered: Collection[str], *, factory_aliases: bool = False
 ) -> tuple[UnofferedExtension, ...]:
     """Each name in ``names`` that ``offered`` lacks, once, in first-seen order.
 
     The one check of extension names: ``offered`` is a release's list in the packaged catalogue
     (planning, lint) or the list a factory serves (``--live-catalogue``, the lock file).
+    ``factory_aliases`` accepts an old name whose `factory_alias` is offered, as a factory build
+    does (lint of schematics written by hand); planning writes the offered names themselves.
     """
     offered_set = frozenset(offered)
-    unknown = dict.fromkeys(name for name in names if name not in offered_set)
+
+    def lacks(name: str) -> bool:
+        alias = factory_alias(name) if factory_aliases else None
+        return name not in offered_set and (alias is None or alias not in offered_set)
+
+    unknown = dict.fromkeys(name for name in names if lacks(name))
     found = []
     for name in unknown:
         full = normalise_extension_name(name)

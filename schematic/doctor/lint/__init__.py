@@ -91,7 +91,11 @@ def lint_paths(
     import yaml
 
     from schematic.doctor.lint.addons import check_addons
-    from schematic.doctor.lint.extensions import check_extension_names, check_extension_order
+    from schematic.doctor.lint.extensions import (
+        check_extension_names,
+        check_extension_order,
+        check_extensions_together,
+    )
     from schematic.doctor.lint.inventory import build_inventory, config_patch_pool
     from schematic.doctor.lint.loader import load_counted, parse_yaml
     from schematic.doctor.lint.manifests import check_manifests
@@ -161,12 +165,16 @@ def lint_paths(
         if patched is not None:
             inventory.pools.append(patched)
     local: dict[str, tuple[Schematic, str]] = {}
+    # A schematic a pool of known release uses has its names checked there, against it.
+    versioned = {use.id for pool in inventory.pools if pool.talos for use in pool.schematics}
     for schematic, place in inventory.schematic_files:
         local.setdefault(schematic.id, (schematic, f"{place.file}:{place.line}"))
         where = f"schematic {schematic.id[:8]}…"
         check_extension_order(schematic, where, place, out)
         if talos is not None:
             check_extension_names(schematic.extensions, talos, where, place, out)
+        elif schematic.id not in versioned:
+            check_extensions_together(schematic.extensions, where, place, out)
     for error, place in inventory.schematic_problems:
         line = place.line + error.line - 1 if error.line else place.line
         field = f"{error.path}: " if error.path else ""

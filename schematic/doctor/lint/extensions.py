@@ -1,4 +1,5 @@
-"""Extension-name rules: names the Talos release does not offer (TS150), unsorted lists (TS151)."""
+"""Extension-name rules: names the Talos release does not offer, or no release offers together
+(TS150), unsorted lists (TS151)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from schematic.doctor.lint.findings import Collector
 from schematic.doctor.lint.inventory import Place
 from schematic.errors import CatalogError
 
-__all__ = ["check_extension_names", "check_extension_order", "short_id"]
+__all__ = [
+    "check_extension_names",
+    "check_extension_order",
+    "check_extensions_together",
+    "short_id",
+]
 
 
 def short_id(schematic_id: str) -> str:
@@ -35,7 +41,7 @@ def check_extension_names(
             "TS003", f"{where}: extension names not checked: {err}", place.file, place.line, obj
         )
         return False
-    for unknown in unoffered_extensions(extensions, offered):
+    for unknown in unoffered_extensions(extensions, offered, factory_aliases=True):
         out.add(
             "TS150",
             f"{where}: extension {unknown.name!r} is not offered by Talos {release} "
@@ -45,6 +51,26 @@ def check_extension_names(
             obj,
         )
     return True
+
+
+def check_extensions_together(
+    extensions: Sequence[str], where: str, place: Place, out: Collector, obj: str = ""
+) -> None:
+    """With the Talos release unknown: names no known release offers all at once, which the
+    factory refuses to build for any version (a pre-1.8 untiered NVIDIA name beside a tiered
+    one)."""
+    from schematic.facts.catalog import extensions_never_together
+
+    apart = extensions_never_together(extensions)
+    if apart:
+        listed = "; ".join(f"{name} (Talos {releases})" for name, releases in apart)
+        out.add(
+            "TS150",
+            f"{where}: no Talos release offers these extensions together: {listed}",
+            place.file,
+            place.line,
+            obj,
+        )
 
 
 def check_extension_order(

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from schematic.core.model import Schematic
-from schematic.doctor.lint.extensions import check_extension_names, check_extension_order, short_id
+from schematic.doctor.lint.extensions import (
+    check_extension_names,
+    check_extension_order,
+    check_extensions_together,
+    short_id,
+)
 from schematic.doctor.lint.findings import Collector
 from schematic.doctor.lint.inventory import Cluster, Inventory, KernelModules, Pool, SchematicUse
 from schematic.doctor.lint.schematics import SchematicResolver
@@ -297,6 +302,10 @@ class _PoolCheck:
                 check_extension_names(
                     schematic.extensions, talos, where, use.place, self.out, pool.name
                 )
+            else:
+                check_extensions_together(
+                    schematic.extensions, where, use.place, self.out, pool.name
+                )
         check_extension_order(schematic, where, use.place, self.out, pool.name)
 
     def gpu_pool(self, use: SchematicUse, where: str, nvidia: list[NvidiaExtension]) -> None:
@@ -326,7 +335,9 @@ class _PoolCheck:
     def nvidia_set(self, use: SchematicUse, where: str, nvidia: list[NvidiaExtension]) -> None:
         """The NVIDIA extensions agree with each other, whatever the GPUs."""
         kmods = [e for e in nvidia if e.family == "kernel-modules"]
-        tiers = {e.tier for e in nvidia if e.family != "gdrdrv"}
+        # An untiered name beside a tiered one builds as LTS: tiered names exist from v1.8.0,
+        # where the factory takes the old name for its -lts successor (catalog.factory_alias).
+        tiers = {e.tier or "lts" for e in nvidia if e.family != "gdrdrv"}
         if len(tiers) > 1:
             listed = ", ".join(e.name for e in nvidia if e.family != "gdrdrv")
             self.add("TS112", f"{where} mixes NVIDIA tiers: {listed}", use.place)
