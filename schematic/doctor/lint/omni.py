@@ -29,10 +29,11 @@ from schematic.doctor.lint.inventory import (
     config_patch_pool,
 )
 from schematic.doctor.lint.loader import Document, Path_, parse_yaml
+from schematic.errors import CatalogError
 from schematic.output.render.omni import GPUS_ANNOTATION, TALOS_ANNOTATION
 from schematic.safe_yaml import InputKind, read_text
 
-__all__ = ["OMNI_KINDS", "add_omni_pools", "is_omni_template"]
+__all__ = ["OMNI_KINDS", "add_omni_pools", "is_omni_template", "omni_extension_name"]
 
 OMNI_KINDS = frozenset({"Cluster", "ControlPlane", "Workers", "Machine"})
 _MACHINE_SETS = ("ControlPlane", "Workers")
@@ -89,18 +90,75 @@ def _extensions(doc: Document, cluster: Document | None) -> tuple[Document, bool
     return None
 
 
-def _schematic(where: Document, inventory: Inventory) -> Schematic:
+# Omni writes an extension under the name the cluster's Talos release gives it, renamed either
+# way: an old name on a newer release, a new name on an older one. Names some extensions'
+# manifests got wrong, always; then one table per release that renamed extensions, applied
+# forward from it and backward before it. siderolabs/omni internal/backend/extensions
+# (MapNames, MapNamesByVersion; taken by Omni from the Image Factory's profile.go).
+_OMNI_MISNAMED = {
+    "siderolabs/v4l-uvc": "siderolabs/v4l-uvc-drivers",
+    "siderolabs/usb-modem": "siderolabs/usb-modem-drivers",
+    "siderolabs/gasket": "siderolabs/gasket-driver",
+    "siderolabs/talos-vmtoolsd": "siderolabs/vmtoolsd-guest-agent",
+}
+_OMNI_RENAMES: tuple[tuple[tuple[int, int], dict[str, str]], ...] = (
+    ((1, 7), {"siderolabs/xe-guest-utilities": "siderolabs/xen-guest-agent"}),
+    (
+        (1, 8),
+        {
+            "siderolabs/nvidia-container-toolkit": "siderolabs/nvidia-container-toolkit-lts",
+            "siderolabs/nvidia-open-gpu-kernel-modules": (
+                "siderolabs/nvidia-open-gpu-kernel-modules-lts"
+            ),
+            "siderolabs/nonfree-kmod-nvidia": "siderolabs/nonfree-kmod-nvidia-lts",
+            # Omni's target for the old fabric-manager name names no published extension;
+            # the name is then kept as written, and TS150 names it.
+            "siderolabs/nvidia-fabricmanager": "siderolabs/nvidia-fabric-manager-lts",
+        },
+    ),
+    (
+        (1, 9),
+        {
+            "siderolabs/i915-ucode": "siderolabs/i915",
+            "siderolabs/amdgpu-firmware": "siderolabs/amdgpu",
+        },
+    ),
+)
+
+
+def omni_extension_name(name: str, talos: str | None) -> str:
+    """The extension Omni installs for ``name`` on Talos release ``talos`` (unchanged when the
+    release is unknown, or the rename names no extension the catalogue knows)."""
+    from schematic.facts.catalog import extension_releases
+    from schematic.facts.talos import TalosVersion
+
+    name = _OMNI_MISNAMED.get(name, name)
+    try:
+        line = TalosVersion.parse(talos).minor_line if talos else None
+    except CatalogError:
+        line = None
+    if line is None:
+        return name
+    for since, renames in _OMNI_RENAMES:
+        table = renames if line >= since else {new: old for old, new in renames.items()}
+        renamed = table.get(name)
+        if renamed is not None and extension_releases(renamed):
+            return renamed
+    return name
+
+
+def _schematic(where: Document, inventory: Inventory, talos: str | None) -> Schematic:
     """The schematic Omni builds from ``where``'s extensions and kernel arguments.
 
     Omni orders nothing the user sees by the schematic ID, so the extensions are taken sorted
-    (the ID of the same set a factory's UI submits)."""
+    (the ID of the same set a factory's UI submits), each under the name Omni gives it on
+    Talos release ``talos``."""
     names = where.get(("systemExtensions",))
     args = where.get(("kernelArgs",))
+    listed = {omni_extension_name(str(n), talos) for n in names if n}
     schematic = Schematic(
         customization=Customization(
-            system_extensions=SystemExtensions(
-                official_extensions=tuple(sorted({str(n) for n in names if n}))
-            ),
+            system_extensions=SystemExtensions(official_extensions=tuple(sorted(listed))),
             extra_kernel_args=tuple(str(a) for a in args if a) if isinstance(args, list) else (),
         )
     )
@@ -144,7 +202,7 @@ def _pool(
     found = _extensions(doc, cluster)
     if found is not None:
         where, inherited = found
-        schematic = _schematic(where, inventory)
+        schematic = _schematic(where, inventory, pool.talos)
         role = "cluster systemExtensions" if inherited else "systemExtensions"
         place = Place(where, ("systemExtensions",))
         pool.schematics.insert(0, SchematicUse(schematic.id, place, role, inherited))
