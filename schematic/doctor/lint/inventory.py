@@ -204,6 +204,12 @@ def _is_app_values(values: dict[str, Any]) -> bool:
     return isinstance(values.get("nodeGroups"), dict) or isinstance(values.get("addons"), dict)
 
 
+def _is_bare_spec(data: dict[str, Any]) -> bool:
+    """A ``Kubernetes`` app or ``KubernetesNodes`` object shown without its kind, as guides
+    show the part that matters: ``spec:`` (and perhaps ``metadata:``) alone at the top."""
+    return isinstance(data.get("spec"), dict) and set(data) <= {"spec", "metadata"}
+
+
 def _is_nodes_values(values: dict[str, Any]) -> bool:
     shaped = (
         isinstance(values.get("gpus"), list)
@@ -342,7 +348,10 @@ def _app(doc: Document, base: Path_, inventory: Inventory) -> None:
         pool.node_group = True
         own = _own_schematic(doc, group_base, union="image")
         if own is None:
-            own = SchematicUse(wide.id, wide.place, wide.role, inherited=True)
+            # The chart's default is written nowhere: a finding on it points at the group.
+            written = wide.role != "chart default"
+            place = wide.place if written else Place(doc, group_base)
+            own = SchematicUse(wide.id, place, wide.role, inherited=True)
         pool.schematics.append(own)
         if pool.talos is None and talos:
             pool.talos, pool.talos_place = talos, Place(doc, talos_path)
@@ -718,6 +727,10 @@ def build_inventory(documents: list[Document]) -> Inventory:
             _app(doc, (), inventory)
         elif not kind and _is_nodes_values(data):
             inventory.pools.append(_nodes_pool(doc, ()))
+        elif _is_bare_spec(data) and _is_app_values(data["spec"]):
+            _app(doc, ("spec",), inventory)
+        elif _is_bare_spec(data) and _is_nodes_values(data["spec"]):
+            inventory.pools.append(_nodes_pool(doc, ("spec",)))
     _rendered_pools(rendered, inventory)
     _standalone_machine_configs(documents, inventory)
     for cluster in inventory.clusters:
