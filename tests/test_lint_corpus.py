@@ -1,0 +1,286 @@
+"""lint over real public manifests: each file's verdict, and the input classes they exposed.
+
+The files below tests/data/lint_corpus/ are public text as found (SOURCES.md beside them says
+where); each has the findings lint must give it, errors and warnings (notes are advice and
+left out), with no options and with the release or chart a user would pass. A file that must
+give nothing is as much a test as one that must fail the gate.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from schematic.doctor.lint import lint_paths
+from schematic.facts.catalog import extensions_never_together, factory_alias
+
+CORPUS = Path(__file__).parent / "data" / "lint_corpus"
+
+Verdict = frozenset[tuple[str, str]]
+
+
+def verdict(*codes: str) -> Verdict:
+    """``"error TS110"`` ... as (severity, code) pairs."""
+    return frozenset((code.split()[0], code.split()[1]) for code in codes)
+
+
+NOTHING = verdict()
+# file, options, the errors and warnings lint must give it.
+EXPECTED: list[tuple[str, dict[str, str], Verdict]] = [
+    # A GPU pool on the chart's default schematic: no NVIDIA module can load (TS110/TS111).
+    (
+        "hikube-kubernetes-app-gpu-nodegroup.yaml",
+        {},
+        verdict("error TS110", "error TS111"),
+    ),
+    (
+        "hikube-kubernetes-app-gpu-nodegroup.yaml",
+        {"talos": "v1.13.9"},
+        verdict("error TS110", "error TS111"),
+    ),
+    # The same shown as a bare `spec:` (the app without its kind), with the operator addon on.
+    (
+        "hikube-cluster-gpu-nodegroup.yaml",
+        {},
+        verdict("error TS110", "error TS111", "warning TS141"),
+    ),
+    ("cozystack-addons-gpu-operator-driver-enabled.yaml", {}, verdict("warning TS141")),
+    # Both kernel-module flavours on one machine (TS113); the modules are loaded nowhere, and
+    # Talos 1.6 wants the BPF sysctl (machine configs alone: warnings).
+    (
+        "omni-docs-extensions-cluster.yaml",
+        {},
+        verdict("error TS113", "warning TS123", "warning TS124"),
+    ),
+    # A tiered NVIDIA name (v1.8 on) beside the old fabric-manager name (up to v1.7, no
+    # working alias later): the factory builds it for no release.
+    ("schematic-gpu-fabricmanager-untiered.yaml", {}, verdict("error TS150")),
+    ("schematic-gpu-fabricmanager-untiered.yaml", {"talos": "v1.9.5"}, verdict("error TS150")),
+    # Healthy GPU inputs: nothing to report.
+    ("omni-ai-conformance-template.yaml", {}, NOTHING),
+    ("talconfig-gpu-worker-snippet.yaml", {}, NOTHING),
+    ("schematic-nonfree-production-vmware.yaml", {}, NOTHING),
+    ("schematic-nonfree-production-vmware.yaml", {"talos": "v1.8.3"}, NOTHING),
+    ("schematic-open-lts.yaml", {}, NOTHING),
+    ("schematic-open-lts.yaml", {"talos": "v1.14.0"}, NOTHING),
+    ("gpu-worker-patch-proxmox.yaml", {}, NOTHING),
+    ("patch-archetype-compute-gpu.yaml", {}, NOTHING),
+    ("kernelmoduleconfig-nvidia.yaml", {}, NOTHING),
+    ("talconfig-node-velaryon.yaml", {}, NOTHING),
+    ("talhelper-templated-nvidia-patch.yaml", {}, NOTHING),
+    # GPU Operator values and HelmReleases of other platforms: not Cozystack's addon.
+    ("flux-helmrelease-gpu-operator-mig.yaml", {}, NOTHING),
+    ("flux-helmrelease-gpu-operator-nodeselector.yaml", {}, NOTHING),
+    ("gpu-operator-values-mig-timeslicing.yaml", {}, NOTHING),
+    # Healthy non-GPU inputs: must not fire.
+    ("schematic-storage.yaml", {}, NOTHING),
+    ("schematic-storage.yaml", {"talos": "v1.10.0"}, NOTHING),
+    ("schematic-zfs-nvidia-commented.yaml", {}, NOTHING),
+    ("schematic-zfs-nvidia-commented.yaml", {"talos": "v1.10.0"}, NOTHING),
+    ("talos114-multidoc-nongpu.yaml", {}, NOTHING),
+    ("kernelmoduleconfig-iscsi-nongpu.yaml", {}, NOTHING),
+]
+
+
+def findings(paths: list[str], **options: str) -> Verdict:
+    assert set(options) <= {"talos"}
+    report = lint_paths(paths, talos=options.get("talos"))
+    return frozenset((f.severity, f.code) for f in report.findings if f.severity != "note")
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "expected"),
+    EXPECTED,
+    ids=[f"{name}{''.join(f'-{v}' for v in opts.values())}" for name, opts, _ in EXPECTED],
+)
+def test_each_real_file_gets_its_verdict(
+    name: str, options: dict[str, str], expected: Verdict
+) -> None:
+    assert findings([str(CORPUS / name)], **options) == expected
+
+
+def test_every_corpus_file_has_a_verdict_and_a_source() -> None:
+    files = {path.name for path in CORPUS.glob("*.yaml")}
+    assert files == {name for name, _, _ in EXPECTED}
+    sources = (CORPUS / "SOURCES.md").read_text()
+    listed = set(re.findall(r"`([\w.-]+\.yaml)`", sources))
+    assert files <= listed
+
+
+def test_the_whole_corpus_in_one_run_names_each_failing_file() -> None:
+    report = lint_paths([str(CORPUS)])
+    failing = {Path(f.file).name for f in report.findings if f.severity == "error"}
+    expected = {
+        name
+        for name, options, found in EXPECTED
+        if not options and any(severity == "error" for severity, _ in found)
+    }
+    assert failing == expected
+
+
+# --- the classes of input the corpus exposed -------------------------------------------------
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_untiered_nvidia_names_build_as_lts_from_talos_1_8(tmp_path: Path) -> None:
+    # The factory builds an old untiered NVIDIA name as its -lts successor.
+    schematic = write(
+        tmp_path,
+        "schematic.yaml",
+        """\
+        customization:
+          systemExtensions:
+            officialExtensions:
+              - siderolabs/nonfree-kmod-nvidia
+              - siderolabs/nvidia-container-toolkit
+        """,
+    )
+    assert factory_alias("siderolabs/nonfree-kmod-nvidia") == "siderolabs/nonfree-kmod-nvidia-lts"
+    assert findings([schematic], talos="v1.13.9") == NOTHING
+
+
+def test_old_fabric_manager_name_beside_a_tiered_one_builds_for_no_release() -> None:
+    apart = dict(
+        extensions_never_together(
+            ["siderolabs/nvidia-fabricmanager", "siderolabs/nvidia-container-toolkit-production"]
+        )
+    )
+    assert apart == {
+        "siderolabs/nvidia-fabricmanager": "v1.2.0 … v1.7.7",
+        "siderolabs/nvidia-container-toolkit-production": "v1.8.0 … v1.14.0",
+    }
+    # An old name whose alias exists builds beside a tiered one (on v1.8 and later).
+    assert not extensions_never_together(
+        ["siderolabs/nvidia-container-toolkit", "siderolabs/nonfree-kmod-nvidia-lts"]
+    )
+    # A name no release knows says nothing about when the others build.
+    assert not extensions_never_together(["siderolabs/mei", "example.org/not-official"])
+
+
+def test_old_and_tiered_nvidia_names_are_one_tier(tmp_path: Path) -> None:
+    talconfig = write(
+        tmp_path,
+        "talconfig.yaml",
+        """\
+        clusterName: home
+        talosVersion: v1.12.6
+        endpoint: https://192.168.200.10:6443
+        nodes:
+          - hostname: gpu1
+            ipAddress: 192.168.200.21
+            controlPlane: false
+            schematic:
+              customization:
+                systemExtensions:
+                  officialExtensions:
+                    - siderolabs/nonfree-kmod-nvidia-lts
+                    - siderolabs/nvidia-container-toolkit
+            patches:
+              - |-
+                machine:
+                  kernel:
+                    modules:
+                      - name: nvidia
+                      - name: nvidia_uvm
+                      - name: nvidia_drm
+                      - name: nvidia_modeset
+                  sysctls:
+                    net.core.bpf_jit_harden: 1
+        """,
+    )
+    assert findings([talconfig]) == NOTHING
+
+
+OMNI = """\
+kind: Cluster
+name: gpu
+kubernetes:
+  version: v1.30.1
+talos:
+  version: {talos}
+patches:
+  - name: nvidia
+    inline:
+      machine:
+        kernel:
+          modules:
+            - name: nvidia
+            - name: nvidia_uvm
+            - name: nvidia_drm
+            - name: nvidia_modeset
+        sysctls:
+          net.core.bpf_jit_harden: 1
+---
+kind: ControlPlane
+machines:
+  - 11111111-1111-4111-8111-111111111111
+---
+kind: Workers
+name: gpu
+machines:
+  - 22222222-2222-4222-8222-222222222222
+systemExtensions:
+{extensions}
+"""
+
+
+@pytest.mark.parametrize(
+    ("talos", "extensions"),
+    [
+        # Omni writes the old names on a release before v1.8 ...
+        ("v1.7.6", ["nvidia-open-gpu-kernel-modules-lts", "nvidia-container-toolkit-lts"]),
+        # ... and the -lts ones from v1.8.
+        ("v1.11.3", ["nvidia-open-gpu-kernel-modules", "nvidia-container-toolkit"]),
+    ],
+)
+def test_omni_renames_nvidia_extensions_by_the_clusters_release(
+    tmp_path: Path, talos: str, extensions: list[str]
+) -> None:
+    listed = "".join(f"  - siderolabs/{name}\n" for name in extensions)
+    template = tmp_path / "template.yaml"
+    template.write_text(OMNI.format(talos=talos, extensions=listed))
+    assert findings([str(template)]) == NOTHING
+
+
+def test_omni_keeps_a_rename_that_names_no_extension(tmp_path: Path) -> None:
+    listed = "  - siderolabs/nvidia-fabricmanager\n  - siderolabs/nvidia-container-toolkit\n"
+    listed += "  - siderolabs/nvidia-open-gpu-kernel-modules\n"
+    template = tmp_path / "template.yaml"
+    template.write_text(OMNI.format(talos="v1.11.3", extensions=listed))
+    report = lint_paths([str(template)])
+    named = [f.message for f in report.findings if f.code == "TS150"]
+    assert len(named) == 1 and "'siderolabs/nvidia-fabricmanager'" in named[0]
+
+
+def test_a_kubernetes_app_shown_without_its_kind_is_read(tmp_path: Path) -> None:
+    spec = write(
+        tmp_path,
+        "cluster.yaml",
+        """\
+        spec:
+          nodeGroups:
+            gpu:
+              minReplicas: 1
+              gpus:
+                - name: nvidia.com/AD102GL_L40S
+        """,
+    )
+    assert findings([spec]) == verdict("error TS110", "error TS111")
+    # Any other object's spec is not a pool.
+    other = write(tmp_path, "other.yaml", "spec:\n  replicas: 2\n  nodeGroups: [a]\n")
+    assert findings([other]) == NOTHING
+
+
+def test_a_chart_default_finding_points_at_the_node_group() -> None:
+    report = lint_paths([str(CORPUS / "hikube-kubernetes-app-gpu-nodegroup.yaml")])
+    lines = {f.line or 0 for f in report.findings if f.code in ("TS110", "TS111")}
+    text = (CORPUS / "hikube-kubernetes-app-gpu-nodegroup.yaml").read_text().splitlines()
+    assert [text[line - 1].strip() for line in sorted(lines)] == ["gpu:"]
