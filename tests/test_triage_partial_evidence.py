@@ -412,3 +412,35 @@ def test_no_gpu_found_after_a_refused_gpu_is_not_ts101(tmp_path: Path, refusal: 
     (tmp_path / "dmesg.txt").write_text(line + NO_GPU + WAIT_AT)
     found = verdict(tmp_path)
     assert "TS101" not in found and found["TS203"][0] == "error"
+
+
+def pods_wide(rows: list[tuple[str, str, str]]) -> str:
+    """`kubectl get pods -A -o wide` (kubectl's columns), one row per (pod, IP, node)."""
+    header = (
+        "NAMESPACE     NAME               READY   STATUS    RESTARTS   AGE   IP             "
+        "NODE                 NOMINATED NODE   READINESS GATES\n"
+    )
+    return header + "".join(
+        f"kube-system   {name:<18} 1/1     Running   0          26h   {ip:<14} {node:<20} "
+        "<none>           <none>\n"
+        for name, ip, node in rows
+    )
+
+
+def test_host_network_pods_give_a_table_node_its_address(tmp_path: Path) -> None:
+    address, node = "10.244.3.17", "tenant-a-cpu-7c9xv"
+    (tmp_path / "dmesg.txt").write_text(console_of(address))
+    (tmp_path / "pcidevices.txt").write_text(pci_rows(address))
+    rows = [("cilium-5xq2d", address, node), ("kube-proxy-8k2lm", address, node)]
+    rows.append(("coredns-7c9x-4hx8d", "10.96.4.12", node))
+    (tmp_path / "pods.txt").write_text(pods_wide(rows))
+    assert verdict(tmp_path)["TS101"] == ("error", (node,))
+
+
+def test_one_pod_with_an_address_names_no_node(tmp_path: Path) -> None:
+    # A single pod's IP is its own (pod network), even when a console shows that address.
+    address, node = "10.244.3.17", "tenant-a-cpu-7c9xv"
+    (tmp_path / "dmesg.txt").write_text(console_of(address))
+    (tmp_path / "pcidevices.txt").write_text(pci_rows(address))
+    (tmp_path / "pods.txt").write_text(pods_wide([("coredns-7c9x-4hx8d", address, node)]))
+    assert verdict(tmp_path)["TS101"] == ("error", (address,))

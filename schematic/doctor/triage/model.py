@@ -432,6 +432,8 @@ def build_model(signals: Iterable[Signal]) -> ClusterModel:
     names = _Names()
     kubernetes: set[str] = set()
     shared = _shared_host_addresses(signals)
+    for node, address in _host_network_addresses(signals):
+        names.join(node, address)
     for signal in signals:
         if signal.kind is Kind.NODE and signal.node:
             kubernetes.add(signal.node)
@@ -495,6 +497,21 @@ def _shared_host_addresses(signals: list[Signal]) -> set[str]:
         if signal.kind is Kind.IDENTITY and signal.get("source") == "pod-host-ip":
             nodes[signal.get("aliases")].add(signal.node)
     return {address for address, named in nodes.items() if len(named) > 1}
+
+
+def _host_network_addresses(signals: list[Signal]) -> list[tuple[str, str]]:
+    """Node addresses a `kubectl get pods -o wide` table shows: pods on the host network carry
+    their node's address as their IP, so an IP that two pods of one node share (and no pod of
+    another node has) is that node's. Every other pod's IP is its own."""
+    pods: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for signal in signals:
+        if signal.kind is Kind.POD and signal.node and signal.get("ip"):
+            pods[signal.get("ip")][signal.node] += 1
+    return sorted(
+        (next(iter(nodes)), address)
+        for address, nodes in pods.items()
+        if len(nodes) == 1 and next(iter(nodes.values())) >= 2
+    )
 
 
 def _boots(machine: Machine) -> list[Boot]:

@@ -265,6 +265,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                     ("restarts", restarts if restarts.isdigit() else "0"),
                     ("age", cells.get("AGE", "")),
                     ("last_restart_ago", ago[1] if ago else ""),
+                    ("ip", cells.get("IP", "") if cells.get("IP") != "<none>" else ""),
                 ),
             )
         elif "MEMORY(bytes)" in cells:
