@@ -165,15 +165,18 @@ def lint_paths(
         if patched is not None:
             inventory.pools.append(patched)
     local: dict[str, tuple[Schematic, str]] = {}
-    # A schematic a pool of known release uses has its names checked there, against it.
-    versioned = {use.id for pool in inventory.pools if pool.talos for use in pool.schematics}
+    # A schematic a pool uses has its names checked there, against the pool's release: checked
+    # here again it would be reported twice on the same line.
+    pooled = {use.id for pool in inventory.pools for use in pool.schematics}
     for schematic, place in inventory.schematic_files:
         local.setdefault(schematic.id, (schematic, f"{place.file}:{place.line}"))
         where = f"schematic {schematic.id[:8]}…"
         check_extension_order(schematic, where, place, out)
+        if schematic.id in pooled:
+            continue
         if talos is not None:
             check_extension_names(schematic.extensions, talos, where, place, out)
-        elif schematic.id not in versioned:
+        else:
             check_extensions_together(schematic.extensions, where, place, out)
     for error, place in inventory.schematic_problems:
         line = place.line + error.line - 1 if error.line else place.line
