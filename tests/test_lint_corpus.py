@@ -75,7 +75,19 @@ EXPECTED: list[tuple[str, dict[str, str], Verdict]] = [
     ("flux-helmrelease-gpu-operator-mig.yaml", {}, NOTHING),
     ("flux-helmrelease-gpu-operator-nodeselector.yaml", {}, NOTHING),
     ("gpu-operator-values-mig-timeslicing.yaml", {}, NOTHING),
+    # machine.install.extensions: no effect from Talos 1.10 (a warning while the release is
+    # unknown), the way to install extensions before it (nothing to say on 1.7).
+    ("worker-install-extensions-open-535.yaml", {}, verdict("warning TS125")),
+    ("worker-install-extensions-open-535.yaml", {"talos": "v1.7.0"}, NOTHING),
+    ("patch-install-extensions-570-v1.10.yaml", {}, verdict("warning TS125")),
+    ("rfc6902-gpu-worker-patch-docs-template.yaml", {}, verdict("warning TS125")),
+    ("rfc6902-gpu-worker-patch-docs-template.yaml", {"talos": "v1.5.5"}, NOTHING),
+    # An AMD GPU node: no NVIDIA rule applies; `amdgpu` exists from Talos 1.9 only.
+    ("talconfig-amdgpu-apu.yaml", {}, NOTHING),
+    ("talconfig-amdgpu-apu.yaml", {"talos": "v1.13.9"}, NOTHING),
+    ("talconfig-amdgpu-apu.yaml", {"talos": "v1.7.0"}, verdict("error TS150")),
     # Healthy non-GPU inputs: must not fire.
+    ("talconfig-rpi5-anchors.yaml", {}, NOTHING),
     ("schematic-storage.yaml", {}, NOTHING),
     ("schematic-storage.yaml", {"talos": "v1.10.0"}, NOTHING),
     ("schematic-zfs-nvidia-commented.yaml", {}, NOTHING),
@@ -284,3 +296,8 @@ def test_a_chart_default_finding_points_at_the_node_group() -> None:
     lines = {f.line or 0 for f in report.findings if f.code in ("TS110", "TS111")}
     text = (CORPUS / "hikube-kubernetes-app-gpu-nodegroup.yaml").read_text().splitlines()
     assert [text[line - 1].strip() for line in sorted(lines)] == ["gpu:"]
+
+
+def test_a_schematic_a_pool_uses_is_reported_once(tmp_path: Path) -> None:
+    report = lint_paths([str(CORPUS / "talconfig-amdgpu-apu.yaml")], talos="v1.7.0")
+    assert [f.code for f in report.findings if f.severity == "error"] == ["TS150"]
