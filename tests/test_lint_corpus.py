@@ -67,7 +67,8 @@ EXPECTED: list[tuple[str, dict[str, str], Verdict]] = [
     ("schematic-open-lts.yaml", {}, NOTHING),
     ("schematic-open-lts.yaml", {"talos": "v1.14.0"}, NOTHING),
     ("gpu-worker-patch-proxmox.yaml", {}, NOTHING),
-    ("patch-archetype-compute-gpu.yaml", {}, NOTHING),
+    # `install:` written twice in `machine:`: go-yaml, so Talos, refuses the patch.
+    ("patch-archetype-compute-gpu.yaml", {}, verdict("error TS002")),
     ("kernelmoduleconfig-nvidia.yaml", {}, NOTHING),
     ("talconfig-node-velaryon.yaml", {}, NOTHING),
     ("talhelper-templated-nvidia-patch.yaml", {}, NOTHING),
@@ -301,3 +302,25 @@ def test_a_chart_default_finding_points_at_the_node_group() -> None:
 def test_a_schematic_a_pool_uses_is_reported_once(tmp_path: Path) -> None:
     report = lint_paths([str(CORPUS / "talconfig-amdgpu-apu.yaml")], talos="v1.7.0")
     assert [f.code for f in report.findings if f.severity == "error"] == ["TS150"]
+
+
+def test_a_key_written_twice_in_a_machine_config_is_ts002_at_its_line(tmp_path: Path) -> None:
+    patch = write(
+        tmp_path,
+        "patch.yaml",
+        """\
+        machine:
+          kernel:
+            modules:
+              - name: nvidia
+          kernel:
+            modules:
+              - name: nvidia_uvm
+        """,
+    )
+    report = lint_paths([patch])
+    assert [(f.code, f.line) for f in report.findings] == [("TS002", 5)]
+    assert "machine.kernel" in report.findings[0].message
+    # The same key in values Helm reads is not a machine config: Helm keeps the later one.
+    values = write(tmp_path, "values.yaml", "gpus: []\ngpus:\n  - name: nvidia.com/GA102GL_A10\n")
+    assert all(f.code != "TS002" for f in lint_paths([values]).findings)

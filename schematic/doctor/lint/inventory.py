@@ -140,6 +140,8 @@ class Pool:
     # A KubernetesNodes pool described by values: each top-level key and talos.<key> it sets,
     # to hold against the chart the values are for (lint --chart).
     value_keys: dict[str, Place] | None = None
+    # Keys a machine config of the pool writes twice: file, line, key path, first line.
+    duplicate_keys: list[tuple[str, int, str, int]] = field(default_factory=list)
 
     @property
     def nvidia_gpus(self) -> list[GpuUse]:
@@ -405,6 +407,9 @@ def _machine_config_pool(configs: list[Document], pool: Pool, fallback: Place) -
     modules_place: Place | None = None
     for config in configs:
         data = _dict(config.data)
+        for path, line, first in config.duplicates:
+            key = ".".join(str(part) for part in path)
+            pool.duplicate_keys.append((config.file, line, key, first))
         if _kind(data) == "KernelModuleConfig" and _str(data.get("name")):
             modules.append(data["name"])
             modules_place = modules_place or Place(config, ("name",))

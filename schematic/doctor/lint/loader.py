@@ -59,6 +59,9 @@ class Document:
     data: Any
     lines: dict[Path_, int] = field(repr=False)
     text: str = field(default="", repr=False)
+    # Each mapping key written twice: its path, the line of the later one (which lint reads,
+    # as PyYAML and Helm do) and of the first. go-yaml, and so Talos, refuses such a config.
+    duplicates: tuple[tuple[Path_, int, int], ...] = field(default=(), repr=False)
 
     def line(self, path: Path_ = ()) -> int:
         """The line of ``path``, or of its nearest ancestor the document records."""
@@ -109,13 +112,20 @@ def _scalar(node: yaml.ScalarNode) -> Any:
     return node.value if tag in ("timestamp", "str") else value
 
 
-def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int], offset: int) -> Any:
+def _build(
+    node: yaml.Node,
+    path: Path_,
+    lines: dict[Path_, int],
+    offset: int,
+    duplicates: list[tuple[Path_, int, int]],
+) -> Any:
     lines.setdefault(path, node.start_mark.line + 1 + offset)
     if isinstance(node, yaml.ScalarNode):
         return _scalar(node)
     if isinstance(node, yaml.SequenceNode):
         return [
-            _build(item, (*path, index), lines, offset) for index, item in enumerate(node.value)
+            _build(item, (*path, index), lines, offset, duplicates)
+            for index, item in enumerate(node.value)
         ]
     if isinstance(node, yaml.MappingNode):
         mapping: dict[str, Any] = {}
@@ -125,8 +135,14 @@ def _build(node: yaml.Node, path: Path_, lines: dict[Path_, int], offset: int) -
             key = str(key_node.value)
             if key == "<<" and not key_node.style:
                 continue
-            lines[(*path, key)] = key_node.start_mark.line + 1 + offset
-            mapping[key] = _build(value_node, (*path, key), lines, offset)
+            line = key_node.start_mark.line + 1 + offset
+            if key in mapping:
+                duplicates.append(((*path, key), line, lines[(*path, key)]))
+                # The later value is read: drop what the first one recorded.
+                for recorded in [p for p in lines if p[: len(path) + 1] == (*path, key)]:
+                    del lines[recorded]
+            lines[(*path, key)] = line
+            mapping[key] = _build(value_node, (*path, key), lines, offset, duplicates)
         return mapping
     return None
 
@@ -151,9 +167,10 @@ def parse_yaml(
         if only_read and not may_hold_lint_object(source):
             continue
         lines: dict[Path_, int] = {}
-        data = _build(node, (), lines, line_offset)
+        duplicates: list[tuple[Path_, int, int]] = []
+        data = _build(node, (), lines, line_offset, duplicates)
         lines[()] = node.start_mark.line + 1 + line_offset
-        documents.append(Document(file, index, data, lines, source))
+        documents.append(Document(file, index, data, lines, source, tuple(duplicates)))
     return documents
 
 

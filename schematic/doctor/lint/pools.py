@@ -203,6 +203,18 @@ class _PoolCheck:
 
     def run(self) -> None:
         pool = self.pool
+        for file, line, key, first in pool.duplicate_keys:
+            # go-yaml refuses a mapping key written twice: talosctl and the node reject the
+            # config; read here as the later one wins, which is not what any node runs.
+            self.out.add(
+                "TS002",
+                f"machine config: key {key} is written twice (lines {first} and {line}); "
+                "Talos refuses the config",
+                file,
+                line,
+                pool.name,
+                fix="merge the two into one key",
+            )
         if pool.modules.state == "null":
             self.add(
                 "TS120",
