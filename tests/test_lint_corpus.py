@@ -326,3 +326,19 @@ def test_a_key_written_twice_in_a_machine_config_is_ts002_at_its_line(tmp_path: 
     # The same key in values Helm reads is not a machine config: Helm keeps the later one.
     values = write(tmp_path, "values.yaml", "gpus: []\ngpus:\n  - name: nvidia.com/GA102GL_A10\n")
     assert all(f.code != "TS002" for f in lint_paths([values]).findings)
+
+
+def test_a_talhelper_node_pinned_to_a_factory_installer_is_checked_with_its_schematic(
+    tmp_path: Path,
+) -> None:
+    # The velaryon node of the corpus in a talconfig of its release: its talosImageURL names
+    # the factory UI's proprietary LTS set, and Talos 1.11 still needs the BPF sysctl.
+    node = (CORPUS / "talconfig-node-velaryon.yaml").read_text()
+    head = "clusterName: goldentooth\ntalosVersion: v1.11.1\nendpoint: https://10.4.0.10:6443\n"
+    talconfig = tmp_path / "talconfig.yaml"
+    talconfig.write_text(head + "nodes:\n" + textwrap.indent(node, "  "))
+    assert findings([str(talconfig)]) == verdict("warning TS124")
+    # An ID nothing resolves is said, not passed over.
+    unknown = talconfig.read_text().replace("af8eb824", "0000aaaa")
+    talconfig.write_text(unknown)
+    assert findings([str(talconfig)]) == verdict("warning TS001")

@@ -16,6 +16,7 @@ to paste into a node entry or under ``worker:``) is read as one such node.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,11 @@ def is_talhelper_fragment(data: Any) -> bool:
         and isinstance(data.get("schematic"), dict)
         and set(data) <= _NODE_KEYS
     )
+
+
+# A schematic ID as a path segment of an installer reference, and a reference that has a tag.
+_PINNED_ID = re.compile(r"/(?P<id>[0-9a-f]{64})(?=$|[:@/])")
+_TAGGED = re.compile(r":[^/]+$")
 
 
 def _setting(doc: Document, node: Path_, role: Path_ | None, key: str) -> Path_ | None:
@@ -194,6 +200,20 @@ def _add_schematic(
     doc: Document, here: Path_, role: Path_ | None, pool: Pool, inventory: Inventory
 ) -> None:
     where = _setting(doc, here, role, "schematic")
+    pinned = _setting(doc, here, role, "talosImageURL")
+    if where is None and pinned is not None:
+        # No schematic of its own: the node installs the one its talosImageURL names
+        # (talhelper appends the release), e.g. factory.talos.dev/installer/<ID>.
+        url = str(doc.get(pinned))
+        found = _PINNED_ID.search(url)
+        if found is not None:
+            version = pool.talos or "<talosVersion>"
+            installer = url if _TAGGED.search(url) else f"{url}:{version}"
+            pool.schematics.append(
+                SchematicUse(
+                    found["id"], Place(doc, pinned), "installer image", reference=installer
+                )
+            )
     if where is not None and (schematic := _schematic(doc, where, inventory)) is not None:
         place = Place(doc, where)
         pool.schematics.insert(0, SchematicUse(schematic.id, place, "talhelper schematic"))
