@@ -144,7 +144,13 @@ class LintInputError(TalosSchematicError):
 
 
 class OutputError(TalosSchematicError):
-    """Output that cannot be written where asked."""
+    """Output that cannot be written where asked.
+
+    Each message is one line naming a path of the output directory, whose name may hold any
+    character: the message is kept on its line (:func:`printable`, ``one_line``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message, one_line=True))
 
 
 class FactoryError(TalosSchematicError):

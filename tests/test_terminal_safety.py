@@ -206,3 +206,28 @@ def test_a_file_name_with_a_line_break_stays_on_the_line_of_its_message(
         assert not line.startswith("b\\x1b"), (out, err)
     assert shown in out + err, (out, err)
     assert len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["generate", "cluster.yaml", "--out", "o\nx\x1b[2J"],
+        ["check", "cluster.yaml", "--out", "o\nx\x1b[2J"],
+        ["verify", "--out", "o\nx\x1b[2J", "--factory", "http://127.0.0.1:9"],
+        ["triage", "console.log", "--against", "o\nx\x1b[2J"],
+    ],
+)
+def test_an_output_directory_named_with_a_line_break_is_named_on_one_line(
+    tmp_path: Path, args: list[str]
+) -> None:
+    # Every refusal about an output directory names a path inside it.
+    example = Path(__file__).parent.parent / "examples" / "cluster.yaml"
+    (tmp_path / "cluster.yaml").write_text(example.read_text())
+    (tmp_path / "console.log").write_text(NVRM + "\n")
+    (tmp_path / "o\nx\x1b[2J").mkdir()
+    (tmp_path / "o\nx\x1b[2J" / "index.yaml").write_text("foo: 1\n")
+    code, out, err = run(*args, cwd=tmp_path)
+    assert code == 1, (out, err)
+    clean(out, err)
+    assert len(err.splitlines()) == 1, err
+    assert "o\\nx\\x1b[2J" in err and "not written by talos-schematic" in err

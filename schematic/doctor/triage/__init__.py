@@ -169,15 +169,16 @@ def committed_output(directory: str) -> Committed:
     from schematic.errors import OutputError
     from schematic.output.outdir import INDEX, read_index
 
+    shown = printable(directory, one_line=True)
     try:
         index = read_index(Path(directory))
     except OutputError as err:
-        raise TriageInputError(f"--against {directory}: {err}") from None
+        raise TriageInputError(f"--against {shown}: {err}") from None
     except OSError as err:
-        raise TriageInputError(f"--against {directory}: {err.strerror or err}") from None
+        raise TriageInputError(f"--against {shown}: {err.strerror or err}") from None
     if index is None:
         raise TriageInputError(
-            f"--against {directory}: no {INDEX} (give a directory `generate --out` wrote)"
+            f"--against {shown}: no {INDEX} (give a directory `generate --out` wrote)"
         )
     file = str(Path(directory) / INDEX)
     lines = decode_text(read_bytes(file, kind=InputKind.OUTPUT_RECORD)).splitlines()
