@@ -411,6 +411,101 @@ def test_ts204_is_not_claimed_for_a_module_that_found_no_device(tmp_path: Path) 
     assert "TS204" not in {d.code for d in triage_paths([str(tmp_path)]).diagnoses}
 
 
+# The line the device plugin logs when its container was given no driver library
+# (NVIDIA/k8s-device-plugin#1371), and one the kubelet gives a pod whose RuntimeClass has no
+# handler (NVIDIA/gpu-operator#730).
+NO_NVML = (
+    "W0819 07:02:54.757556       1 rm.go:109] NVML not detected: could not load NVML library: "
+    "libnvidia-ml.so.1: cannot open shared object file: No such file or directory\n"
+)
+NO_HANDLER = (
+    "  Warning  FailedCreatePodSandBox  12s (x10 over 2m11s)  kubelet            Failed to "
+    "create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no "
+    'runtime for "nvidia" is configured\n'
+)
+
+
+def _bundle_with(
+    tmp_path: Path, source: str, names: tuple[str, ...], extra: dict[str, str]
+) -> Path:
+    for name in names:
+        (tmp_path / name).write_bytes((BUNDLES / source / name).read_bytes())
+    for name, text in extra.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_ts205_a_plugin_without_nvml_on_a_gpu_node_is_an_error(tmp_path: Path) -> None:
+    bundle = _bundle_with(
+        tmp_path,
+        "healthy-gpu-worker-l40s",
+        ("pcidevices.yaml", "modules.txt"),
+        {"device-plugin.log": NO_NVML},
+    )
+    found = {d.code: d for d in triage_paths([str(bundle)]).diagnoses}
+    diagnosis = found["TS205"]
+    assert (diagnosis.severity, diagnosis.nodes) == ("error", ("10.244.9.52",))
+    # The driver is loaded on the node: the plugin's container is what lacks it.
+    assert any(reason.startswith("TS123") for reason in diagnosis.ruled_out)
+    assert any("Runtime Class Name: nvidia" in item for item in diagnosis.collect)
+
+
+def test_ts205_the_plugin_lines_on_a_node_without_nvidia_are_normal(tmp_path: Path) -> None:
+    bundle = _bundle_with(
+        tmp_path,
+        "ts101-nvidia-image-cpu-worker",
+        ("pcidevices.txt",),
+        {
+            "device-plugin.log": NO_NVML + "I0819 07:02:54.8 1 main.go:1] No devices found. "
+            "Waiting indefinitely.\n"
+        },
+    )
+    assert triage_paths([str(bundle)]).diagnoses == ()
+
+
+def test_ts205_is_not_said_beside_the_cause_that_explains_it(tmp_path: Path) -> None:
+    bundle = _bundle_with(
+        tmp_path,
+        "ts123-modules-not-loaded",
+        ("pcidevices.yaml", "modules.txt", "nvidia-smi.txt"),
+        {"device-plugin.log": NO_NVML},
+    )
+    found = {d.code for d in triage_paths([str(bundle)]).diagnoses}
+    assert "TS123" in found and "TS205" not in found
+
+
+def test_ts111_no_nvidia_handler_with_the_extensions_shown_is_an_error(tmp_path: Path) -> None:
+    rows = (BUNDLES / "healthy-gpu-worker-l40s" / "extensions.txt").read_text().splitlines()
+    without_toolkit = [r for r in rows if "nvidia-container-toolkit" not in r]
+    bundle = _bundle_with(
+        tmp_path,
+        "healthy-gpu-worker-l40s",
+        (),
+        {"extensions.txt": "\n".join(without_toolkit) + "\n", "10.244.9.52.events.txt": NO_HANDLER},
+    )
+    found = {d.code: d for d in triage_paths([str(bundle)]).diagnoses}
+    assert found["TS111"].severity == "error"
+    assert "include no nvidia-container-toolkit" in found["TS111"].summary
+
+
+def test_an_event_row_pasted_without_its_header_is_evidence() -> None:
+    # kubectl's own "Warning: ..." on stderr is dropped; an event row whose type is Warning is
+    # the evidence itself.
+    text = "Warning: v1 ComponentStatus is deprecated in v1.19+\n" + NO_HANDLER.strip() + "\n"
+    reading = read_evidence(text, "events.txt")
+    assert [s.kind for s in reading.signals] == [Kind.RUNTIME_HANDLER_MISSING]
+
+
+def test_ts111_is_not_claimed_where_the_toolkit_is_installed(tmp_path: Path) -> None:
+    bundle = _bundle_with(
+        tmp_path,
+        "healthy-gpu-worker-l40s",
+        ("extensions.txt",),
+        {"10.244.9.52.events.txt": NO_HANDLER},
+    )
+    assert "TS111" not in {d.code for d in triage_paths([str(bundle)]).diagnoses}
+
+
 def test_ts210_recreate_not_restart() -> None:
     (diagnosis,) = triage_paths([str(BUNDLES / "ts210-cdi-pods-too-early")]).diagnoses
     assert "recreate" in diagnosis.fix

@@ -1267,6 +1267,113 @@ def _operator_driver_on_talos(model: ClusterModel) -> list[_Finding]:
     return found
 
 
+def _is_toolkit_extension(name: str) -> bool:
+    from schematic.facts.nvidia import describe_nvidia_extension
+
+    described = describe_nvidia_extension(name if "/" in name else f"siderolabs/{name}")
+    return described is not None and described.family == "container-toolkit"
+
+
+def _runtime_handler_missing(model: ClusterModel) -> list[_Finding]:
+    """TS111 at runtime: a pod asked for the `nvidia` RuntimeClass and the node's containerd
+    has no such handler. On Talos the toolkit extension adds it; the node's extension list
+    tells whether the toolkit is missing (an error) — without it, the toolkit is the candidate
+    (a warning, with what to collect)."""
+    found = []
+    for machine in model.sorted_machines():
+        missing = machine.of(Kind.RUNTIME_HANDLER_MISSING)
+        if not missing:
+            continue
+        node = machine.name or "<node>"
+        extensions = machine.extensions()
+        toolkit = [n for n in extensions if _is_toolkit_extension(n)]
+        evidence = [s.evidence for s in missing[:2]]
+        if toolkit:
+            # The handler's file comes with the extension: this is not TS111. What else
+            # drops it is not among the inputs; say so rather than name a cause.
+            continue
+        on = f" on {machine.name}" if machine.name else ""
+        summary = [
+            f"a pod that asked for the nvidia RuntimeClass could not start{on}: the node's "
+            "container runtime has no `nvidia` handler, which on Talos the "
+            "nvidia-container-toolkit extension adds"
+        ]
+        if extensions:
+            listed = next(iter(extensions.values()))
+            summary.append(
+                f"the node's extensions ({listed.where}) include no nvidia-container-toolkit"
+            )
+            evidence.append(listed)
+            found.append(_Finding("TS111", machine, evidence, [], summary))
+            continue
+        collect = [
+            f"talosctl -n {node} get extensions: no nvidia-container-toolkit confirms it; with "
+            "the toolkit listed, the node runs another image than the pool's",
+        ]
+        found.append(_Finding("TS111", machine, evidence, [], summary, collect, "warning"))
+    return found
+
+
+# Causes that already explain a device plugin which finds no GPU on the machine.
+_PLUGIN_EXPLAINED = frozenset(
+    {"TS101", "TS103", "TS104", "TS105", "TS110", "TS111", "TS123", "TS140", "TS141", "TS203"}
+    | {"TS204"}
+)
+
+
+def _plugin_without_driver(model: ClusterModel, findings: list[_Finding]) -> list[_Finding]:
+    """TS205: the device plugin cannot load NVML or finds no device. On a node shown with an
+    NVIDIA GPU the GPU is lost to Kubernetes (an error); on a node shown without one the lines
+    are normal (nothing); with nothing about the hardware it is said with what to collect."""
+    explained = {
+        f.machine.name for f in findings if f.machine is not None and f.code in _PLUGIN_EXPLAINED
+    }
+    explained |= {n for f in findings if f.code in _PLUGIN_EXPLAINED for n in f.nodes or []}
+    found = []
+    for machine in model.sorted_machines():
+        lines = machine.of(Kind.PLUGIN_NO_NVML) + machine.of(Kind.PLUGIN_NO_DEVICES)
+        if not lines or machine.name in explained or _no_nvidia(machine) is not None:
+            continue
+        lines.sort(key=lambda s: (s.evidence.file, s.evidence.line))
+        node = machine.name or "<node>"
+        no_nvml = machine.of(Kind.PLUGIN_NO_NVML)
+        said = (
+            "the device plugin cannot load NVML, the driver's library that the NVIDIA container "
+            "runtime puts into its container"
+            if no_nvml
+            else "the device plugin finds no GPU"
+        )
+        evidence = [s.evidence for s in lines[:2]]
+        ruled: list[tuple[str, str]] = []
+        answered = _driver_answered(machine)
+        if answered:
+            ruled.append(("TS123", f"the driver is loaded ({answered[0].where})"))
+        collect = [
+            "`kubectl describe pod` of the device plugin pod: `Runtime Class Name: nvidia` "
+            "(Talos's nvidia handler, from the toolkit extension) must be set",
+            f"talosctl -n {node} get extensions: nvidia-container-toolkit missing means TS111",
+        ]
+        if not answered:
+            collect.append(f"talosctl -n {node} get modules: no nvidia module loaded means TS123")
+        shown = _nvidia_shown(machine)
+        if shown is not None:
+            summary = [f"{said}; {shown[0]}, so the node advertises none of its GPUs"]
+            evidence.append(shown[1])
+            found.append(_Finding("TS205", machine, evidence, ruled, summary, collect))
+            continue
+        summary = [
+            f"{said}, and nothing among the inputs shows whether the node has an NVIDIA GPU: on a "
+            "node without one these lines are normal; on a GPU node no GPU is advertised"
+        ]
+        collect.insert(
+            0,
+            f"talosctl -n {node} get pcidevices (or the Node's labels): a vendor 0x10de device "
+            "makes this an error",
+        )
+        found.append(_Finding("TS205", machine, evidence, ruled, summary, collect, "warning"))
+    return found
+
+
 _RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
     _operator_driver_on_talos,
     _module_not_loaded,
@@ -1274,6 +1381,7 @@ _RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
     _modules_not_loaded,
     _wrong_flavour,
     _device_plugin,
+    _runtime_handler_missing,
     _fabric,
     _upgrade_reverted,
     _memory,
@@ -1436,6 +1544,7 @@ def diagnose_model(model: ClusterModel, committed: Committed | None = None) -> l
     groups: dict[tuple[str, str, str], list[_Finding]] = defaultdict(list)
     findings = [f for rule in _RULES for f in rule(model)]
     findings += _nvidia_waits_not_held(model, findings)
+    findings += _plugin_without_driver(model, findings)
     if committed is not None:
         findings += _against(model, committed)
     for finding in findings:

@@ -72,6 +72,17 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         Kind.PLUGIN_NO_NVML,
     ),
     (re.compile(r"couldn't communicate with the NVIDIA driver"), Kind.NO_DRIVER),
+    # containerd's CRI ("no runtime for %q is configured", quoted in NVIDIA/gpu-operator#730
+    # and #413) and CRI-O ("failed to find runtime handler %s from runtime list", #1298): a pod
+    # asked for the `nvidia` RuntimeClass and the node's runtime has no such handler. On Talos
+    # the nvidia-container-toolkit extension adds it (/etc/cri/conf.d).
+    (
+        re.compile(
+            r"no runtime for [\"“”]?nvidia[\"“”]? is configured"
+            r"|failed to find runtime handler [\"“”]?nvidia\b"
+        ),
+        Kind.RUNTIME_HANDLER_MISSING,
+    ),
     # The GPU Operator's driver container looks for its packages for the running kernel; a
     # Talos kernel ("6.1.51-talos") has none (https://github.com/siderolabs/talos/issues/8402).
     (
@@ -139,6 +150,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("No devices",),
     ("Incompatible strategy", "NVML"),
     ("NVIDIA driver",),
+    ("no runtime for", "runtime handler"),
     ("Unable to locate package",),
     ("No NVIDIA GPU", "No NVIDIA graphics adapter"),
     ("ib_umad",),

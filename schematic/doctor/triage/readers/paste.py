@@ -41,9 +41,11 @@ _PROMPT_BODY = (
 _PROMPT = re.compile("^" + _PROMPT_BODY, re.MULTILINE)
 # Lines that are not the tool's output: the prompt, talosctl's stderr warning ("WARNING:
 # 10.0.0.5: server version 1.7.6 is older than client version 1.8.3"), kubectl's "Warning: ...",
-# and the code fences of a paste copied from a Markdown page.
+# and the code fences of a paste copied from a Markdown page. The colon tells kubectl's warning
+# from an event row of `kubectl describe` or `get events` ("Warning  FailedCreatePodSandBox ..."),
+# which is evidence.
 _NOT_OUTPUT = re.compile(
-    r"^(?:(?:WARNING|Warning|W\d{4} [\d:.]+[ \t]+\d+ warnings\.go):? [^\n]*"
+    r"^(?:(?:(?:WARNING|Warning):|W\d{4} [\d:.]+[ \t]+\d+ warnings\.go:?) [^\n]*"
     r"|[ \t]*(?:```|~~~)[\w-]*[ \t]*"
     rf"|{_PROMPT_BODY})$",
     re.MULTILINE,
