@@ -506,6 +506,32 @@ def test_ts111_is_not_claimed_where_the_toolkit_is_installed(tmp_path: Path) -> 
     assert "TS111" not in {d.code for d in triage_paths([str(bundle)]).diagnoses}
 
 
+def test_ts206_a_validator_that_finds_no_driver_names_the_install_dir() -> None:
+    (diagnosis,) = triage_paths([str(BUNDLES / "paste-cozystack-validator-driver-off")]).diagnoses
+    assert (diagnosis.code, diagnosis.severity) == ("TS206", "error")
+    assert "/usr/local" in diagnosis.summary
+    assert any(reason.startswith("TS141") for reason in diagnosis.ruled_out)
+
+
+def test_ts206_one_retry_is_not_yet_a_loop(tmp_path: Path) -> None:
+    lines = BUNDLES / "paste-gpu-operator-validator-on-talos" / "driver-validation.log"
+    (tmp_path / "validator.log").write_text("".join(lines.read_text().splitlines(True)[:4]))
+    (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (diagnosis.code, diagnosis.severity) == ("TS206", "warning")
+
+
+def test_ts206_waiting_for_the_operators_driver_and_retrying_is_ts141(tmp_path: Path) -> None:
+    # The validator's own words for an operator-managed driver (cmd/nvidia-validator/main.go).
+    (tmp_path / "validator.log").write_text(
+        'time="2026-01-23T20:08:10Z" level=info msg="Driver is not pre-installed on the host '
+        'and is managed by GPU Operator. Checking driver container status."\n'
+        'time="2026-01-23T20:08:15Z" level=warning msg="failed to validate the driver, '
+        'retrying after 5 seconds\\n"\n'
+    )
+    (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (diagnosis.code, diagnosis.severity) == ("TS141", "warning")
+
+
 def test_ts210_recreate_not_restart() -> None:
     (diagnosis,) = triage_paths([str(BUNDLES / "ts210-cdi-pods-too-early")]).diagnoses
     assert "recreate" in diagnosis.fix

@@ -1317,7 +1317,7 @@ def _runtime_handler_missing(model: ClusterModel) -> list[_Finding]:
 # Causes that already explain a device plugin which finds no GPU on the machine.
 _PLUGIN_EXPLAINED = frozenset(
     {"TS101", "TS103", "TS104", "TS105", "TS110", "TS111", "TS123", "TS140", "TS141", "TS203"}
-    | {"TS204"}
+    | {"TS204", "TS206"}
 )
 
 
@@ -1374,6 +1374,55 @@ def _plugin_without_driver(model: ClusterModel, findings: list[_Finding]) -> lis
     return found
 
 
+def _operator_validator(model: ClusterModel) -> list[_Finding]:
+    """The GPU Operator's validator, retrying its driver check forever: waiting for the
+    operator's own driver container is TS141 (on Talos the driver comes from the extensions);
+    finding no driver at all, with the operator's driver off, is TS206 — the operator looks
+    under hostPaths.driverInstallDir, and Talos puts nvidia-smi under /usr/local."""
+    found = []
+    for machine in model.sorted_machines():
+        retries = machine.of(Kind.VALIDATOR_NO_DRIVER)
+        container = machine.of(Kind.VALIDATOR_DRIVER_CONTAINER)
+        if not retries:
+            # A validator that found the driver (or goes on to the next check) says nothing
+            # more; waiting for the operator's own driver is normal off Talos until it retries.
+            continue
+        node = machine.name or "<node>"
+        if container:
+            summary = [
+                "the GPU Operator's validator waits for the operator's own driver container "
+                "and retries: the operator runs its driver, which on Talos cannot be installed "
+                "(the driver and toolkit come from the system extensions)"
+            ]
+            collect = [
+                "the operator's values (`kubectl get clusterpolicy -o yaml`): driver.enabled "
+                "and toolkit.enabled must be false on Talos",
+            ]
+            evidence = [s.evidence for s in (container[:1] + retries[:1])]
+            found.append(_Finding("TS141", machine, evidence, [], summary, collect, "warning"))
+            continue
+        summary = [
+            f"the GPU Operator's validator found no driver {len(retries)} time"
+            f"{'' if len(retries) == 1 else 's'} in a row and retries forever: nvidia-smi is "
+            "neither on the host's standard paths nor under hostPaths.driverInstallDir; on "
+            "Talos it is /usr/local/bin/nvidia-smi, so the operator needs "
+            "hostPaths.driverInstallDir: /usr/local, and every operator pod waits behind the "
+            "validator until then"
+        ]
+        collect = [
+            "the operator's values (`kubectl get clusterpolicy -o yaml`): "
+            "hostPaths.driverInstallDir must be /usr/local",
+            f"talosctl -n {node} get extensions: without nvidia-container-toolkit there is no "
+            "nvidia-smi at all (TS111)",
+        ]
+        ruled = [("TS141", "the validator does not wait for the operator's driver container")]
+        # One retry may be a validator that has just started; a loop is certain.
+        severity = None if len(retries) > 1 else "warning"
+        evidence = [s.evidence for s in retries[:2]]
+        found.append(_Finding("TS206", machine, evidence, ruled, summary, collect, severity))
+    return found
+
+
 _RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
     _operator_driver_on_talos,
     _module_not_loaded,
@@ -1382,6 +1431,7 @@ _RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
     _wrong_flavour,
     _device_plugin,
     _runtime_handler_missing,
+    _operator_validator,
     _fabric,
     _upgrade_reverted,
     _memory,

@@ -74,6 +74,8 @@ class Kind(Enum):
     PLUGIN_NO_NVML = "device plugin cannot load NVML (runtime not configured)"
     RUNTIME_HANDLER_MISSING = "the container runtime has no nvidia handler"
     OPERATOR_DRIVER_ON_TALOS = "the GPU Operator's driver container installs a driver on Talos"
+    VALIDATOR_NO_DRIVER = "the GPU Operator's validator finds no driver (retrying)"
+    VALIDATOR_DRIVER_CONTAINER = "the GPU Operator's validator waits for its driver container"
     OOM_KILL = "OOM kill"
     # Kubernetes objects
     NODE = "Kubernetes node"

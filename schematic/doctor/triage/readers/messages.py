@@ -89,6 +89,17 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         re.compile(r"Unable to locate package linux-[\w.+-]*nvidia[\w.+-]*-talos\b"),
         Kind.OPERATOR_DRIVER_ON_TALOS,
     ),
+    # The GPU Operator's validator (cmd/nvidia-validator/main.go): no nvidia-smi on the host's
+    # standard paths nor under hostPaths.driverInstallDir, retried forever (quoted on Talos in
+    # NVIDIA/gpu-operator#1687); and its wait for the operator's own driver container.
+    (re.compile(r"failed to validate the driver, retrying"), Kind.VALIDATOR_NO_DRIVER),
+    (
+        re.compile(
+            r"Driver is not pre-installed on the host(?: and is managed by GPU Operator)?\. "
+            r"Checking driver container status"
+        ),
+        Kind.VALIDATOR_DRIVER_CONTAINER,
+    ),
     # Older drivers say "No NVIDIA graphics adapter found!" (quoted in ValveSoftware/SteamOS#209).
     (re.compile(r"No NVIDIA GPU found|No NVIDIA graphics adapter found"), Kind.NO_GPU_FOUND),
     (
@@ -152,6 +163,8 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("NVIDIA driver",),
     ("no runtime for", "runtime handler"),
     ("Unable to locate package",),
+    ("validate the driver",),
+    ("not pre-installed on the host",),
     ("No NVIDIA GPU", "No NVIDIA graphics adapter"),
     ("ib_umad",),
     ("NV_WARN",),
