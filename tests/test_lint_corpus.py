@@ -16,6 +16,7 @@ import pytest
 
 from schematic.doctor.lint import lint_paths
 from schematic.facts.catalog import extensions_never_together, factory_alias
+from schematic.inputs.profiles import load_profile
 
 CORPUS = Path(__file__).parent / "data" / "lint_corpus"
 
@@ -62,6 +63,21 @@ EXPECTED: list[tuple[str, dict[str, str], Verdict]] = [
     # Healthy GPU inputs: nothing to report.
     ("omni-ai-conformance-template.yaml", {}, NOTHING),
     ("talconfig-gpu-worker-snippet.yaml", {}, NOTHING),
+    # The same excerpt (no clusterName) read as talhelper's, for the machine it runs on:
+    # proprietary modules on Blackwell cannot drive it; NVIDIA extensions on a CPU node loop.
+    (
+        "talconfig-gpu-worker-snippet.yaml",
+        {"hardware": "kubevirt-rtx-pro-6000-blackwell-server"},
+        verdict("error TS103"),
+    ),
+    ("talconfig-gpu-worker-snippet.yaml", {"hardware": "kubevirt-cpu"}, verdict("error TS101")),
+    ("talconfig-gpu-worker-snippet.yaml", {"hardware": "kubevirt-l40s"}, NOTHING),
+    (
+        "omni-ai-conformance-template.yaml",
+        {"hardware": "kubevirt-rtx-pro-6000-blackwell-server"},
+        verdict("error TS103", "error TS106"),
+    ),
+    ("omni-ai-conformance-template.yaml", {"hardware": "kubevirt-l40s"}, NOTHING),
     ("schematic-nonfree-production-vmware.yaml", {}, NOTHING),
     ("schematic-nonfree-production-vmware.yaml", {"talos": "v1.8.3"}, NOTHING),
     ("schematic-open-lts.yaml", {}, NOTHING),
@@ -101,8 +117,9 @@ EXPECTED: list[tuple[str, dict[str, str], Verdict]] = [
 
 
 def findings(paths: list[str], **options: str) -> Verdict:
-    assert set(options) <= {"talos"}
-    report = lint_paths(paths, talos=options.get("talos"))
+    assert set(options) <= {"talos", "hardware"}
+    hardware = load_profile(options["hardware"]) if "hardware" in options else None
+    report = lint_paths(paths, talos=options.get("talos"), hardware=hardware)
     return frozenset((f.severity, f.code) for f in report.findings if f.severity != "note")
 
 
@@ -342,3 +359,12 @@ def test_a_talhelper_node_pinned_to_a_factory_installer_is_checked_with_its_sche
     unknown = talconfig.read_text().replace("af8eb824", "0000aaaa")
     talconfig.write_text(unknown)
     assert findings([str(talconfig)]) == verdict("warning TS001")
+
+
+def test_a_talconfig_excerpt_without_cluster_name_is_read(tmp_path: Path) -> None:
+    excerpt = (CORPUS / "talconfig-gpu-worker-snippet.yaml").read_text()
+    assert findings([str(CORPUS / "talconfig-gpu-worker-snippet.yaml")], hardware="kubevirt-cpu")
+    # Another tool's `nodes:` list (no talhelper node keys) is not a talconfig.
+    other = write(tmp_path, "inventory.yaml", "nodes:\n  - name: a\n    role: worker\n")
+    assert findings([other], hardware="kubevirt-cpu") == NOTHING
+    assert "clusterName" not in excerpt

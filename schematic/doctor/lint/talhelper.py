@@ -66,13 +66,37 @@ _NODE_KEYS = frozenset(
 )
 
 
-def is_talconfig(data: Any) -> bool:
-    """A talhelper config: ``clusterName`` and a ``nodes`` list, and no Kubernetes ``kind``."""
+# The keys of a talhelper node besides those it shares with a role (pkg/config/config.go).
+_NODE_OWN_KEYS = frozenset(
+    {
+        "hostname",
+        "ipAddress",
+        "controlPlane",
+        "installDisk",
+        "installDiskSelector",
+        "ignoreHostname",
+    }
+)
+
+
+def _is_node(item: Any) -> bool:
     return (
-        isinstance(data, dict)
-        and "kind" not in data
-        and isinstance(data.get("clusterName"), str)
-        and isinstance(data.get("nodes"), list)
+        isinstance(item, dict)
+        and isinstance(item.get("hostname"), str)
+        and set(item) <= _NODE_KEYS | _NODE_OWN_KEYS
+    )
+
+
+def is_talconfig(data: Any) -> bool:
+    """A talhelper config: ``clusterName`` and a ``nodes`` list, and no Kubernetes ``kind``;
+    or the part guides show without ``clusterName``, a ``nodes`` list of talhelper nodes."""
+    if not isinstance(data, dict) or "kind" in data or "apiVersion" in data:
+        return False
+    nodes = data.get("nodes")
+    if not isinstance(nodes, list):
+        return False
+    return isinstance(data.get("clusterName"), str) or (
+        bool(nodes) and all(_is_node(item) for item in nodes)
     )
 
 
