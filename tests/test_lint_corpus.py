@@ -80,6 +80,16 @@ EXPECTED: list[tuple[str, dict[str, str], Verdict]] = [
     ("omni-ai-conformance-template.yaml", {"hardware": "kubevirt-l40s"}, NOTHING),
     ("schematic-nonfree-production-vmware.yaml", {}, NOTHING),
     ("schematic-nonfree-production-vmware.yaml", {"talos": "v1.8.3"}, NOTHING),
+    # A schematic file alone, for the machine --hardware names.
+    (
+        "schematic-nonfree-production-vmware.yaml",
+        {"hardware": "kubevirt-rtx-pro-6000-blackwell-server"},
+        verdict("error TS103"),
+    ),
+    ("schematic-nonfree-production-vmware.yaml", {"hardware": "kubevirt-l40s"}, NOTHING),
+    ("schematic-open-lts.yaml", {"hardware": "kubevirt-v100-pcie-16gb"}, verdict("error TS104")),
+    ("schematic-open-lts.yaml", {"hardware": "kubevirt-cpu"}, verdict("error TS101")),
+    ("schematic-storage.yaml", {"hardware": "kubevirt-cpu"}, NOTHING),
     ("schematic-open-lts.yaml", {}, NOTHING),
     ("schematic-open-lts.yaml", {"talos": "v1.14.0"}, NOTHING),
     ("gpu-worker-patch-proxmox.yaml", {}, NOTHING),
@@ -368,3 +378,10 @@ def test_a_talconfig_excerpt_without_cluster_name_is_read(tmp_path: Path) -> Non
     other = write(tmp_path, "inventory.yaml", "nodes:\n  - name: a\n    role: worker\n")
     assert findings([other], hardware="kubevirt-cpu") == NOTHING
     assert "clusterName" not in excerpt
+
+
+def test_hardware_checks_a_schematic_file_alone_once(tmp_path: Path) -> None:
+    path = str(CORPUS / "schematic-gpu-fabricmanager-untiered.yaml")
+    report = lint_paths([path], hardware=load_profile("kubevirt-cpu"))
+    codes = sorted(f.code for f in report.findings if f.severity == "error")
+    assert codes == ["TS101", "TS150"]

@@ -96,7 +96,12 @@ def lint_paths(
         check_extension_order,
         check_extensions_together,
     )
-    from schematic.doctor.lint.inventory import build_inventory, config_patch_pool
+    from schematic.doctor.lint.inventory import (
+        Pool,
+        SchematicUse,
+        build_inventory,
+        config_patch_pool,
+    )
     from schematic.doctor.lint.loader import load_counted, parse_yaml
     from schematic.doctor.lint.manifests import check_manifests
     from schematic.doctor.lint.omni import add_omni_pools, is_omni_template
@@ -168,6 +173,15 @@ def lint_paths(
     # A schematic a pool uses has its names checked there, against the pool's release: checked
     # here again it would be reported twice on the same line.
     pooled = {use.id for pool in inventory.pools for use in pool.schematics}
+    if hardware is not None:
+        # --hardware names the machine a schematic file alone is for: check it as that node's.
+        for schematic, place in inventory.schematic_files:
+            if schematic.id in pooled:
+                continue
+            pooled.add(schematic.id)
+            pool = Pool(f"schematic {schematic.id[:8]}…", place, gpus_known=False)
+            pool.schematics.append(SchematicUse(schematic.id, place, "schematic file"))
+            inventory.pools.append(pool)
     for schematic, place in inventory.schematic_files:
         local.setdefault(schematic.id, (schematic, f"{place.file}:{place.line}"))
         where = f"schematic {schematic.id[:8]}…"
