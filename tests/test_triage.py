@@ -532,6 +532,13 @@ def test_ts206_waiting_for_the_operators_driver_and_retrying_is_ts141(tmp_path: 
     assert (diagnosis.code, diagnosis.severity) == ("TS141", "warning")
 
 
+def test_ts207_a_dra_device_is_not_recreated_away() -> None:
+    (diagnosis,) = triage_paths([str(BUNDLES / "paste-dra-cdi-device-on-talos")]).diagnoses
+    assert (diagnosis.code, diagnosis.severity) == ("TS207", "warning")
+    assert "k8s.gpu.nvidia.com/device=gpu-1" in diagnosis.summary
+    assert any(reason.startswith("TS210") for reason in diagnosis.ruled_out)
+
+
 def test_ts210_recreate_not_restart() -> None:
     (diagnosis,) = triage_paths([str(BUNDLES / "ts210-cdi-pods-too-early")]).diagnoses
     assert "recreate" in diagnosis.fix

@@ -1074,12 +1074,18 @@ def _device_plugin(model: ClusterModel) -> list[_Finding]:
         found.append(
             _Finding("TS140", None, evidence, ruled, summary, collect, severity, nodes=nodes)
         )
-    unresolvable = model.everywhere(Kind.CDI_UNRESOLVABLE)
+    every_unresolvable = model.everywhere(Kind.CDI_UNRESOLVABLE)
+    unresolvable = [s for s in every_unresolvable if _plugin_cdi_device(s)]
+    found += _foreign_cdi_devices([s for s in every_unresolvable if s not in unresolvable])
     early = [
         pair for machine in model.sorted_machines() for pair in _created_before_plugin(machine)
     ]
-    if (unresolvable or early) and not found:
-        nodes = [m.name for m in model.sorted_machines() if m.of(Kind.CDI_UNRESOLVABLE)]
+    if (unresolvable or early) and not any(f.code == "TS140" for f in found):
+        nodes = [
+            m.name
+            for m in model.sorted_machines()
+            if any(s in unresolvable for s in m.of(Kind.CDI_UNRESOLVABLE))
+        ]
         nodes += [name for name, _, _ in early]
         ruled = [
             (
@@ -1098,6 +1104,49 @@ def _device_plugin(model: ClusterModel) -> list[_Finding]:
         ]
         found.append(_Finding("TS210", None, evidence, ruled, summary, nodes=nodes))
     return found
+
+
+# The device names CDI reports unresolvable: "<vendor>/<class>=<name>".
+_CDI_DEVICE = re.compile(r"unresolvable CDI devices? (?P<device>[\w.-]+/[\w.-]+=\S+)")
+# The device plugin's CDI kinds (its cdi-annotations and cdi-cri strategies, the GPU Operator's
+# management kind); a DRA driver's kinds (k8s.gpu.nvidia.com/...) are other generators'.
+_PLUGIN_CDI_KINDS = ("nvidia.com/gpu", "management.nvidia.com/gpu")
+
+
+def _cdi_device(signal: Signal) -> str:
+    found = _CDI_DEVICE.search(signal.evidence.text)
+    return found["device"].rstrip(":,;\"'") if found else ""
+
+
+def _plugin_cdi_device(signal: Signal) -> bool:
+    """Whether the unresolvable device is one the device plugin hands out (or not named)."""
+    device = _cdi_device(signal)
+    return not device or device.split("=", 1)[0] in _PLUGIN_CDI_KINDS
+
+
+def _foreign_cdi_devices(unresolvable: list[Signal]) -> list[_Finding]:
+    """TS207: a CDI device of another generator than the device plugin (NVIDIA's DRA driver)
+    that containerd cannot resolve. Recreating the pod (TS210) does not help: the generator's
+    spec is missing or not where containerd reads specs."""
+    if not unresolvable:
+        return []
+    devices = sorted({_cdi_device(s) for s in unresolvable})
+    summary = [
+        f"the CDI device {', '.join(devices[:3])} is in no CDI spec containerd read; its kind is "
+        "not the device plugin's (nvidia.com/gpu), so the generator of that kind (NVIDIA's DRA "
+        "driver for k8s.gpu.nvidia.com) did not write it where containerd looks (/var/run/cdi, "
+        "/etc/cdi), or not for this node"
+    ]
+    collect = [
+        "the DRA driver's kubelet-plugin log on the node (`kubectl -n <namespace> logs "
+        "<kubelet-plugin pod> --all-containers`): the CDI spec it writes and its driver root "
+        "(on Talos the driver is under /usr/local)",
+        "talosctl -n <node> ls /var/run/cdi: the specs containerd can resolve",
+    ]
+    ruled = [("TS210", "the device is not the device plugin's: recreating the pod changes nothing")]
+    nodes = sorted({s.node for s in unresolvable if s.node})
+    evidence = [s.evidence for s in unresolvable[:3]]
+    return [_Finding("TS207", None, evidence, ruled, summary, collect, nodes=nodes)]
 
 
 _NOT_CREATED = ("CreateContainerError", "CreateContainerConfigError", "RunContainerError")
