@@ -134,7 +134,8 @@ def lint_paths(
                 problem.file,
                 None,
                 fix="lint what it renders: helm template RELEASE CHART -f VALUES"
-                " | talos-schematic lint -",
+                " | talos-schematic lint - (a talhelper patch: the configs talhelper genconfig"
+                " writes to clusterconfig/)",
             )
         elif not problem.relevant:
             out.add("TS191", f"not valid YAML: {problem.message}", problem.file, problem.line)
