@@ -539,6 +539,26 @@ def test_ts207_a_dra_device_is_not_recreated_away() -> None:
     assert any(reason.startswith("TS210") for reason in diagnosis.ruled_out)
 
 
+def test_ts208_a_plugin_on_no_node_beside_a_gpu_node_is_an_error(tmp_path: Path) -> None:
+    bundle = _bundle_with(tmp_path, "healthy-gpu-worker-l40s", ("pcidevices.yaml",), {})
+    rows = (BUNDLES / "paste-device-plugin-ds-desired-zero" / "daemonsets.txt").read_text()
+    # `kubectl get ds -A` puts NAMESPACE first.
+    lines = rows.splitlines()
+    (bundle / "ds.txt").write_text(
+        f"NAMESPACE              {lines[0]}\nnvidia-device-plugin   {lines[1]}\n"
+    )
+    (diagnosis,) = triage_paths([str(bundle)]).diagnoses
+    assert (diagnosis.code, diagnosis.severity) == ("TS208", "error")
+    assert diagnosis.nodes == ("10.244.9.52",)
+    assert "nvidia-device-plugin/nvdp-nvidia-device-plugin" in diagnosis.summary
+
+
+def test_ts208_other_daemonsets_at_zero_are_not_the_plugin(tmp_path: Path) -> None:
+    text = (BUNDLES / "paste-device-plugin-ds-desired-zero" / "daemonsets.txt").read_text()
+    (tmp_path / "ds.txt").write_text(text.replace("nvdp-nvidia-device-plugin", "node-exporter"))
+    assert triage_paths([str(tmp_path)]).diagnoses == ()
+
+
 def test_ts210_recreate_not_restart() -> None:
     (diagnosis,) = triage_paths([str(BUNDLES / "ts210-cdi-pods-too-early")]).diagnoses
     assert "recreate" in diagnosis.fix

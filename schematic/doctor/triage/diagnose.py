@@ -1472,6 +1472,43 @@ def _operator_validator(model: ClusterModel) -> list[_Finding]:
     return found
 
 
+def _plugin_scheduled_nowhere(model: ClusterModel) -> list[_Finding]:
+    """TS208: the device plugin's DaemonSet should run on no node. Its chart (from 0.15.0) and
+    the GPU Operator schedule it only on nodes labelled by Node Feature Discovery
+    (feature.node.kubernetes.io/pci-10de.present) or nvidia.com/gpu.present=true: without
+    those labels no GPU is ever advertised. An error where the inputs show a GPU node; with
+    none shown a cluster without GPUs looks the same, so a warning."""
+    plugins = [
+        s
+        for s in model.cluster.get(Kind.DAEMONSET, [])
+        if "device-plugin" in s.value and "nvidia" in s.value and s.get("desired") == "0"
+    ]
+    if not plugins:
+        return []
+    gpu_nodes = [m for m in model.sorted_machines() if _nvidia_shown(m) is not None]
+    names = ", ".join(sorted({s.value for s in plugins})[:3])
+    summary = [
+        f"the device plugin DaemonSet {names} should run on no node: its node affinity takes "
+        "only nodes labelled feature.node.kubernetes.io/pci-10de.present=true (Node Feature "
+        "Discovery) or nvidia.com/gpu.present=true, and no node carries them, so no node "
+        "advertises nvidia.com/gpu"
+    ]
+    collect = [
+        "`kubectl get nodes -L feature.node.kubernetes.io/pci-10de.present -L "
+        "nvidia.com/gpu.present`: the GPU nodes must carry one of them",
+    ]
+    evidence = [s.evidence for s in plugins[:2]]
+    if gpu_nodes:
+        shown = _nvidia_shown(gpu_nodes[0])
+        assert shown is not None
+        summary.append(shown[0])
+        evidence.append(shown[1])
+        nodes = [m.name for m in gpu_nodes]
+        return [_Finding("TS208", None, evidence, [], summary, collect, nodes=nodes)]
+    summary.append("nothing among the inputs shows whether the cluster has a GPU node")
+    return [_Finding("TS208", None, evidence, [], summary, collect, "warning")]
+
+
 _RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
     _operator_driver_on_talos,
     _module_not_loaded,
@@ -1481,6 +1518,7 @@ _RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
     _device_plugin,
     _runtime_handler_missing,
     _operator_validator,
+    _plugin_scheduled_nowhere,
     _fabric,
     _upgrade_reverted,
     _memory,

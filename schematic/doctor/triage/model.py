@@ -351,7 +351,7 @@ class ClusterModel:
 
 
 # Facts about the cluster, not about one machine.
-_CLUSTER_KINDS = frozenset({Kind.CONTROL_PLANE_SERVICE, Kind.PLUGIN_ENV})
+_CLUSTER_KINDS = frozenset({Kind.CONTROL_PLANE_SERVICE, Kind.PLUGIN_ENV, Kind.DAEMONSET})
 _BOOT_KINDS = frozenset({Kind.SERVICE_WAITING, Kind.BOOT_FAILED, Kind.REBOOTING})
 
 

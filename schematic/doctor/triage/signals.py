@@ -81,6 +81,7 @@ class Kind(Enum):
     NODE = "Kubernetes node"
     IDENTITY = "names of one node"  # value: the node; data aliases: its other names
     POD = "pod"
+    DAEMONSET = "DaemonSet"  # value: [namespace/]name; data desired, current, ready
     EVENT = "event"
     CONTROL_PLANE_SERVICE = "control-plane Service"
     # metrics

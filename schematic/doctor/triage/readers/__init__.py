@@ -21,7 +21,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from schematic.doctor.triage.readers.describe import read_describe, recognise_describe
+from schematic.doctor.triage.readers.describe import (
+    read_describe,
+    read_describe_daemonset,
+    recognise_describe,
+    recognise_describe_daemonset,
+)
 from schematic.doctor.triage.readers.documents import DocumentError, read_json, read_yaml
 from schematic.doctor.triage.readers.logs import read_log
 from schematic.doctor.triage.readers.paste import is_prose, sections
@@ -106,6 +111,8 @@ def _read_section(text: str, file: str) -> Reading:
             return _reading(file, "table", list(read_table(text, file)))
         if recognise_describe(text):
             return _reading(file, "describe", list(read_describe(text, file)))
+        if recognise_describe_daemonset(text):
+            return _reading(file, "describe", list(read_describe_daemonset(text, file)))
         if _YAML_SHAPE.search(text[:4096]):
             return _reading(file, "yaml", list(read_yaml(text, file)))
     except DocumentError as err:

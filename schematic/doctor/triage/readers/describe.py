@@ -14,7 +14,12 @@ from collections.abc import Iterator
 from schematic.doctor.triage.readers.messages import message_kinds
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 
-__all__ = ["read_describe", "recognise_describe"]
+__all__ = [
+    "read_describe",
+    "read_describe_daemonset",
+    "recognise_describe",
+    "recognise_describe_daemonset",
+]
 
 _NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
 _ROLES = re.compile(r"^Roles:\s")
@@ -29,6 +34,41 @@ def recognise_describe(text: str) -> bool:
     """Whether ``text`` starts like ``kubectl describe node``: Name:, then Roles:."""
     lines = [line for line in text[:4096].splitlines() if line.strip()][:3]
     return len(lines) >= 2 and bool(_NAME.match(lines[0])) and bool(_ROLES.match(lines[1]))
+
+
+# kubectl's describe printer for a DaemonSet (describeDaemonSet): Name:, Selector:, ..., then
+# "Desired Number of Nodes Scheduled: N" and "Current Number of Nodes Scheduled: N".
+_DESIRED = re.compile(r"^Desired Number of Nodes Scheduled:\s*(?P<n>\d+)\s*$", re.MULTILINE)
+_CURRENT = re.compile(r"^Current Number of Nodes Scheduled:\s*(?P<n>\d+)\s*$", re.MULTILINE)
+_NAMESPACE = re.compile(r"^Namespace:\s+(?P<namespace>\S+)\s*$")
+
+
+def recognise_describe_daemonset(text: str) -> bool:
+    """Whether ``text`` starts like ``kubectl describe daemonset``: Name:, then its counts."""
+    lines = [line for line in text[:4096].splitlines() if line.strip()][:1]
+    return bool(lines) and bool(_NAME.match(lines[0])) and bool(_DESIRED.search(text[:16384]))
+
+
+def read_describe_daemonset(text: str, file: str) -> Iterator[Signal]:
+    """One DAEMONSET signal per DaemonSet described: its name and node counts."""
+    name = namespace = ""
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if found := _NAME.match(line):
+            name, namespace = found["name"], ""
+        elif found := _NAMESPACE.match(line):
+            namespace = found["namespace"]
+        elif (desired := _DESIRED.match(line)) and name:
+            # The printer writes the current count on the next line.
+            current = _CURRENT.match(lines[index + 1]) if index + 1 < len(lines) else None
+            yield Signal(
+                Kind.DAEMONSET,
+                "",
+                _evidence(file, index + 1, line),
+                f"{namespace}/{name}" if namespace else name,
+                (("desired", desired["n"]), ("current", current["n"] if current else "")),
+            )
+            name = namespace = ""
 
 
 def read_describe(text: str, file: str) -> Iterator[Signal]:

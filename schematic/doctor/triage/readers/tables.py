@@ -28,7 +28,12 @@ _KUBECTL_EVENTS = re.compile(r"^(?:NAMESPACE\s{2,})?LAST SEEN\s{2,}TYPE\s{2,}REA
 _KUBECTL_NODES = re.compile(r"^NAME\s{2,}STATUS\s{2,}ROLES\s{2,}AGE\s{2,}VERSION\b")
 # kubectl get vmi [-o wide] (KubeVirt): the VM's name, its address and the host node.
 _KUBECTL_VMIS = re.compile(r"^(?:NAMESPACE\s{2,})?NAME\s{2,}AGE\s{2,}PHASE\s{2,}IP\s{2,}NODENAME\b")
+# kubectl get ds [-A] [-o wide]: how many nodes each DaemonSet should and does run on.
+_KUBECTL_DAEMONSETS = re.compile(
+    r"^(?:NAMESPACE\s{2,})?NAME\s{2,}DESIRED\s{2,}CURRENT\s{2,}READY\b"
+)
 _HEADERS = (
+    _KUBECTL_DAEMONSETS,
     _TALOS_RESOURCES,
     _TALOS_SERVICES,
     _KUBECTL_TOP,
@@ -266,6 +271,21 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                     ("age", cells.get("AGE", "")),
                     ("last_restart_ago", ago[1] if ago else ""),
                     ("ip", cells.get("IP", "") if cells.get("IP") != "<none>" else ""),
+                ),
+            )
+        elif "DESIRED" in cells and "CURRENT" in cells:
+            name = cells.get("NAME", "")
+            if cells.get("NAMESPACE"):
+                name = f"{cells['NAMESPACE']}/{name}"
+            yield Signal(
+                Kind.DAEMONSET,
+                "",
+                evidence,
+                name,
+                (
+                    ("desired", cells["DESIRED"]),
+                    ("current", cells["CURRENT"]),
+                    ("ready", cells.get("READY", "")),
                 ),
             )
         elif "MEMORY(bytes)" in cells:
