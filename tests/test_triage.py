@@ -463,6 +463,19 @@ def test_ts205_the_plugin_lines_on_a_node_without_nvidia_are_normal(tmp_path: Pa
     assert triage_paths([str(bundle)]).diagnoses == ()
 
 
+def test_ts205_a_plugin_that_registered_after_failing_is_quiet(tmp_path: Path) -> None:
+    # The plugin's journal lines as `kubectl logs` prints them: klog without the journal prefix.
+    journal = (BUNDLES / "healthy-device-plugin-registered" / "device-plugin.log").read_text()
+    registered = "".join(line.split(": ", 1)[1] + "\n" for line in journal.splitlines())
+    bundle = _bundle_with(
+        tmp_path,
+        "healthy-gpu-worker-l40s",
+        ("pcidevices.yaml",),
+        {"device-plugin.log": NO_NVML + registered},
+    )
+    assert "TS205" not in {d.code for d in triage_paths([str(bundle)]).diagnoses}
+
+
 def test_ts205_is_not_said_beside_the_cause_that_explains_it(tmp_path: Path) -> None:
     bundle = _bundle_with(
         tmp_path,

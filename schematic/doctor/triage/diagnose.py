@@ -1370,6 +1370,15 @@ _PLUGIN_EXPLAINED = frozenset(
 )
 
 
+def _registered_after(machine: Machine, failure: Signal) -> bool:
+    """Whether the device plugin registered with the kubelet after ``failure``: later in the
+    same log, or in another file (which says nothing of order, but shows it can work)."""
+    return any(
+        s.evidence.file != failure.evidence.file or s.evidence.line > failure.evidence.line
+        for s in machine.of(Kind.PLUGIN_REGISTERED)
+    )
+
+
 def _plugin_without_driver(model: ClusterModel, findings: list[_Finding]) -> list[_Finding]:
     """TS205: the device plugin cannot load NVML or finds no device. On a node shown with an
     NVIDIA GPU the GPU is lost to Kubernetes (an error); on a node shown without one the lines
@@ -1384,6 +1393,9 @@ def _plugin_without_driver(model: ClusterModel, findings: list[_Finding]) -> lis
         if not lines or machine.name in explained or _no_nvidia(machine) is not None:
             continue
         lines.sort(key=lambda s: (s.evidence.file, s.evidence.line))
+        if _registered_after(machine, lines[-1]):
+            # The plugin failed, then registered its GPUs (a restart that came right).
+            continue
         node = machine.name or "<node>"
         no_nvml = machine.of(Kind.PLUGIN_NO_NVML)
         said = (

@@ -72,6 +72,9 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         Kind.PLUGIN_NO_NVML,
     ),
     (re.compile(r"couldn't communicate with the NVIDIA driver"), Kind.NO_DRIVER),
+    # The plugin's server.go once the kubelet took its resource (quoted in
+    # bottlerocket-os/bottlerocket#4250): the plugin works from then on.
+    (re.compile(r"Registered device plugin for '?nvidia\.com/"), Kind.PLUGIN_REGISTERED),
     # containerd's CRI ("no runtime for %q is configured", quoted in NVIDIA/gpu-operator#730
     # and #413) and CRI-O ("failed to find runtime handler %s from runtime list", #1298): a pod
     # asked for the `nvidia` RuntimeClass and the node's runtime has no such handler. On Talos
@@ -161,6 +164,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("No devices",),
     ("Incompatible strategy", "NVML"),
     ("NVIDIA driver",),
+    ("Registered device plugin",),
     ("no runtime for", "runtime handler"),
     ("Unable to locate package",),
     ("validate the driver",),
