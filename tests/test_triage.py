@@ -572,6 +572,37 @@ def test_ts208_other_daemonsets_at_zero_are_not_the_plugin(tmp_path: Path) -> No
     assert triage_paths([str(tmp_path)]).diagnoses == ()
 
 
+MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\n"
+
+
+def test_ts112_a_version_mismatch_with_two_driver_versions_listed_is_an_error(
+    tmp_path: Path,
+) -> None:
+    rows = (BUNDLES / "healthy-gpu-worker-l40s" / "extensions.txt").read_text()
+    # The toolkit of another tier (570 production on Talos 1.12) beside 580 modules.
+    rows = rows.replace("580.105.08-v1.18.0", "570.195.03-v1.18.0")
+    bundle = _bundle_with(
+        tmp_path,
+        "healthy-gpu-worker-l40s",
+        (),
+        {"extensions.txt": rows, "10.244.9.52.smi.txt": MISMATCH},
+    )
+    (diagnosis,) = triage_paths([str(bundle)]).diagnoses
+    assert (diagnosis.code, diagnosis.severity, diagnosis.nodes) == (
+        "TS112",
+        "error",
+        ("10.244.9.52",),
+    )
+    assert "570.195.03" in diagnosis.summary and "580.105.08" in diagnosis.summary
+
+
+def test_ts112_is_not_claimed_when_the_extensions_carry_one_driver(tmp_path: Path) -> None:
+    bundle = _bundle_with(
+        tmp_path, "healthy-gpu-worker-l40s", ("extensions.txt",), {"10.244.9.52.smi.txt": MISMATCH}
+    )
+    assert "TS112" not in {d.code for d in triage_paths([str(bundle)]).diagnoses}
+
+
 def test_ts210_recreate_not_restart() -> None:
     (diagnosis,) = triage_paths([str(BUNDLES / "ts210-cdi-pods-too-early")]).diagnoses
     assert "recreate" in diagnosis.fix

@@ -1366,7 +1366,7 @@ def _runtime_handler_missing(model: ClusterModel) -> list[_Finding]:
 # Causes that already explain a device plugin which finds no GPU on the machine.
 _PLUGIN_EXPLAINED = frozenset(
     {"TS101", "TS103", "TS104", "TS105", "TS110", "TS111", "TS123", "TS140", "TS141", "TS203"}
-    | {"TS204", "TS206"}
+    | {"TS112", "TS204", "TS206"}
 )
 
 
@@ -1432,6 +1432,50 @@ def _plugin_without_driver(model: ClusterModel, findings: list[_Finding]) -> lis
             "makes this an error",
         )
         found.append(_Finding("TS205", machine, evidence, ruled, summary, collect, "warning"))
+    return found
+
+
+def _driver_version(extension_version: str) -> str:
+    """The driver version of an NVIDIA extension's version ("580.105.08-v1.18.0")."""
+    return extension_version.split("-", 1)[0]
+
+
+def _version_mismatch(model: ClusterModel) -> list[_Finding]:
+    """TS112 at runtime: NVML says the kernel module and the user-space library differ. On
+    Talos they come from two extensions (modules, toolkit) and differ only when those are of
+    different tiers or versions: an error where the extension list shows it, a warning with
+    what to collect where there is no list, nothing where the list shows one version."""
+    found = []
+    for machine in model.sorted_machines():
+        mismatch = machine.of(Kind.NVML_VERSION_MISMATCH)
+        if not mismatch:
+            continue
+        node = machine.name or "<node>"
+        evidence = [s.evidence for s in mismatch[:2]]
+        summary = [
+            "NVML finds the loaded nvidia kernel module and the driver's user-space library at "
+            "different versions, so nvidia-smi, the device plugin and every GPU container fail"
+        ]
+        nvidia = {
+            s.value: s
+            for s in machine.of(Kind.EXTENSION)
+            if _is_kernel_module_extension(s.value) or _is_toolkit_extension(s.value)
+        }
+        versions = {_driver_version(s.get("version")) for s in nvidia.values() if s.get("version")}
+        if len(versions) > 1:
+            listed = ", ".join(f"{n} {s.get('version')}" for n, s in sorted(nvidia.items()))
+            summary.append(f"the node's NVIDIA extensions carry different drivers: {listed}")
+            evidence += [s.evidence for _, s in sorted(nvidia.items())][:3]
+            found.append(_Finding("TS112", machine, evidence, [], summary))
+            continue
+        if versions:
+            # One driver version in the image: the mismatch is not the extensions'.
+            continue
+        collect = [
+            f"talosctl -n {node} get extensions: the kernel-module and toolkit extensions of "
+            "different versions (or tiers) confirm it",
+        ]
+        found.append(_Finding("TS112", machine, evidence, [], summary, collect, "warning"))
     return found
 
 
@@ -1531,6 +1575,7 @@ _RULES: tuple[Callable[[ClusterModel], list[_Finding]], ...] = (
     _runtime_handler_missing,
     _operator_validator,
     _plugin_scheduled_nowhere,
+    _version_mismatch,
     _fabric,
     _upgrade_reverted,
     _memory,

@@ -72,6 +72,7 @@ class Kind(Enum):
     PLUGIN_ENV = "device plugin environment"
     PLUGIN_NO_DEVICES = "device plugin found no devices"
     PLUGIN_NO_NVML = "device plugin cannot load NVML (runtime not configured)"
+    NVML_VERSION_MISMATCH = "driver and user-space library of different versions"
     PLUGIN_REGISTERED = "device plugin registered its GPUs with the kubelet"
     RUNTIME_HANDLER_MISSING = "the container runtime has no nvidia handler"
     OPERATOR_DRIVER_ON_TALOS = "the GPU Operator's driver container installs a driver on Talos"

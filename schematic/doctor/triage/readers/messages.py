@@ -60,6 +60,13 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         re.compile(r"Open nvidia\.ko is only ready for use on Data Center GPUs"),
         Kind.NVRM_OPEN_UNSUPPORTED,
     ),
+    # NVML's NVML_ERROR_LIB_RM_VERSION_MISMATCH as nvidia-smi and nvidia-container-cli print it
+    # (quoted in tinygrad/open-gpu-kernel-modules#47, NVIDIA/nvidia-container-toolkit#394), and
+    # the kernel's side of it (NVRM: API mismatch): before "Failed to initialize NVML" below.
+    (
+        re.compile(r"[Dd]river/library version mismatch|NVRM: API mismatch"),
+        Kind.NVML_VERSION_MISMATCH,
+    ),
     # The device plugin's own "No devices found. Waiting indefinitely." is not nvidia-smi's.
     (re.compile(r"^No devices found\. Waiting indefinitely"), Kind.PLUGIN_NO_DEVICES),
     (re.compile(r"^No devices (?:were )?found\b"), Kind.NO_DEVICES),
@@ -160,6 +167,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("installed in this system",),
     ("RmInitAdapter", "rm_init_adapter", "probe routine failed"),
     ("Data Center GPUs",),
+    ("version mismatch", "API mismatch"),
     ("No devices",),
     ("No devices",),
     ("Incompatible strategy", "NVML"),
