@@ -125,6 +125,14 @@ def lint_paths(
     for problem in problems:
         if problem.skipped:
             out.add("TS190", problem.message, problem.file, None)
+        elif problem.hcl:
+            out.add(
+                "TS192",
+                "Terraform HCL builds a Talos schematic here; lint does not read HCL, so its "
+                "extensions are not checked",
+                problem.file,
+                problem.line,
+            )
         elif problem.unread:
             out.add("TS002", f"not read: {problem.message}", problem.file, None, fix=problem.fix)
         elif problem.template:

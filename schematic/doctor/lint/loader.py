@@ -48,6 +48,15 @@ Key = str | int
 Path_ = tuple[Key, ...]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+# Terraform HCL: not read, but never passed over in silence when it builds a Talos schematic.
+_HCL_SUFFIX = ".tf"
+# What only HCL that builds a schematic names ("siderolabs/" alone would take a file that
+# merely pins ghcr.io/siderolabs/installer).
+_HCL_TALOS_WORDS = (
+    "talos_image_factory_schematic",
+    "officialExtensions",
+    "talos_image_factory_extensions_versions",
+)
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,7 @@ class LoadProblem:
     # Whether the text names anything lint reads: an unparsable file that does not (a Grafana
     # dashboard, someone's notes) is a note, not an error that fails the run.
     relevant: bool = True
+    hcl: bool = False  # Terraform HCL that builds a Talos schematic: not read, said so
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
@@ -192,7 +202,7 @@ def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
                 found += [
                     (child, str(child), _unreadable(child))
                     for child in files_below(path)
-                    if child.name.endswith(_SUFFIXES)
+                    if child.name.endswith((*_SUFFIXES, _HCL_SUFFIX))
                 ]
             except OSError as err:
                 # A folder that cannot be listed holds files nobody checked: passing the rest
@@ -321,6 +331,10 @@ def load_counted(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem
             continue
         except OSError as err:
             raise LintInputError(f"{shown}: {read_problem(err)}") from None
+        if shown.endswith(_HCL_SUFFIX):
+            if hcl_line := _hcl_talos_line(text):
+                problems.append(LoadProblem(shown, hcl_line, "", template=False, hcl=True))
+            continue
         relevant = may_hold_lint_object(text)
         try:
             if relevant:
@@ -331,6 +345,17 @@ def load_counted(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem
         except yaml.YAMLError as err:
             problems.append(_problem(shown, text, err, relevant))
     return documents, problems, sum(1 for _, _, reason in entries if not reason)
+
+
+def _hcl_talos_line(text: str) -> int | None:
+    """The line of Terraform HCL that names a Talos schematic (the resource first, else the
+    first extension); None when it names none (a Terraform file of anything else)."""
+    lines = text.splitlines()
+    for word in _HCL_TALOS_WORDS:
+        for number, line in enumerate(lines, 1):
+            if word in line:
+                return number
+    return None
 
 
 def walk(value: Any, path: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
