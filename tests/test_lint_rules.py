@@ -1264,3 +1264,20 @@ def test_hardware_gpu_with_a_schematic_without_nvidia_feeds_ts110(tmp_path: Path
     found = lint_for(tmp_path, {"worker.yaml": machine_config(COZY)}, "kubevirt-l40s")
     assert codes(found) == {"TS110", "TS111"}
     assert "kubevirt-l40s (NVIDIA L40S)" in finding(found, "TS110").message
+
+
+def test_ts192_terraform_hcl_that_builds_a_schematic_is_said_unread(tmp_path: Path) -> None:
+    # The provider's own example (tests/data/lint_corpus/SOURCES.md): a directory of it was
+    # "0 files", exit 0; named alone it was TS002 "not valid YAML".
+    example = Path(__file__).parent / "data" / "lint_corpus"
+    hcl = (example / "terraform-provider-image-factory-schematic.tf").read_text()
+    (tmp_path / "main.tf").write_text(hcl)
+    resource = hcl.splitlines().index('resource "talos_image_factory_schematic" "this" {') + 1
+    for given in (tmp_path, tmp_path / "main.tf"):
+        found = lint_paths([str(given)]).findings
+        assert [(f.code, f.severity, f.line) for f in found] == [("TS192", "warning", resource)]
+    # Terraform that builds no schematic (it pins the installer image) is not mentioned.
+    (tmp_path / "main.tf").write_text(
+        (example / "terraform-provider-machine-configuration-apply.tf").read_text()
+    )
+    assert not lint_paths([str(tmp_path)]).findings
