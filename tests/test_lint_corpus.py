@@ -389,3 +389,23 @@ def test_hardware_checks_a_schematic_file_alone_once(tmp_path: Path) -> None:
     report = lint_paths([path], hardware=load_profile("kubevirt-cpu"))
     codes = sorted(f.code for f in report.findings if f.severity == "error")
     assert codes == ["TS101", "TS150"]
+
+
+def test_a_talhelper_node_list_shown_alone_is_read_as_under_nodes(tmp_path: Path) -> None:
+    # Guides show the node list without its `nodes:` key too: the corpus excerpt's list, moved
+    # to the top, gets the same verdicts.
+    excerpt = (CORPUS / "talconfig-gpu-worker-snippet.yaml").read_text()
+    listed = excerpt.split("nodes:\n", 1)[1]
+    alone = write(tmp_path, "nodes.yaml", textwrap.dedent(listed))
+    for profile, expected in (
+        ("kubevirt-cpu", verdict("error TS101")),
+        ("kubevirt-rtx-pro-6000-blackwell-server", verdict("error TS103")),
+        ("kubevirt-l40s", NOTHING),
+    ):
+        assert findings([alone], hardware=profile) == expected, profile
+    # Without its module patch the list loads no NVIDIA module: said as for a talconfig.
+    bare = write(tmp_path, "bare.yaml", textwrap.dedent(listed).split("  nodeLabels:")[0])
+    assert findings([bare]) == verdict("warning TS123")
+    # Another tool's host list (keys talhelper nodes do not have) is not talhelper's.
+    other = write(tmp_path, "hosts.yaml", "- hostname: gpu-01\n  ip: 192.168.64.150\n")
+    assert findings([other], hardware="kubevirt-cpu") == NOTHING

@@ -89,7 +89,10 @@ def _is_node(item: Any) -> bool:
 
 def is_talconfig(data: Any) -> bool:
     """A talhelper config: ``clusterName`` and a ``nodes`` list, and no Kubernetes ``kind``;
-    or the part guides show without ``clusterName``, a ``nodes`` list of talhelper nodes."""
+    or the parts guides show without ``clusterName``: a ``nodes`` list of talhelper nodes, or
+    that list alone (``- hostname: ...`` at the top)."""
+    if isinstance(data, list):
+        return bool(data) and all(_is_node(item) for item in data)
     if not isinstance(data, dict) or "kind" in data or "apiVersion" in data:
         return False
     nodes = data.get("nodes")
@@ -255,12 +258,14 @@ def _add_schematic(
 
 
 def add_talhelper_pools(doc: Document, inventory: Inventory) -> None:
-    """One pool per node of the talconfig ``doc``, named by its hostname."""
-    talos = doc.get(("talosVersion",))
-    for index, node in enumerate(doc.data["nodes"]):
+    """One pool per node of the talconfig ``doc`` (or of its node list alone), named by its
+    hostname."""
+    alone = isinstance(doc.data, list)
+    talos = None if alone else doc.get(("talosVersion",))
+    for index, node in enumerate(doc.data if alone else doc.data["nodes"]):
         if not isinstance(node, dict):
             continue
-        here: Path_ = ("nodes", index)
+        here: Path_ = (index,) if alone else ("nodes", index)
         role: Path_ = (_ROLES[0] if node.get("controlPlane") is True else _ROLES[1],)
         name = node.get("hostname") if isinstance(node.get("hostname"), str) else f"nodes[{index}]"
         pool = _node_pool(doc, here, role, f"node {name}")
