@@ -603,6 +603,20 @@ def test_ts112_is_not_claimed_when_the_extensions_carry_one_driver(tmp_path: Pat
     assert "TS112" not in {d.code for d in triage_paths([str(bundle)]).diagnoses}
 
 
+def test_ts209_a_service_restarted_once_or_twice_is_no_loop(tmp_path: Path) -> None:
+    lines = (BUNDLES / "paste-fabricmanager-restart-loop" / "dmesg.txt").read_text().splitlines()
+    (tmp_path / "dmesg.txt").write_text("\n".join(lines[:4]) + "\n")
+    assert "TS209" not in {d.code for d in triage_paths([str(tmp_path)]).diagnoses}
+
+
+def test_ts209_another_service_in_a_loop_is_a_warning(tmp_path: Path) -> None:
+    text = (BUNDLES / "paste-fabricmanager-restart-loop" / "dmesg.txt").read_text()
+    (tmp_path / "dmesg.txt").write_text(text.replace("ext-nvidia-fabricmanager", "ext-lldpd"))
+    (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (diagnosis.code, diagnosis.severity) == ("TS209", "warning")
+    assert any("talosctl -n <node> logs ext-lldpd" in item for item in diagnosis.collect)
+
+
 def test_ts210_recreate_not_restart() -> None:
     (diagnosis,) = triage_paths([str(BUNDLES / "ts210-cdi-pods-too-early")]).diagnoses
     assert "recreate" in diagnosis.fix

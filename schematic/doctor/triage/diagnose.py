@@ -1479,6 +1479,44 @@ def _version_mismatch(model: ClusterModel) -> list[_Finding]:
     return found
 
 
+# How many restarts by Talos's restart runner make a loop rather than a hiccup.
+_RESTART_LOOP = 3
+
+
+def _service_restart_loops(model: ClusterModel, findings: list[_Finding]) -> list[_Finding]:
+    """TS209: a Talos service that exits and is restarted again and again. An NVIDIA service
+    in that loop leaves the GPUs unusable (an error); another service a warning. Its own log
+    names why; machines another NVIDIA finding explains are left to it."""
+    explained = {
+        f.machine.name
+        for f in findings
+        if f.machine is not None and f.code in _PLUGIN_EXPLAINED | {"TS155"}
+    }
+    found = []
+    for machine in model.sorted_machines():
+        restarts: dict[str, list[Signal]] = defaultdict(list)
+        for signal in machine.of(Kind.SERVICE_STATE):
+            if signal.get("restart"):
+                restarts[signal.value].append(signal)
+        for service, lines in sorted(restarts.items()):
+            nvidia = service.startswith("ext-nvidia")
+            if len(lines) < _RESTART_LOOP or (nvidia and machine.name in explained):
+                continue
+            node = machine.name or "<node>"
+            summary = [
+                f"Talos restarted {service} {len(lines)} times: it keeps exiting"
+                + (", so the GPUs it serves are not usable" if nvidia else "")
+            ]
+            collect = [
+                f"talosctl -n {node} logs {service}: the service's own lines say why it exits "
+                "(a missing library, an invalid configuration)",
+            ]
+            evidence = [s.evidence for s in lines[:2]]
+            severity = None if nvidia else "warning"
+            found.append(_Finding("TS209", machine, evidence, [], summary, collect, severity))
+    return found
+
+
 def _operator_validator(model: ClusterModel) -> list[_Finding]:
     """The GPU Operator's validator, retrying its driver check forever: waiting for the
     operator's own driver container is TS141 (on Talos the driver comes from the extensions);
@@ -1739,6 +1777,7 @@ def diagnose_model(model: ClusterModel, committed: Committed | None = None) -> l
     findings = [f for rule in _RULES for f in rule(model)]
     findings += _nvidia_waits_not_held(model, findings)
     findings += _plugin_without_driver(model, findings)
+    findings += _service_restart_loops(model, findings)
     if committed is not None:
         findings += _against(model, committed)
     for finding in findings:

@@ -456,6 +456,9 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
                     ("running", "true" if state == "Running" else "false"),
                     ("state", state),
                     ("source", "runner"),
+                    # The restart runner's "... exited without error, going to restart it" /
+                    # "Error running ..., going to restart forever" (runner/restart/restart.go).
+                    ("restart", "true" if ", going to restart" in message else ""),
                 ),
             )
         if "aiting for service" in message:
