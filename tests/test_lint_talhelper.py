@@ -81,6 +81,25 @@ def test_no_modules_loaded_is_reported(tmp_path: Path) -> None:
     text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS)
     findings = lint(tmp_path, text)
     assert found(findings) == {("TS123", "node gpu1")}
+    # The whole talconfig was read, so the node certainly loads nothing: an error that fails
+    # the gate, at the node's line.
+    (ts123,) = [f for f in findings if f.code == "TS123"]
+    assert (ts123.severity, ts123.line) == (
+        "error",
+        text.splitlines().index("  - hostname: gpu1") + 1,
+    )
+
+
+def test_no_modules_is_a_warning_where_a_patch_was_not_read(tmp_path: Path) -> None:
+    # A patch file lint cannot read may load them: not certain.
+    text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS)
+    text += "worker:\n  patches:\n    - '@./not-here.yaml'\n"
+    (ts123,) = [f for f in lint(tmp_path, text) if f.code == "TS123"]
+    assert ts123.severity == "warning"
+    # Nor is an excerpt without clusterName: the file's global and role patches are not shown.
+    excerpt = "nodes:\n" + node("gpu1", LTS)
+    (ts123,) = [f for f in lint(tmp_path, excerpt) if f.code == "TS123"]
+    assert ts123.severity == "warning"
 
 
 def test_old_extension_names_on_1_13_build_as_lts(tmp_path: Path) -> None:

@@ -125,6 +125,9 @@ class Pool:
     machine_config_modules: KernelModules | None = None
     # False for a standalone machine config: it does not say which GPUs the node has.
     gpus_known: bool = True
+    # Every piece of the node's machine config was read (a whole talconfig and every patch it
+    # names): what it loads is all the node loads.
+    config_complete: bool = False
     # A node group of a Kubernetes app (spec.nodeGroups), not a KubernetesNodes object.
     node_group: bool = False
     # From a machine config read here: its machine.sysctls, and where it sets

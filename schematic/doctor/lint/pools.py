@@ -514,8 +514,10 @@ class _PoolCheck:
                 fix = "leave kernelModules unset (the chart loads the NVIDIA set) or list them"
             elif chart is not None:
                 fix = "move to a chart with kernelModules (--chart pr3571 or osimage)"
-            # Certain where the node's NVIDIA GPU is stated (a rendered pool's VM template);
-            # a machine config alone, or talhelper patches, do not say the node has one.
+            # Certain where the node's NVIDIA GPU is stated (a rendered pool's VM template),
+            # or where its whole machine config was read: no module loads, so the node either
+            # drives no GPU or, with none, waits on the NVIDIA services and loops (TS101).
+            # A machine config alone may be one patch of several.
             self.out.add(
                 "TS123",
                 f"{where}: the machine config loads no nvidia module; the extensions do not "
@@ -524,7 +526,7 @@ class _PoolCheck:
                 getattr(modules.place, "line", self.pool.place.line),
                 self.pool.name,
                 fix=fix,
-                certain=self.has_nvidia_gpu,
+                certain=self.has_nvidia_gpu or self.pool.config_complete,
             )
 
     def nvidia_sysctl(self, where: str, has_kmods: bool) -> None:

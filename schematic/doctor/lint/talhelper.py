@@ -128,15 +128,16 @@ def _setting(doc: Document, node: Path_, role: Path_ | None, key: str) -> Path_ 
     return None
 
 
-def _patches(doc: Document, node: Path_, role: Path_ | None) -> list[Document]:
+def _patches(doc: Document, node: Path_, role: Path_ | None) -> tuple[list[Document], bool]:
     """Every patch of the node, in talhelper's order, as documents with their own lines
-    (a fragment, with no role, is its own and only level)."""
+    (a fragment, with no role, is its own and only level); and whether every one was read."""
     bases: list[Path_] = [()]
     if role is not None:
         if doc.get((*node, "overridePatches")) is not True:
             bases.append(role)
         bases.append(node)
     found: list[Document] = []
+    every = True
     for base in bases:
         patches = doc.get((*base, "patches"))
         for index, patch in enumerate(patches if isinstance(patches, list) else []):
@@ -151,12 +152,13 @@ def _patches(doc: Document, node: Path_, role: Path_ | None) -> list[Document]:
                     # An inline patch is a block scalar: its text starts on the next line.
                     found.extend(parse_yaml(patch, doc.file, line_offset=doc.line(path)))
             except (OSError, yaml.YAMLError):
-                continue  # talhelper itself reports a patch it cannot read
-    return found
+                every = False  # talhelper itself reports a patch it cannot read
+    return found, every
 
 
-def _kernel_modules(doc: Document, where: Path_ | None) -> Document:
-    """The node's ``kernelModules`` as the machine config talhelper writes from them."""
+def _kernel_modules(doc: Document, where: Path_ | None, node: Path_) -> Document:
+    """The node's ``kernelModules`` as the machine config talhelper writes from them (placed
+    at the node when it has none)."""
     modules = doc.get(where) if where is not None else None
     data = {"machine": {"kernel": {"modules": modules}}} if isinstance(modules, list) else {}
     lines: dict[Path_, int] = {}
@@ -164,7 +166,7 @@ def _kernel_modules(doc: Document, where: Path_ | None) -> Document:
         for path, line in doc.lines.items():
             if path[: len(where)] == where:
                 lines[("machine", "kernel", "modules", *path[len(where) :])] = line
-        lines[()] = doc.line(where)
+    lines[()] = doc.line(node if where is None else where)
     return Document(doc.file, doc.index, data or {"machine": {}}, lines, doc.text)
 
 
@@ -182,10 +184,14 @@ def _schematic(doc: Document, where: Path_, inventory: Inventory) -> Schematic |
 
 
 def _node_pool(doc: Document, here: Path_, role: Path_ | None, name: str) -> Pool:
-    configs = [*_patches(doc, here, role)]
-    configs.append(_kernel_modules(doc, _setting(doc, here, role, "kernelModules")))
+    configs, every_patch_read = _patches(doc, here, role)
+    configs.append(_kernel_modules(doc, _setting(doc, here, role, "kernelModules"), here))
     pool = config_patch_pool(configs, name) or Pool(name, Place(doc, here), gpus_known=False)
     pool.place = Place(doc, here)
+    # A whole talconfig (clusterName) shows every patch talhelper writes into the node's
+    # config; an excerpt does not show the file's global or role patches.
+    whole = isinstance(doc.data, dict) and isinstance(doc.data.get("clusterName"), str)
+    pool.config_complete = whole and role is not None and every_patch_read
     return pool
 
 
