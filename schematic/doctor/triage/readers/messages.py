@@ -75,6 +75,8 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
     (
         re.compile(
             r"Incompatible strategy detected|could not load NVML library|Failed to initialize NVML"
+            # the plugin's resource manager from 0.16 (quoted in NVIDIA/k8s-device-plugin#856)
+            r"|nvml init failed: ERROR_LIBRARY_NOT_FOUND"
         ),
         Kind.PLUGIN_NO_NVML,
     ),
@@ -170,7 +172,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("version mismatch", "API mismatch"),
     ("No devices",),
     ("No devices",),
-    ("Incompatible strategy", "NVML"),
+    ("Incompatible strategy", "NVML", "ERROR_LIBRARY_NOT_FOUND"),
     ("NVIDIA driver",),
     ("Registered device plugin",),
     ("no runtime for", "runtime handler"),
