@@ -127,12 +127,17 @@ def resolve_target(
     return target, target.layout, said
 
 
+def _tenant_pools_named(pools: Iterable[str]) -> str:
+    """`` (tenant pools "a", "b", "c", ...)``, the first three named; empty for none."""
+    names = list(pools)
+    shown = ", ".join(f'"{name}"' for name in names[:3]) + (", ..." if len(names) > 3 else "")
+    return f" (tenant pools {shown})" if names else ""
+
+
 def no_release_message(source: str, pools: Iterable[str] = ()) -> str:
     """The error for Cozystack output from a cluster file that names no Cozystack release;
     ``source`` names the file and the line where the release goes (``FILE:LINE``)."""
-    names = list(pools)
-    shown = ", ".join(f'"{name}"' for name in names[:3]) + (", ..." if len(names) > 3 else "")
-    which = f" (tenant pools {shown})" if names else ""
+    which = _tenant_pools_named(pools)
     return (
         f"{source}: cozystack.version: no Cozystack release named{which}; each release's "
         "kubernetes-nodes chart reads other keys and silently ignores the rest, so the tool "
@@ -143,9 +148,7 @@ def no_release_message(source: str, pools: Iterable[str] = ()) -> str:
 
 def no_namespace_message(plan: ClusterPlan, pools: Iterable[str] = ()) -> str:
     """The error for Cozystack objects from a cluster file that names no tenant namespace."""
-    names = list(pools)
-    shown = ", ".join(f'"{name}"' for name in names[:3]) + (", ..." if len(names) > 3 else "")
-    which = f" (tenant pools {shown})" if names else ""
+    which = _tenant_pools_named(pools)
     return (
         f"{plan.at('namespace')}: namespace: not set{which}; each pool's KubernetesNodes "
         "object (or HelmRelease) belongs in the management-cluster namespace of the tenant's "
