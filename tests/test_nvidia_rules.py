@@ -3,6 +3,7 @@ GeForce parameter of older open modules, GPUDirect opt-ins."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from importlib import resources
@@ -15,6 +16,7 @@ from schematic.facts import nvidia_rules
 from schematic.facts.catalog import extension_releases
 from schematic.facts.nvidia import GpuRequest, KernelModule, NvidiaDecision, decide, lookup_gpu
 from schematic.facts.talos import TalosVersion
+from schematic.plan.release import release_of
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 PACKAGED = resources.files("schematic.data").joinpath(nvidia_rules.RULES_FILE).read_text()
@@ -166,6 +168,24 @@ def test_a_new_release_row_changes_the_gb10_answer_without_code(rules_text: list
     )
     # Older releases keep their rows.
     assert decision([("10de:2e12", 1)], "v1.13.9", arch="arm64").flavour == "proprietary"
+
+
+def test_a_planned_release_carries_its_rule_answers_and_the_decision_reads_them() -> None:
+    release = release_of("v1.13.9")
+    assert release.nvidia_rules == nvidia_rules.rules_for(TalosVersion.parse("v1.13.9"))
+    assert release.nvidia_rules.gb10_flavour is not None
+    assert release.nvidia_rules.gb10_flavour.value == "proprietary"
+    assert release.nvidia_rules.offers("nvidia-open-gpu-kernel-modules")
+    # The decision reads the answers it is handed, not the table again by release text.
+    open_row = dataclasses.replace(release.nvidia_rules.gb10_flavour.row, value="open")
+    handed = dataclasses.replace(
+        release.nvidia_rules, gb10_flavour=nvidia_rules.RuleAnswer(open_row)
+    )
+    gb10 = [GpuRequest(id="10de:2e12", count=1)]
+    read = decide(gb10, "v1.13.9", arch="arm64", rules=release.nvidia_rules)
+    told = decide(gb10, "v1.13.9", arch="arm64", rules=handed)
+    assert read is not None and told is not None
+    assert (read.flavour, told.flavour) == ("proprietary", "open")
 
 
 # --- NVLink-5 HGX ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from schematic.errors import GpuRefusal, NvidiaError, UnknownDeviceError
 from schematic.facts import nvidia_rules
+from schematic.facts.nvidia_rules import ReleaseRules, rules_for
 from schematic.facts.talos import (
     DriverRow,
     DriverTableMatch,
@@ -52,7 +53,6 @@ __all__ = [
     "normalise_pci_id",
     "nvidia_extension",
     "nvlink5_hgx_count",
-    "nvlink5_kernel_modules",
     "preferred_tier",
     "resolve_gpus",
     "usual_architecture",
@@ -591,11 +591,6 @@ def _driver_refusal(gpu: Gpu, driver: str) -> str | None:
     return None
 
 
-def _offered(base: str, talos: TalosVersion) -> bool:
-    """Whether a Talos release offers an NVIDIA extension family (base name, no tier suffix)."""
-    return nvidia_rules.release_rule("extension", talos, value=base) is not None
-
-
 def _first_offering(base: str) -> TalosVersion | None:
     firsts = [
         TalosVersion.parse(row.first)
@@ -615,8 +610,10 @@ def _verify(answer: nvidia_rules.RuleAnswer, notes: list[str]) -> None:
         notes.append(answer.fallback)
 
 
-def _gb10_flavours(gpu: Gpu, talos: TalosVersion, notes: list[str]) -> frozenset[Flavour]:
-    answer = nvidia_rules.release_rule("gb10-flavour", talos)
+def _gb10_flavours(
+    gpu: Gpu, talos: TalosVersion, rules: ReleaseRules, notes: list[str]
+) -> frozenset[Flavour]:
+    answer = rules.gb10_flavour
     if answer is None or answer.value == "none":
         supported = [
             row
@@ -626,7 +623,8 @@ def _gb10_flavours(gpu: Gpu, talos: TalosVersion, notes: list[str]) -> frozenset
         advice = ""
         if supported:
             first = min(supported, key=lambda row: TalosVersion.parse(row.first))
-            args = nvidia_rules.release_rule("gb10-kernel-args", first.first)
+            # Advice about another release: that release's own answer.
+            args = rules_for(TalosVersion.parse(first.first)).gb10_kernel_args
             advice = (
                 f" works on Talos only from {first.first}, with the {first.value} modules"
                 + (f" and kernel arg {args.value}" if args else "")
@@ -650,7 +648,7 @@ def _gb10_flavours(gpu: Gpu, talos: TalosVersion, notes: list[str]) -> frozenset
 
 
 def _flavours_for(
-    gpu: Gpu, talos: TalosVersion, notes: list[str]
+    gpu: Gpu, talos: TalosVersion, rules: ReleaseRules, notes: list[str]
 ) -> tuple[frozenset[Flavour], str]:
     """The module flavours that can drive a GPU on this Talos, and the rule behind them."""
     if gpu.architecture in _UNSUPPORTED:
@@ -665,8 +663,8 @@ def _flavours_for(
             GpuRefusal.UNSUPPORTED_GPU,
         )
     if gpu.gb10:
-        flavours = _gb10_flavours(gpu, talos, notes)
-        args = nvidia_rules.release_rule("gb10-kernel-args", talos)
+        flavours = _gb10_flavours(gpu, talos, rules, notes)
+        args = rules.gb10_kernel_args
         return flavours, (
             f"{gpu.id} ({gpu.name}, DGX Spark): on Talos {talos.minor_line[0]}."
             f"{talos.minor_line[1]} it works with the {'/'.join(sorted(flavours))} modules"
@@ -706,7 +704,8 @@ def _tier_label(tier: Tier | None, driver: str) -> str:
 def _first_talos_that_drives(gpus: Sequence[Gpu], flavour: Flavour) -> str:
     """Advice naming the oldest Talos release whose drivers know all these GPUs, if any."""
     for row in driver_table():
-        if flavour == "proprietary" and not _offered(_PROPRIETARY_BASE, row.last):
+        offers = rules_for(row.last).offers
+        if flavour == "proprietary" and not offers(_PROPRIETARY_BASE):
             continue
         for tier, driver in _tier_drivers(row).items():
             if all(_driver_refusal(gpu, driver) is None for gpu in gpus):
@@ -715,15 +714,20 @@ def _first_talos_that_drives(gpus: Sequence[Gpu], flavour: Flavour) -> str:
 
 
 def _choose_flavour(
-    gpus: Sequence[Gpu], talos: TalosVersion, wished: str, reasons: list[str], notes: list[str]
+    gpus: Sequence[Gpu],
+    talos: TalosVersion,
+    rules: ReleaseRules,
+    wished: str,
+    reasons: list[str],
+    notes: list[str],
 ) -> Flavour:
     offered: set[Flavour] = {"open"}
-    if _offered(_PROPRIETARY_BASE, talos):
+    if rules.offers(_PROPRIETARY_BASE):
         offered.add("proprietary")
     proprietary_from = _first_offering(_PROPRIETARY_BASE)
     allowed: dict[str, frozenset[Flavour]] = {}
     for gpu in gpus:
-        flavours, why = _flavours_for(gpu, talos, notes)
+        flavours, why = _flavours_for(gpu, talos, rules, notes)
         allowed[gpu.id] = flavours
         reasons.append(why)
     if wished in ("open", "proprietary"):
@@ -904,14 +908,6 @@ def fabric_of(gpus: Iterable[tuple[Gpu, int]], *, nvswitch: bool, passthrough: b
     return Fabric(manager, manager and hgx_count > 0, hgx_count, inferred)
 
 
-def nvlink5_kernel_modules(talos: TalosVersion | None) -> nvidia_rules.RuleAnswer | None:
-    """The rule naming the modules the fabric manager needs on NVLink-5 at a Talos release (at
-    the newest reviewed one when the release is not known)."""
-    return nvidia_rules.release_rule(
-        "nvlink5-kernel-modules", talos or nvidia_rules.reviewed_through()
-    )
-
-
 def _fabric(
     resolved: ResolvedGpus, tier: Tier | None, passthrough: bool, nvswitch: bool, reasons: list[str]
 ) -> Fabric:
@@ -975,13 +971,13 @@ class _Feature:
     reason: str = ""
 
 
-def _gdrdrv(flavour: Flavour, talos: TalosVersion) -> _Feature:
+def _gdrdrv(flavour: Flavour, talos: TalosVersion, rules: ReleaseRules) -> _Feature:
     if flavour != "open":
         raise NvidiaError(
             "GPUDirect RDMA (nvidia-gdrdrv-device) needs the open kernel modules",
             GpuRefusal.NEEDS_OPEN,
         )
-    if not _offered(_GDRDRV_BASE, talos):
+    if not rules.offers(_GDRDRV_BASE):
         raise NvidiaError(
             f"nvidia-gdrdrv-device arrives in Talos {_first_offering(_GDRDRV_BASE)}, not {talos}",
             GpuRefusal.NOT_OFFERED,
@@ -989,9 +985,9 @@ def _gdrdrv(flavour: Flavour, talos: TalosVersion) -> _Feature:
     return _Feature(extensions=(nvidia_extension("gdrdrv"),), modules=("gdrdrv",))
 
 
-def _gds(talos: TalosVersion, notes: list[str]) -> _Feature:
+def _gds(talos: TalosVersion, rules: ReleaseRules, notes: list[str]) -> _Feature:
     """GPUDirect Storage: the module every NVIDIA kernel-module package carries from 1.14."""
-    module = nvidia_rules.release_rule("gds-module", talos)
+    module = rules.gds_module
     if module is None:
         first = next(
             (row.first for row in nvidia_rules.rules_table() if row.rule == "gds-module"), None
@@ -1024,8 +1020,8 @@ def _peermem(flavour: Flavour) -> _Feature:
     )
 
 
-def _nvlink5(talos: TalosVersion, notes: list[str]) -> _Feature:
-    answer = nvlink5_kernel_modules(talos)
+def _nvlink5(rules: ReleaseRules, notes: list[str]) -> _Feature:
+    answer = rules.nvlink5_kernel_modules
     if answer is None:
         return _Feature()
     _verify(answer, notes)
@@ -1043,9 +1039,9 @@ def _sysctls(talos: TalosVersion, reasons: list[str]) -> dict[str, str]:
 
 
 def _kernel_args(
-    gpus: Sequence[Gpu], talos: TalosVersion, reasons: list[str], notes: list[str]
+    gpus: Sequence[Gpu], rules: ReleaseRules, reasons: list[str], notes: list[str]
 ) -> tuple[str, ...]:
-    gb10_args = nvidia_rules.release_rule("gb10-kernel-args", talos)
+    gb10_args = rules.gb10_kernel_args
     if gb10_args is None or not any(gpu.gb10 for gpu in gpus):
         return ()
     reasons.append(f"kernel arg {gb10_args.value}: GB10 on Talos: {gb10_args.row.note}")
@@ -1053,9 +1049,11 @@ def _kernel_args(
     return tuple(gb10_args.value.split())
 
 
-def _defects(gpus: Sequence[Gpu], talos: TalosVersion, notes: list[str]) -> tuple[str, ...]:
+def _defects(
+    gpus: Sequence[Gpu], talos: TalosVersion, rules: ReleaseRules, notes: list[str]
+) -> tuple[str, ...]:
     """What will not work on this release whatever the schematic holds."""
-    gb10_cuda = nvidia_rules.release_rule("gb10-cuda", talos)
+    gb10_cuda = rules.gb10_cuda
     if gb10_cuda is None or gb10_cuda.value != "broken" or not any(g.gb10 for g in gpus):
         return ()
     _verify(gb10_cuda, notes)
@@ -1075,6 +1073,7 @@ def decide(
     gds: bool = False,
     peermem: bool = False,
     drivers: DriverTableMatch | None = None,
+    rules: ReleaseRules | None = None,
 ) -> NvidiaDecision | None:
     """The NVIDIA extensions, modules and settings for a node; None when it has no NVIDIA GPU.
 
@@ -1082,8 +1081,9 @@ def decide(
     bare metal with NVSwitches (fabric manager; on NVLink-5 also ``ib_umad``, and eight
     Blackwell HGX GPUs on bare metal imply it); ``gdrdrv``: add GPUDirect RDMA (open only);
     ``gds``: GPUDirect Storage (module ``nvidia_fs``, from Talos 1.14); ``peermem``: load
-    ``nvidia_peermem`` (RDMA NICs reading GPU memory; open only). ``drivers`` is the release's
-    driver-table row when the caller resolved it already (planning's ``Release``).
+    ``nvidia_peermem`` (RDMA NICs reading GPU memory; open only). ``drivers`` and ``rules`` are
+    the release's driver-table row and rules-table answers when the caller resolved them
+    already (planning's ``Release``).
     Raises NvidiaError, whose ``refusal`` says why, for a combination no driver on that Talos
     can drive.
     """
@@ -1094,6 +1094,7 @@ def decide(
         return None
     found = tuple(gpu for gpu, _ in resolved.gpus)
     match = drivers or driver_row(version)
+    answers = rules or rules_for(version)
     reasons = [*resolved.notes, *([match.note] if match.note else [])]
     notes: list[str] = []
     if arch != "arm64" and any(gpu.gb10 for gpu in found):
@@ -1101,7 +1102,7 @@ def decide(
             "GB10 (DGX Spark) is part of an arm64 system; set the architecture to arm64",
             GpuRefusal.SETTING,
         )
-    chosen_flavour = _choose_flavour(found, version, flavour, reasons, notes)
+    chosen_flavour = _choose_flavour(found, version, answers, flavour, reasons, notes)
     chosen_tier, driver = _choose_tier(found, version, match.row, chosen_flavour, tier, reasons)
     extensions, toolkit_reason = _driver_extensions(chosen_flavour, chosen_tier, match.row)
     reasons.append(toolkit_reason)
@@ -1110,10 +1111,10 @@ def decide(
         extensions.add(nvidia_extension("fabric-manager", tier=chosen_tier))
     modules = _driver_modules(found, chosen_flavour, driver, passthrough, reasons, notes)
     features = [
-        _gdrdrv(chosen_flavour, version) if gdrdrv else None,
-        _gds(version, notes) if gds else None,
+        _gdrdrv(chosen_flavour, version, answers) if gdrdrv else None,
+        _gds(version, answers, notes) if gds else None,
         _peermem(chosen_flavour) if peermem else None,
-        _nvlink5(version, notes) if fabric.nvlink5 else None,
+        _nvlink5(answers, notes) if fabric.nvlink5 else None,
     ]
     for feature in features:
         if feature is None:
@@ -1123,8 +1124,8 @@ def decide(
         if feature.reason:
             reasons.append(feature.reason)
     sysctls = _sysctls(version, reasons)
-    kernel_args = _kernel_args(found, version, reasons, notes)
-    defects = _defects(found, version, notes)
+    kernel_args = _kernel_args(found, answers, reasons, notes)
+    defects = _defects(found, version, answers, notes)
     return NvidiaDecision(
         gpus=found,
         talos=str(version),

@@ -2,8 +2,9 @@
 
 ``data/nvidia-rules.tsv`` holds one row per (rule, range): the GB10 flavour and kernel
 arguments, the parameter older open modules need for GeForce and workstation GPUs, the modules
-the fabric manager needs on NVLink-5, and which NVIDIA extensions a release offers. The
-decision in :mod:`schematic.facts.nvidia` asks this module, so a new release is a new row.
+the fabric manager needs on NVLink-5, and which NVIDIA extensions a release offers. Planning
+looks a release up once (:func:`rules_for`) and the decision in :mod:`schematic.facts.nvidia`
+reads the answers, so a new release is a new row.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from schematic.facts.talos import TalosVersion, driver_key
 
 __all__ = [
     "RULES_FILE",
+    "ReleaseRules",
     "RuleAnswer",
     "RuleRow",
     "driver_rule",
     "parse_rules",
     "release_rule",
     "reviewed_through",
+    "rules_for",
     "rules_table",
 ]
 
@@ -173,6 +176,42 @@ def release_rule(
             f"{rule}; assuming it still holds",
         )
     return None
+
+
+@dataclass(frozen=True)
+class ReleaseRules:
+    """The table's answers for one Talos release, looked up once: what an NVIDIA decision of
+    that release reads. An answer is None where the rule has no row for the release."""
+
+    release: TalosVersion
+    gb10_flavour: RuleAnswer | None
+    gb10_kernel_args: RuleAnswer | None
+    gb10_cuda: RuleAnswer | None
+    gds_module: RuleAnswer | None
+    nvlink5_kernel_modules: RuleAnswer | None
+    # The NVIDIA extension families (base names) the release offers.
+    extensions: frozenset[str]
+
+    def offers(self, base: str) -> bool:
+        """Whether the release offers an NVIDIA extension family (base name, no tier)."""
+        return base in self.extensions
+
+
+def rules_for(talos: TalosVersion) -> ReleaseRules:
+    """Every release rule's answer for a Talos release (a pre-release as the release it leads
+    to). Planning asks once per release and keeps the answers in its ``Release``."""
+    families = sorted({row.value for row in rules_table() if row.rule == "extension"})
+    return ReleaseRules(
+        release=talos.release,
+        gb10_flavour=release_rule("gb10-flavour", talos),
+        gb10_kernel_args=release_rule("gb10-kernel-args", talos),
+        gb10_cuda=release_rule("gb10-cuda", talos),
+        gds_module=release_rule("gds-module", talos),
+        nvlink5_kernel_modules=release_rule("nvlink5-kernel-modules", talos),
+        extensions=frozenset(
+            base for base in families if release_rule("extension", talos, value=base) is not None
+        ),
+    )
 
 
 def driver_rule(rule: str, driver: str) -> RuleAnswer | None:

@@ -286,6 +286,7 @@ class _Resolver:
                 gds=gds,
                 peermem=peermem,
                 drivers=release.drivers,
+                rules=release.nvidia_rules,
             )
         return self.decisions[key]
 

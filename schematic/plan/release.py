@@ -2,9 +2,9 @@
 
 A cluster file names its release as text (``talos.version``, or a pool's own). Planning turns
 each distinct one into a frozen :class:`Release` here, once: the packaged tables that plan it
-(its extension catalogue and its NVIDIA driver row) and every release-dependent form the
-outputs take (the installer repository's default, where the installer is pinned, how kernel
-modules and registry mirrors are written). Nothing after
+(its extension catalogue, its NVIDIA driver row and its NVIDIA rules-table answers) and every
+release-dependent form the outputs take (the installer repository's default, where the
+installer is pinned, how kernel modules and registry mirrors are written). Nothing after
 planning parses a version again: it reads these fields.
 """
 
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from schematic.errors import CatalogError, TalosSchematicError
 from schematic.facts.catalog import extensions_for, overlays_for, resolve_version, talos_versions
+from schematic.facts.nvidia_rules import ReleaseRules, rules_for
 from schematic.facts.talos import (
     METAL_INSTALLER_FROM,
     DriverTableMatch,
@@ -54,6 +55,9 @@ class Release:
     # The release whose tables plan it: ``version`` itself, or the newest known one for a
     # release beyond the tables (see :func:`target_release`).
     tables: TalosVersion
+    # The NVIDIA rules table's answers for ``tables`` (GB10, GPUDirect Storage, NVLink-5 and
+    # which NVIDIA extensions it offers): what every NVIDIA decision of the release reads.
+    nvidia_rules: ReleaseRules = field(repr=False)
     # The official extensions and overlays of ``tables``.
     extensions: frozenset[str] = field(default=frozenset(), repr=False)
     overlays: frozenset[str] = field(default=frozenset(), repr=False)
@@ -168,5 +172,6 @@ def release_of(version: str, tables: str | None = None) -> Release:
         extensions=extensions_for(catalogue),
         overlays=overlays_for(catalogue),
         drivers=drivers,
+        nvidia_rules=rules_for(TalosVersion.parse(planned_as)),
         planned_with=catalogue,
     )

@@ -39,9 +39,9 @@ from schematic.facts.nvidia import (
     fabric_of,
     nvidia_extension,
     nvlink5_hgx_count,
-    nvlink5_kernel_modules,
     resolve_gpus,
 )
+from schematic.facts.nvidia_rules import ReleaseRules, reviewed_through, rules_for
 from schematic.facts.talos import TalosVersion, driver_key, driver_row
 
 if TYPE_CHECKING:
@@ -560,26 +560,20 @@ class _PoolCheck:
             place,
         )
 
+    def _rules(self) -> ReleaseRules | None:
+        """The NVIDIA rules table's answers for this pool's Talos (v1.13.0 when it names none);
+        None when its release is not a version."""
+        release = _release(self.talos or "v1.13.0")
+        return None if release is None else rules_for(release)
+
     def _gb10_cuda_broken(self) -> bool:
         """Whether the rules table says CUDA cannot start on GB10 on this pool's Talos."""
-        from schematic.errors import TalosSchematicError
-        from schematic.facts.nvidia_rules import release_rule
-
-        try:
-            answer = release_rule("gb10-cuda", self.talos or "v1.13.0")
-        except TalosSchematicError:
-            return False
+        answer = None if (rules := self._rules()) is None else rules.gb10_cuda
         return answer is not None and answer.value == "broken"
 
     def _gb10_flavour(self) -> str | None:
         """The flavour the rules table gives GB10 on this pool's Talos (proprietary if unknown)."""
-        from schematic.errors import TalosSchematicError
-        from schematic.facts.nvidia_rules import release_rule
-
-        try:
-            answer = release_rule("gb10-flavour", self.talos or "v1.13.0")
-        except TalosSchematicError:
-            return None
+        answer = None if (rules := self._rules()) is None else rules.gb10_flavour
         if answer is None or answer.value not in ("open", "proprietary"):
             return None
         return answer.value
@@ -603,7 +597,7 @@ class _PoolCheck:
         if not fabric_of(counts, nvswitch=hardware.nvswitch, passthrough=False).nvlink5:
             return
         release = None if self.talos is None else _release(self.talos)
-        needed = nvlink5_kernel_modules(release)
+        needed = rules_for(release or reviewed_through()).nvlink5_kernel_modules
         missing = [m for m in (needed.value.split() if needed else ()) if m not in modules.names]
         if not missing:
             return
