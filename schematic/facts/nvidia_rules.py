@@ -200,16 +200,22 @@ class ReleaseRules:
 def rules_for(talos: TalosVersion) -> ReleaseRules:
     """Every release rule's answer for a Talos release (a pre-release as the release it leads
     to). Planning asks once per release and keeps the answers in its ``Release``."""
-    families = sorted({row.value for row in rules_table() if row.rule == "extension"})
+    return _answers(talos.release, rules_table())
+
+
+# Keyed on the table as well as the release: an edited table gets its own answers.
+@functools.lru_cache(maxsize=256)
+def _answers(release: TalosVersion, table: tuple[RuleRow, ...]) -> ReleaseRules:
+    families = sorted({row.value for row in table if row.rule == "extension"})
     return ReleaseRules(
-        release=talos.release,
-        gb10_flavour=release_rule("gb10-flavour", talos),
-        gb10_kernel_args=release_rule("gb10-kernel-args", talos),
-        gb10_cuda=release_rule("gb10-cuda", talos),
-        gds_module=release_rule("gds-module", talos),
-        nvlink5_kernel_modules=release_rule("nvlink5-kernel-modules", talos),
+        release=release,
+        gb10_flavour=release_rule("gb10-flavour", release),
+        gb10_kernel_args=release_rule("gb10-kernel-args", release),
+        gb10_cuda=release_rule("gb10-cuda", release),
+        gds_module=release_rule("gds-module", release),
+        nvlink5_kernel_modules=release_rule("nvlink5-kernel-modules", release),
         extensions=frozenset(
-            base for base in families if release_rule("extension", talos, value=base) is not None
+            base for base in families if release_rule("extension", release, value=base) is not None
         ),
     )
 
