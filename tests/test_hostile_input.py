@@ -341,7 +341,7 @@ def test_a_drip_feeding_factory_is_cut_at_the_time_allowed(
     from schematic.cli import app, register_all_commands
 
     register_all_commands()
-    monkeypatch.setattr(schematic.factory.client, "DEFAULT_MAX_REQUEST_TIME", 1.0)
+    monkeypatch.setattr(schematic.factory.client, "DEFAULT_MAX_REQUEST_TIME", 0.3)
     (workdir / "a.yaml").write_text(QEMU_BODY)
     url = f"{factory.url}/drip-headers"
     result = CliRunner().invoke(
@@ -357,5 +357,5 @@ def test_a_drip_feeding_factory_is_cut_at_the_time_allowed(
     lines = result.stderr.splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"talos-schematic: {url}: ")
-    assert "no complete answer within the 1 s allowed per request" in lines[0]
+    assert "no complete answer within the 0.3 s allowed per request" in lines[0]
     assert result.stdout == ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -85,45 +86,47 @@ def _echoed_forms() -> list[tuple[dict[str, str], str, list[str]]]:
 def test_no_prefix_of_a_secret_survives_a_cut_in_versions_and_register(
     secret: dict[str, str], echo: str, forbidden: list[str]
 ) -> None:
-    for offset in STRADDLING:
-        body = _padded(echo, offset)
-        with respx.mock(base_url=URL) as router:
-            router.get("/versions").mock(return_value=httpx.Response(403, text=body))
-            router.post("/schematics").mock(return_value=httpx.Response(400, text=body))
-            router.get("/version/v1.13.9/extensions/official").mock(
-                return_value=httpx.Response(403, text=body)
-            )
-            with _client(**secret) as client:
-                messages = []
-                for call in (
-                    client.versions,
-                    lambda: client.register(QEMU),
-                    lambda: client.official_extensions("v1.13.9"),
-                ):
-                    with pytest.raises(FactoryError) as raised:
-                        call()
-                    messages.append(str(raised.value))
-        for message in messages:
-            assert "…" in message, message  # the cut did happen
-            for prefix in forbidden:
-                assert prefix not in message, (offset, prefix, message)
+    body = ""
+
+    def answer(status: int) -> Callable[[httpx.Request], httpx.Response]:
+        return lambda request: httpx.Response(status, text=body)
+
+    # One client for every offset: the server's answer is what changes.
+    with respx.mock(base_url=URL) as router, _client(**secret) as client:
+        router.get("/versions").mock(side_effect=answer(403))
+        router.post("/schematics").mock(side_effect=answer(400))
+        router.get("/version/v1.13.9/extensions/official").mock(side_effect=answer(403))
+        for offset in STRADDLING:
+            body = _padded(echo, offset)
+            messages = []
+            for call in (
+                client.versions,
+                lambda: client.register(QEMU),
+                lambda: client.official_extensions("v1.13.9"),
+            ):
+                with pytest.raises(FactoryError) as raised:
+                    call()
+                messages.append(str(raised.value))
+            for message in messages:
+                assert "…" in message, message  # the cut did happen
+                for prefix in forbidden:
+                    assert prefix not in message, (offset, prefix, message)
 
 
 def test_no_prefix_of_a_secret_survives_verify_cutting_a_changed_line() -> None:
-    for offset in range(30, 80):
-        stored = QEMU.canonical().replace(
-            "siderolabs/qemu-guest-agent", f"siderolabs/{'x' * offset}-Bearer-{TOKEN}-tail"
+    stored = ""
+    with respx.mock(base_url=URL) as router, _client(token=TOKEN) as client:
+        router.get(f"/schematics/{QEMU.id}").mock(
+            side_effect=lambda request: httpx.Response(200, text=stored)
         )
-        schematic_id = QEMU.id
-        with respx.mock(base_url=URL) as router:
-            router.get(f"/schematics/{schematic_id}").mock(
-                return_value=httpx.Response(200, text=stored)
+        for offset in range(30, 80):
+            stored = QEMU.canonical().replace(
+                "siderolabs/qemu-guest-agent", f"siderolabs/{'x' * offset}-Bearer-{TOKEN}-tail"
             )
-            with _client(token=TOKEN) as client:
-                [result] = verify_ids(client, [("pool", schematic_id, QEMU)])
-        assert result.status == "different"
-        for prefix in _prefixes(TOKEN):
-            assert prefix not in result.detail, (offset, result.detail)
+            [result] = verify_ids(client, [("pool", QEMU.id, QEMU)])
+            assert result.status == "different"
+            for prefix in _prefixes(TOKEN):
+                assert prefix not in result.detail, (offset, result.detail)
 
 
 # --- credentials in a factory URL ------------------------------------------------------------
