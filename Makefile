@@ -34,9 +34,11 @@ $(VENV)/.docs-tools: | $(BIN)/python
 	touch $@
 
 # What `make test` needs, in one pip run: the tool and the test tools resolved once (two runs
-# took 14 s on a fresh clone). The docs tools come with `make docs`.
+# took 14 s on a fresh clone). helm and kubectl arrive meanwhile (they share no file with pip);
+# a failure of either fails the target. The docs tools come with `make docs`.
 $(VENV)/.test-tools: pyproject.toml | $(BIN)/python
-	$(PIP) -e '.[dev]'
+	$(MAKE) --no-print-directory tools & tools=$$!; \
+	$(PIP) -e '.[dev]'; installed=$$?; wait $$tools && exit $$installed
 	touch $(BIN)/talos-schematic $(VENV)/.dev-tools $@
 
 ## example: generate Cozystack values for the shipped example cluster (offline)
@@ -53,8 +55,10 @@ test: $(VENV)/.test-tools tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	# One worker per core: the suite is over 2,000 tests, many of them child processes.
-	$(BIN)/pytest -n auto
+	# One worker per core: the suite is over 2,000 tests, many of them child processes, so
+	# bytecode is cached even where the environment says not to (each child would compile
+	# the package again).
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n auto
 
 ## bench: run the benchmarks and print their figures
 bench: $(BIN)/talos-schematic
