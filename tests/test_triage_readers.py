@@ -431,3 +431,91 @@ def test_a_json_list_broken_after_its_first_line_is_still_reported(tmp_path: Pat
     report = triage_paths([str(evidence)])
     assert [r.file for r in report.unrecognised] == [str(evidence)]
     assert "line 3" in report.unrecognised[0].problem
+
+
+# --- kubectl describe pod ----------------------------------------------------------------------
+
+TRIAGE = Path(__file__).parent / "data" / "triage"
+
+
+def test_kubectl_describe_pod_names_its_node_and_containers() -> None:
+    # NVIDIA/gpu-operator#413: the device plugin's pod, Pending in its init container.
+    paste = TRIAGE / "paste-describe-pod-init-waiting" / "describe-pod.txt"
+    reading = read_evidence(paste.read_text("utf-8"), "pod.txt")
+    assert reading.format == "describe"
+    (pod,) = [s for s in reading.signals if s.kind is Kind.POD]
+    node = "dgxadmin-dgx-station-a100-920-23487-2530-000"
+    assert (pod.node, pod.value) == (node, "gpu-operator/nvidia-device-plugin-daemonset-tltdv")
+    assert (pod.get("waiting"), pod.get("runtime_class"), pod.get("restarts")) == (
+        "PodInitializing",
+        "nvidia",
+        "0",
+    )
+    (identity,) = [s for s in reading.signals if s.kind is Kind.IDENTITY]
+    assert (identity.node, identity.get("aliases")) == (node, "10.36.40.65")
+
+
+# The head of NVIDIA/gpu-operator#413's paste; the container's Last State block in kubectl's
+# describePod layout (k8s.io/kubectl pkg/describe/describe.go, describeContainerState: a
+# message of several lines goes on at the left margin), carrying the hook's error as
+# NVIDIA/nvidia-docker#1629 quotes it; Events rows as NVIDIA/gpu-operator#730 shows them.
+DESCRIBED_POD = """\
+Name:                 nvidia-device-plugin-daemonset-tltdv
+Namespace:            gpu-operator
+Priority:             2000001000
+Runtime Class Name:   nvidia
+Node:                 worker-gpu-1/10.36.40.65
+Status:               Running
+Containers:
+  nvidia-device-plugin:
+    Image:          nvcr.io/nvidia/k8s-device-plugin:v0.17.1
+    State:          Waiting
+      Reason:       CrashLoopBackOff
+    Last State:     Terminated
+      Reason:       StartError
+      Message:      failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'
+nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown
+      Exit Code:    128
+    Ready:          False
+    Restart Count:  4
+    Limits:
+      nvidia.com/gpu:  1
+Events:
+  Type     Reason                  Age                   From               Message
+  ----     ------                  ----                  ----               -------
+  Warning  FailedCreatePodSandBox  12s (x10 over 2m11s)  kubelet            Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "nvidia" is configured
+"""  # noqa: E501
+
+
+def test_a_described_pods_messages_and_events_are_its_nodes() -> None:
+    signals = read_evidence(DESCRIBED_POD, "pod.txt").signals
+    (pod,) = [s for s in signals if s.kind is Kind.POD]
+    assert (pod.get("waiting"), pod.get("exit"), pod.get("reason")) == (
+        "CrashLoopBackOff",
+        "128",
+        "StartError",
+    )
+    assert (pod.get("restarts"), pod.get("gpu")) == ("4", "1")
+    (no_driver,) = [s for s in signals if s.kind is Kind.NO_DRIVER]
+    assert (no_driver.node, no_driver.evidence.line) == ("worker-gpu-1", 15)
+    (handler,) = [s for s in signals if s.kind is Kind.RUNTIME_HANDLER_MISSING]
+    assert handler.node == "worker-gpu-1"
+    (event,) = [s for s in signals if s.kind is Kind.EVENT]
+    assert (event.value, event.get("object")) == (
+        "FailedCreatePodSandBox",
+        "Pod/gpu-operator/nvidia-device-plugin-daemonset-tltdv",
+    )
+
+
+def test_a_driver_that_does_not_answer_is_a_warning_until_the_modules_are_shown(
+    tmp_path: Path,
+) -> None:
+    smi = TRIAGE / "paste-smi-cannot-reach-driver-alone" / "nvidia-smi.txt"
+    (tmp_path / "nvidia-smi.txt").write_text(smi.read_text("utf-8"), "utf-8")
+    (alone,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (alone.code, alone.severity) == ("TS123", "warning")
+    assert any("get modules" in line for line in alone.collect)
+    # With an nvidia module shown loaded, the modules are not the cause: no TS123.
+    modules = TRIAGE / "ts103-proprietary-on-blackwell" / "proc-modules.txt"
+    (tmp_path / "proc-modules.txt").write_text(modules.read_text("utf-8"), "utf-8")
+    assert "TS123" not in [d.code for d in triage_paths([str(tmp_path)]).diagnoses]

@@ -1435,6 +1435,41 @@ def _plugin_without_driver(model: ClusterModel, findings: list[_Finding]) -> lis
     return found
 
 
+def _driver_unreachable(model: ClusterModel, findings: list[_Finding]) -> list[_Finding]:
+    """TS123 as a warning: nvidia-smi or the NVIDIA container runtime says the driver does not
+    answer, and nothing else among the inputs says why. On Talos the usual cause is a machine
+    config that loads no NVIDIA modules; what to collect tells it from its look-alikes."""
+    explained = {
+        f.machine.name for f in findings if f.machine is not None and f.code in _PLUGIN_EXPLAINED
+    }
+    found = []
+    for machine in model.sorted_machines():
+        lines = machine.of(Kind.NO_DRIVER)
+        if not lines or machine.name in explained or _no_nvidia(machine) is not None:
+            continue
+        loaded = _nvidia_modules(machine)
+        if loaded:
+            continue  # a loaded module that does not answer: the kernel's lines say why
+        node = machine.name or "<node>"
+        lines.sort(key=lambda s: (s.evidence.file, s.evidence.line))
+        summary = [
+            "the NVIDIA driver does not answer (nvidia-smi or the container runtime's hook "
+            "asked it), and nothing among the inputs shows the node's modules: on Talos the "
+            "usual cause is a machine config that loads no NVIDIA modules, which the extensions "
+            "install but never load"
+        ]
+        collect = [
+            f"talosctl -n {node} get modules: no nvidia module loaded makes this an error (TS123)",
+            f"talosctl -n {node} get extensions: no NVIDIA kernel-module extension means TS110",
+            f"talosctl -n {node} dmesg: NVRM lines say when the module refused the GPU (TS103, "
+            "TS104, TS105)",
+        ]
+        found.append(
+            _Finding("TS123", machine, [lines[0].evidence], [], summary, collect, "warning")
+        )
+    return found
+
+
 def _driver_version(extension_version: str) -> str:
     """The driver version of an NVIDIA extension's version ("580.105.08-v1.18.0")."""
     return extension_version.split("-", 1)[0]
@@ -1777,6 +1812,7 @@ def diagnose_model(model: ClusterModel, committed: Committed | None = None) -> l
     findings = [f for rule in _RULES for f in rule(model)]
     findings += _nvidia_waits_not_held(model, findings)
     findings += _plugin_without_driver(model, findings)
+    findings += _driver_unreachable(model, findings)
     findings += _service_restart_loops(model, findings)
     if committed is not None:
         findings += _against(model, committed)

@@ -6,6 +6,7 @@
     a known table header, or         tables.read_table     talosctl get / services / service ID,
     talosctl rows without one                              kubectl top / get pods|events|nodes|vmi
     ``Name:`` then ``Roles:``        describe.read_describe  kubectl describe node
+    ``Name:`` then ``Namespace:``    describe.read_describe_pod  kubectl describe pod
     YAML documents of known shape    documents.read_yaml   talosctl -o yaml, kubectl -o yaml
     anything else                    logs.read_log         consoles, dmesg, service logs,
                                                            nvidia-smi, /proc/modules, ...
@@ -24,8 +25,10 @@ from dataclasses import dataclass, replace
 from schematic.doctor.triage.readers.describe import (
     read_describe,
     read_describe_daemonset,
+    read_describe_pod,
     recognise_describe,
     recognise_describe_daemonset,
+    recognise_describe_pod,
 )
 from schematic.doctor.triage.readers.documents import DocumentError, read_json, read_yaml
 from schematic.doctor.triage.readers.logs import read_log
@@ -113,6 +116,8 @@ def _read_section(text: str, file: str) -> Reading:
             return _reading(file, "describe", list(read_describe(text, file)))
         if recognise_describe_daemonset(text):
             return _reading(file, "describe", list(read_describe_daemonset(text, file)))
+        if recognise_describe_pod(text):
+            return _reading(file, "describe", list(read_describe_pod(text, file)))
         if _YAML_SHAPE.search(text[:4096]):
             return _reading(file, "yaml", list(read_yaml(text, file)))
     except DocumentError as err:

@@ -1,9 +1,10 @@
 """``kubectl describe node[s]``: each node's names and addresses, its Ready condition, boot ID
-and GPUs, and the events printed under it.
+and GPUs, and the events printed under it; ``kubectl describe pod[s]``: each pod's node, its
+containers' states and messages, and its events; ``kubectl describe daemonset``: its counts.
 
 The layout is kubectl's describe printer (k8s.io/kubectl ``pkg/describe/describe.go``,
-describeNode): ``Key:  value`` at the left margin, blocks indented by two spaces, the
-Conditions and Events tables with a dashed rule under their header.
+describeNode, describePod, describeDaemonSet): ``Key:  value`` at the left margin, blocks
+indented by two spaces, the Conditions and Events tables with a dashed rule under their header.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from schematic.doctor.triage.signals import Evidence, Kind, Signal
 __all__ = [
     "read_describe",
     "read_describe_daemonset",
+    "read_describe_pod",
     "recognise_describe",
     "recognise_describe_daemonset",
+    "recognise_describe_pod",
 ]
 
 _NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
@@ -69,6 +72,160 @@ def read_describe_daemonset(text: str, file: str) -> Iterator[Signal]:
                 (("desired", desired["n"]), ("current", current["n"] if current else "")),
             )
             name = namespace = ""
+
+
+# describePod: Name:, then Namespace: (Priority:, ... between), a Node: line and its containers.
+_POD_NODE = re.compile(r"^Node:\s+(?P<node>[^\s/]+)(?:/(?P<ip>\S+))?\s*$")
+_POD_KEYS = re.compile(r"^(?:Containers|Init Containers):\s*$", re.MULTILINE)
+_CONTAINER_KEY = re.compile(r"^\s+(?P<key>[A-Z][\w ]*?):\s*(?P<value>.*?)\s*$")
+_CONTAINER_NAME = re.compile(r"^  (?P<name>[\w.-]+):\s*$")
+_GPU_LIMIT = re.compile(r"^\s+nvidia\.com/gpu:\s*[1-9]")
+
+
+def recognise_describe_pod(text: str) -> bool:
+    """Whether ``text`` starts like ``kubectl describe pod``: Name:, Namespace:, a Node: line
+    and a Containers section."""
+    head = text[:16384]
+    lines = [line for line in head.splitlines() if line.strip()][:2]
+    return (
+        len(lines) == 2
+        and bool(_NAME.match(lines[0]))
+        and bool(_NAMESPACE.match(lines[1]))
+        and bool(_POD_KEYS.search(head))
+        and any(_POD_NODE.match(line) for line in head.splitlines())
+    )
+
+
+def read_describe_pod(text: str, file: str) -> Iterator[Signal]:
+    """The signals of every pod ``text`` describes: the pod on its node, the messages of its
+    containers' states, and its events."""
+    block: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if _NAME.match(line) and block:
+            yield from _pod(block, file)
+            block = []
+        block.append((number, line))
+    if block:
+        yield from _pod(block, file)
+
+
+def _pod(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
+    name = namespace = node = address = runtime_class = waiting = exit_code = reason = ""
+    node_line = block[0][0]
+    restarts = 0
+    gpu = False
+    section = container_key = state = ""
+    messages: list[tuple[int, str]] = []
+    event_columns: list[tuple[str, int]] = []
+    events: list[tuple[int, str, dict[str, str]]] = []
+    for number, line in block:
+        if not line.strip():
+            continue
+        top = _SECTION.match(line) if not line[0].isspace() else None
+        if top and not (container_key == "Message" and top["key"] not in _POD_SECTIONS):
+            section, container_key = top["key"], ""
+            if section == "Name":
+                name = top["value"]
+            elif section == "Namespace":
+                namespace = top["value"]
+            elif section == "Runtime Class Name":
+                runtime_class = top["value"]
+            elif (found := _POD_NODE.match(line)) is not None:
+                node, address, node_line = found["node"], found["ip"] or "", number
+            continue
+        if section in ("Containers", "Init Containers"):
+            item = _CONTAINER_KEY.match(line)
+            if _CONTAINER_NAME.match(line):
+                container_key = state = ""
+            elif _GPU_LIMIT.match(line):
+                gpu, container_key = True, ""
+            elif item:
+                container_key = item["key"]
+                value = item["value"]
+                if container_key in ("State", "Last State"):
+                    state = f"{container_key}:{value}"
+                elif container_key == "Reason" and state == "State:Waiting" and not waiting:
+                    waiting = value
+                elif container_key == "Reason" and state == "Last State:Terminated":
+                    reason = reason or value
+                elif container_key == "Exit Code" and state == "Last State:Terminated":
+                    exit_code = exit_code or value
+                elif container_key == "Restart Count" and value.isdigit():
+                    restarts = max(restarts, int(value))
+                elif container_key == "Message":
+                    messages.append((number, line))
+            elif container_key == "Message":
+                # A message of several lines goes on at the left margin.
+                messages.append((number, line))
+        elif section == "Events":
+            if line.strip().startswith("Type") and "Reason" in line:
+                event_columns = [(m.group(), m.start()) for m in re.finditer(r"\S+", line)]
+            elif event_columns and not _RULE.match(line):
+                events.append((number, line, _cells(line, event_columns)))
+    if not name:
+        return
+    pod = f"{namespace}/{name}" if namespace else name
+    text = f"pod {pod} on {node or '?'}: restartCount {restarts}"
+    if exit_code:
+        text += f", last terminated exitCode {exit_code} {reason}".rstrip()
+    evidence = _evidence(file, node_line, text)
+    yield Signal(
+        Kind.POD,
+        node,
+        evidence,
+        pod,
+        (
+            ("restarts", str(restarts)),
+            ("exit", exit_code),
+            ("reason", reason),
+            ("gpu", "1" if gpu else ""),
+            ("waiting", waiting),
+            ("runtime_class", runtime_class),
+        ),
+    )
+    if node and address and address != node:
+        # The node's name and its address, side by side (as a pod's status.hostIP).
+        yield Signal(
+            Kind.IDENTITY,
+            node,
+            _evidence(file, node_line, f"Node: {node}/{address}"),
+            node,
+            (("aliases", address), ("source", "pod-host-ip")),
+        )
+    for number, line in messages:
+        for kind in message_kinds(line):
+            yield Signal(kind, node, _evidence(file, number, line), f"Pod/{pod}")
+    for number, line, cells in events:
+        evidence = _evidence(file, number, line)
+        yield Signal(
+            Kind.EVENT,
+            node,
+            evidence,
+            cells.get("Reason", ""),
+            (
+                ("object", f"Pod/{pod}"),
+                ("namespace", namespace),
+                ("age", cells.get("Age", "")),
+                ("from", cells.get("From", "")),
+            ),
+        )
+        for kind in message_kinds(cells.get("Message", "")):
+            yield Signal(kind, node, evidence, f"Pod/{pod}")
+
+
+# The sections describePod prints at the left margin; a message's own lines there are not one.
+_POD_SECTIONS = frozenset(
+    {
+        "Conditions",
+        "Volumes",
+        "QoS Class",
+        "Node-Selectors",
+        "Tolerations",
+        "Events",
+        "Containers",
+        "Init Containers",
+    }
+)
 
 
 def read_describe(text: str, file: str) -> Iterator[Signal]:

@@ -80,7 +80,13 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         ),
         Kind.PLUGIN_NO_NVML,
     ),
-    (re.compile(r"couldn't communicate with the NVIDIA driver"), Kind.NO_DRIVER),
+    # nvidia-smi's words for NVML_ERROR_DRIVER_NOT_LOADED, and the NVIDIA container runtime's
+    # hook's for the same error (quoted in NVIDIA/nvidia-container-toolkit#1269 and
+    # NVIDIA/nvidia-docker#1629): the kernel driver does not answer.
+    (
+        re.compile(r"couldn't communicate with the NVIDIA driver|nvml error: driver not loaded"),
+        Kind.NO_DRIVER,
+    ),
     # The plugin's server.go once the kubelet took its resource (quoted in
     # bottlerocket-os/bottlerocket#4250): the plugin works from then on.
     (re.compile(r"Registered device plugin for '?nvidia\.com/"), Kind.PLUGIN_REGISTERED),
@@ -173,7 +179,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("No devices",),
     ("No devices",),
     ("Incompatible strategy", "NVML", "ERROR_LIBRARY_NOT_FOUND"),
-    ("NVIDIA driver",),
+    ("NVIDIA driver", "driver not loaded"),
     ("Registered device plugin",),
     ("no runtime for", "runtime handler"),
     ("Unable to locate package",),
