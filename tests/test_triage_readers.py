@@ -519,3 +519,34 @@ def test_a_driver_that_does_not_answer_is_a_warning_until_the_modules_are_shown(
     modules = TRIAGE / "ts103-proprietary-on-blackwell" / "proc-modules.txt"
     (tmp_path / "proc-modules.txt").write_text(modules.read_text("utf-8"), "utf-8")
     assert "TS123" not in [d.code for d in triage_paths([str(tmp_path)]).diagnoses]
+
+
+def test_an_events_section_pasted_alone_is_its_pods_on_the_scheduled_node() -> None:
+    # NVIDIA/gpu-operator#730: the command, an elision, then the Events section.
+    text = (TRIAGE / "paste-no-runtime-nvidia-sandbox" / "describe-pod.txt").read_text()
+    signals = read_evidence(text, "p").signals
+    (pod,) = [s for s in signals if s.kind is Kind.POD]
+    assert (pod.node, pod.value) == (
+        "i-071a4e5a302e4025b",
+        "gpu-operator/nvidia-device-plugin-daemonset-w72xb",
+    )
+    assert {s.node for s in signals if s.kind is Kind.RUNTIME_HANDLER_MISSING} == {
+        "i-071a4e5a302e4025b"
+    }
+
+
+def test_headerless_event_rows_take_their_pods_node_from_its_scheduled_row() -> None:
+    text = (TRIAGE / "paste-events-scheduled-names-the-node" / "events.txt").read_text()
+    reading = read_evidence(text, "p")
+    assert reading.format == "table"
+    missing = [s for s in reading.signals if s.kind is Kind.RUNTIME_HANDLER_MISSING]
+    assert len(missing) == 4
+    assert {s.node for s in missing} == {"ipp1-2890"}
+    # A row of a pod no Scheduled row names keeps no node.
+    other = text.replace("pod/nvidia-mig-manager-nzmhb", "pod/elsewhere-abcde")
+    nodes = {
+        s.value: s.node
+        for s in read_evidence(other, "p").signals
+        if s.kind is Kind.RUNTIME_HANDLER_MISSING
+    }
+    assert nodes["Pod/elsewhere-abcde"] == ""

@@ -79,21 +79,26 @@ _POD_NODE = re.compile(r"^Node:\s+(?P<node>[^\s/]+)(?:/(?P<ip>\S+))?\s*$")
 _POD_KEYS = re.compile(r"^(?:Containers|Init Containers):\s*$", re.MULTILINE)
 _CONTAINER_KEY = re.compile(r"^\s+(?P<key>[A-Z][\w ]*?):\s*(?P<value>.*?)\s*$")
 _CONTAINER_NAME = re.compile(r"^  (?P<name>[\w.-]+):\s*$")
+# The scheduler's event (pkg/scheduler/schedule_one.go): "Successfully assigned %v/%v to %v".
+_ASSIGNED = re.compile(r"Successfully assigned (?P<pod>\S+) to (?P<node>\S+)")
 _GPU_LIMIT = re.compile(r"^\s+nvidia\.com/gpu:\s*[1-9]")
 
 
 def recognise_describe_pod(text: str) -> bool:
     """Whether ``text`` starts like ``kubectl describe pod``: Name:, Namespace:, a Node: line
-    and a Containers section."""
+    and a Containers section; or is its Events section alone (a paste cut to it)."""
     head = text[:16384]
-    lines = [line for line in head.splitlines() if line.strip()][:2]
-    return (
-        len(lines) == 2
-        and bool(_NAME.match(lines[0]))
-        and bool(_NAMESPACE.match(lines[1]))
-        and bool(_POD_KEYS.search(head))
-        and any(_POD_NODE.match(line) for line in head.splitlines())
-    )
+    lines = [line for line in head.splitlines() if line.strip()][:4]
+    if len(lines) >= 2 and _NAME.match(lines[0]) and _NAMESPACE.match(lines[1]):
+        return bool(_POD_KEYS.search(head)) and any(
+            _POD_NODE.match(line) for line in head.splitlines()
+        )
+    # "Events:" then its header, after at most an elision ("....") or two.
+    for index, line in enumerate(lines[:-1]):
+        if line.strip() == "Events:":
+            header = lines[index + 1].split()
+            return header[:2] == ["Type", "Reason"] and "Message" in header
+    return False
 
 
 def read_describe_pod(text: str, file: str) -> Iterator[Signal]:
@@ -162,6 +167,13 @@ def _pod(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
                 event_columns = [(m.group(), m.start()) for m in re.finditer(r"\S+", line)]
             elif event_columns and not _RULE.match(line):
                 events.append((number, line, _cells(line, event_columns)))
+    # The Scheduled event names the node (and, in an Events section pasted alone, the pod).
+    for _, _, cells in events:
+        assigned = _ASSIGNED.search(cells.get("Message", ""))
+        if assigned and cells.get("Reason") == "Scheduled":
+            node = node or assigned["node"]
+            if not name:
+                namespace, _, name = assigned["pod"].rpartition("/")
     if not name:
         return
     pod = f"{namespace}/{name}" if namespace else name

@@ -86,7 +86,26 @@ _SERVICE_ROW = re.compile(
 )
 
 
+# `kubectl get events` rows whose header was left out (a paste from the middle of the listing):
+# [NAMESPACE] LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (kubectl's event printer).
+_EVENT_ROW = re.compile(
+    r"^(?:(?P<namespace>[a-z0-9][a-z0-9-]*)\s{2,})?(?P<seen>\d+[smhdy](?:\d+[smhd])?)\s{2,}"
+    r"(?P<type>Normal|Warning)\s{2,}(?P<reason>[A-Za-z]+)\s{2,}(?P<object>[a-z.]+/\S+)"
+    r"\s{2,}(?P<message>\S.*)$"
+)
+
+
 def _headerless(line: str) -> dict[str, str] | None:
+    event = _EVENT_ROW.match(line)
+    if event:
+        return {
+            "NAMESPACE": event["namespace"] or "",
+            "LAST SEEN": event["seen"],
+            "TYPE": event["type"],
+            "REASON": event["reason"],
+            "OBJECT": event["object"],
+            "MESSAGE": event["message"],
+        }
     row = _TALOS_ROW.match(line)
     if row:
         cells = {
@@ -193,6 +212,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
     if first is not None and _SERVICE_INFO.match(first.group()):
         yield from _service_info(text, file)
         return
+    assigned = _assigned_nodes(text)
     for number, line, cells in _rows(text):
         evidence = Evidence(file, number, line.strip()[:_MAX_TEXT])
         node = cells.get("NODE", "")
@@ -294,7 +314,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                 Kind.MEMORY_USED_PERCENT, cells.get("NAME", ""), evidence, percent.rstrip("%")
             )
         else:
-            yield from _other_row(cells, node, kind, evidence)
+            yield from _other_row(cells, node, kind, evidence, assigned)
 
 
 def _identity(node: str, evidence: Evidence, aliases: Iterable[str], source: str) -> Signal:
@@ -304,7 +324,9 @@ def _identity(node: str, evidence: Evidence, aliases: Iterable[str], source: str
     )
 
 
-def _other_row(cells: dict[str, str], node: str, kind: str, evidence: Evidence) -> Iterator[Signal]:
+def _other_row(
+    cells: dict[str, str], node: str, kind: str, evidence: Evidence, assigned: dict[str, str]
+) -> Iterator[Signal]:
     """Rows that name nodes (identities), events, and talosctl's Service resources."""
     if kind == "Service":
         running = cells.get("RUNNING", "")
@@ -327,7 +349,7 @@ def _other_row(cells: dict[str, str], node: str, kind: str, evidence: Evidence) 
         found = re.findall(r"([0-9a-fA-F.:]{7,})(?:/\d+)?", cells["ADDRESSES"])
         yield _identity(node, evidence, found, "talosctl-nodeaddress")
     elif "LAST SEEN" in cells and "REASON" in cells:
-        yield from _event_row(cells, evidence)
+        yield from _event_row(cells, evidence, assigned)
     elif "ROLES" in cells and "NAME" in cells:
         # kubectl get nodes [-o wide]
         aliases = [cells.get("INTERNAL-IP", ""), cells.get("EXTERNAL-IP", "")]
@@ -352,10 +374,20 @@ def _other_row(cells: dict[str, str], node: str, kind: str, evidence: Evidence) 
 
 
 # "Node/worker-1", "node/worker-1", "pod/x": the kind and name of an event's object.
+# The scheduler's event (pkg/scheduler/schedule_one.go): "Successfully assigned %v/%v to %v".
+_ASSIGNED = re.compile(r"Successfully assigned (?P<pod>\S+) to (?P<node>\S+)")
 _OBJECT = re.compile(r"^(?P<kind>[A-Za-z.]+)/(?P<name>\S+)$")
 
 
-def _event_row(cells: dict[str, str], evidence: Evidence) -> Iterator[Signal]:
+def _assigned_nodes(text: str) -> dict[str, str]:
+    """Each pod's node, as the scheduler's Scheduled events in ``text`` name them (by the pod's
+    name, without its namespace, as an event row's OBJECT names it)."""
+    return {found["pod"].rpartition("/")[2]: found["node"] for found in _ASSIGNED.finditer(text)}
+
+
+def _event_row(
+    cells: dict[str, str], evidence: Evidence, assigned: dict[str, str]
+) -> Iterator[Signal]:
     reason, message = cells.get("REASON", ""), cells.get("MESSAGE", "")
     found = _OBJECT.match(cells.get("OBJECT", ""))
     subject = f"{found['kind'].capitalize()}/{found['name']}" if found else cells.get("OBJECT", "")
@@ -364,6 +396,8 @@ def _event_row(cells: dict[str, str], evidence: Evidence) -> Iterator[Signal]:
     host = source.split(",", 1)[1].strip() if "," in source else ""
     if not host and found and found["kind"].lower() == "node":
         host = found["name"]
+    elif not host and found and found["kind"].lower() == "pod":
+        host = assigned.get(found["name"], "")
     data = (
         ("object", subject),
         ("namespace", cells.get("NAMESPACE", "")),
