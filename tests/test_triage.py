@@ -918,3 +918,56 @@ def test_only_boots_on_the_70_minute_timer_are_the_timer(
     (tmp_path / "node_boot_time_seconds.json").write_text(json.dumps(document))
     found = {d.code for d in triage_paths([str(tmp_path)]).diagnoses}
     assert ("TS202" in found) is timer, found
+
+
+# --- the machine config loads nvidia, the kernel has none ---------------------------------------
+
+# `talosctl get mc -o yaml` as siderolabs/talos pkg/machinery/resources/config/machine_config.go
+# prints it (the spec is the config as a YAML string).
+MACHINE_CONFIG_LOADING_NVIDIA = (
+    "node: 10.244.9.40\nmetadata:\n    namespace: config\n"
+    "    type: MachineConfigs.config.talos.dev\n    id: v1alpha1\n    version: 4\n"
+    "spec: |\n    version: v1alpha1\n    machine:\n        kernel:\n            modules:\n"
+    "                - name: nvidia\n                - name: nvidia_uvm\n"
+)
+# Talos's controller line as siderolabs/pkgs#1194 quotes it, for module nvidia.
+MODULE_NOT_FOUND = (
+    "10.244.9.40: user: warning: [2025-03-21T17:06:41.370911596Z]: [talos] controller failed "
+    '{"component": "controller-runtime", "controller": "runtime.KernelModuleSpecController", '
+    '"error": "error loading module \\"nvidia\\": module not found"}\n'
+)
+EXTENSIONS_WITHOUT_MODULES = (
+    "NODE            NAMESPACE   TYPE              ID   VERSION   NAME"
+    "                           VERSION\n"
+    "10.244.9.40     runtime     ExtensionStatus   0    1         nvidia-container-toolkit-lts"
+    "   570.148.08-v1.17.8\n"
+)
+
+
+def _gpu_without_module(tmp_path: Path, **files: str) -> dict[str, str]:
+    # The L40S with no driver bound and no nvidia module loaded (the TS123 bundle's node).
+    for name in ("pcidevices.yaml", "modules.txt"):
+        (tmp_path / name).write_text((BUNDLES / "ts123-modules-not-loaded" / name).read_text())
+    for name, text in files.items():
+        (tmp_path / f"{name}.txt").write_text(text)
+    return {d.code: d.severity for d in triage_paths([str(tmp_path)]).diagnoses}
+
+
+def test_a_machine_config_that_loads_nvidia_is_not_ts123(tmp_path: Path) -> None:
+    found = _gpu_without_module(tmp_path, mc=MACHINE_CONFIG_LOADING_NVIDIA)
+    assert found == {"TS204": "error"}
+
+
+def test_module_not_found_without_a_kernel_module_extension_is_ts110(tmp_path: Path) -> None:
+    found = _gpu_without_module(
+        tmp_path, log=MODULE_NOT_FOUND, extensions=EXTENSIONS_WITHOUT_MODULES
+    )
+    assert found == {"TS110": "error"}
+
+
+def test_module_not_found_alone_names_both_candidates(tmp_path: Path) -> None:
+    (tmp_path / "log.txt").write_text(MODULE_NOT_FOUND)
+    (found,) = triage_paths([str(tmp_path)]).diagnoses
+    assert found.code == "TS204"
+    assert "TS110" in found.summary and "another kernel" in found.summary
+    assert not any(line.startswith("TS123") and "refuses" in line for line in found.ruled_out)

@@ -785,6 +785,8 @@ def _modules_not_loaded(model: ClusterModel) -> list[_Finding]:
     for machine in model.sorted_machines():
         if not _unloaded(machine):
             continue
+        if any(s.value.startswith("nvidia") for s in machine.of(Kind.MODULE_LOAD_FAILED)):
+            continue  # Talos tried to load it: _module_not_loaded says why it could not
         gpus = _gpus(machine) or _nvidia_devices(machine)
         unbound = [s for s in gpus if s.get("has_driver_field") and not s.get("driver")]
         listed = machine.of(Kind.MODULES_LISTED)
@@ -810,6 +812,32 @@ def _modules_not_loaded(model: ClusterModel) -> list[_Finding]:
         kmods = [s for s in extensions if _is_kernel_module_extension(s.value)]
         code = "TS110" if extensions and not kmods else "TS123"
         evidence += [s.evidence for s in kmods[:1]]
+        configured = [
+            s for s in machine.of(Kind.MACHINE_CONFIG) if "nvidia" in s.get("modules").split(",")
+        ]
+        if configured and code == "TS123":
+            # The machine config does load nvidia, yet none is loaded: the module is not in
+            # the running kernel's tree, or the kernel refused it (its log says which).
+            code = "TS204"
+            ruled = [
+                *ruled,
+                ("TS123", f"the machine config loads nvidia ({configured[0].evidence.where})"),
+            ]
+            summary.insert(
+                0,
+                "the machine config loads nvidia, yet no nvidia module is loaded: the image's "
+                "NVIDIA kernel-module extension is missing or built for another kernel, or the "
+                "kernel refused the module",
+            )
+            evidence.append(configured[0].evidence)
+            collect = [
+                f"talosctl -n {machine.name or '<node>'} dmesg: `error loading module` says "
+                "whether the module was not found or refused",
+                f"talosctl -n {machine.name or '<node>'} get extensions: no NVIDIA kernel-module "
+                "extension means TS110",
+            ]
+            found.append(_Finding(code, machine, evidence, ruled, summary, collect))
+            continue
         evidence += [*_held_lines(machine, held), *timer.evidence]
         found.append(_Finding(code, machine, evidence, ruled, summary))
     return found
@@ -1259,6 +1287,9 @@ def _module_not_loaded(model: ClusterModel) -> list[_Finding]:
         rejected = machine.of(Kind.MODULE_KEY_REJECTED)
         reason = failed[-1].get("reason")
         summary = [f"Talos cannot load module {failed[-1].value}: {reason}"]
+        if "not found" in reason.lower() and not rejected:
+            found.append(_module_not_found(machine, failed))
+            continue
         if rejected or "key was rejected" in reason:
             summary.append(
                 "the kernel refuses the module's signing key: the module was built for another "
@@ -1290,6 +1321,52 @@ def _module_not_loaded(model: ClusterModel) -> list[_Finding]:
         evidence = [s.evidence for s in rejected[:1] + failed[:2]]
         found.append(_Finding("TS204", machine, evidence, ruled, summary, collect))
     return found
+
+
+def _module_not_found(machine: Machine, failed: list[Signal]) -> _Finding:
+    """Talos asked for an nvidia module the running kernel's module tree does not hold: the
+    image carries no NVIDIA kernel-module extension (TS110, when its extensions are shown), or
+    one built for another kernel (TS204)."""
+    module = failed[-1].value
+    extensions = machine.of(Kind.EXTENSION)
+    kmods = [s for s in extensions if _is_kernel_module_extension(s.value)]
+    evidence = [s.evidence for s in failed[:2]]
+    ruled = [
+        (
+            "TS123",
+            f"the machine config does load the module: Talos asks for {module} and finds none "
+            f"({failed[0].evidence.where})",
+        )
+    ]
+    held = [n for n in NVIDIA_SERVICES if n in machine.waited_services()]
+    waits = [f"so {', '.join(held)} waits for a driver that never loads"] if held else []
+    if extensions and not kmods:
+        summary = [
+            f"Talos cannot load module {module}: module not found; the image's extensions "
+            "include no NVIDIA kernel-module extension, so the running kernel has no nvidia "
+            "module to load",
+            *waits,
+        ]
+        evidence.append(extensions[0].evidence)
+        return _Finding("TS110", machine, evidence, ruled, summary)
+    summary = [
+        f"Talos cannot load module {module}: module not found, so the running kernel's module "
+        "tree has no nvidia module: "
+        + (
+            f"the image carries {kmods[0].value}, built for another kernel than the one running"
+            if kmods
+            else "the image carries no NVIDIA kernel-module extension (TS110), or one built for "
+            "another kernel than the one running"
+        ),
+        *waits,
+    ]
+    evidence += [s.evidence for s in kmods[:1]]
+    collect = [
+        f"talosctl -n {machine.name or '<node>'} get extensions and talosctl version: no "
+        "NVIDIA kernel-module extension means TS110; one whose version names another Talos "
+        "than the running one is this",
+    ]
+    return _Finding("TS204", machine, evidence, ruled, summary, collect)
 
 
 def _operator_driver_on_talos(model: ClusterModel) -> list[_Finding]:
