@@ -455,10 +455,9 @@ def test_kubectl_describe_pod_names_its_node_and_containers() -> None:
     assert (identity.node, identity.get("aliases")) == (node, "10.36.40.65")
 
 
-# The head of NVIDIA/gpu-operator#413's paste; the container's Last State block in kubectl's
-# describePod layout (k8s.io/kubectl pkg/describe/describe.go, describeContainerState: a
-# message of several lines goes on at the left margin), carrying the hook's error as
-# NVIDIA/nvidia-docker#1629 quotes it; Events rows as NVIDIA/gpu-operator#730 shows them.
+# The head of NVIDIA/gpu-operator#413's paste; the container's Last State block as
+# NVIDIA/gpu-operator#898 shows it (a message's second line at the left margin), carrying the
+# hook's error as NVIDIA/nvidia-docker#1629 quotes it; Events rows as #730 shows them.
 DESCRIBED_POD = """\
 Name:                 nvidia-device-plugin-daemonset-tltdv
 Namespace:            gpu-operator

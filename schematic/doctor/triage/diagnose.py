@@ -1371,25 +1371,46 @@ def _module_not_found(machine: Machine, failed: list[Signal]) -> _Finding:
 
 def _operator_driver_on_talos(model: ClusterModel) -> list[_Finding]:
     """TS141 at runtime: the GPU Operator's driver container tries to install NVIDIA's packages
-    for a Talos kernel, where the driver comes from the system extensions."""
+    for a Talos kernel, or the NVIDIA hook that fails is the one the operator's toolkit
+    container installed, where the driver and the toolkit come from the system extensions."""
     found = []
+    collect = [
+        "the operator's values (`kubectl get clusterpolicy -o yaml`): driver.enabled and "
+        "toolkit.enabled must be false",
+    ]
     for machine in model.sorted_machines():
         lines = machine.of(Kind.OPERATOR_DRIVER_ON_TALOS)
-        if not lines:
-            continue
-        kernel = re.search(r"-(\d+\.\d+\.\d+-talos)\b", lines[0].evidence.text)
-        summary = [
-            "the GPU Operator's driver container looks for NVIDIA's driver packages for "
-            f"the Talos kernel{' ' + kernel[1] if kernel else ''}, which has none: on Talos the "
-            "driver and the toolkit come from the system extensions, so the operator pods that "
-            "wait for its driver never start"
-        ]
-        collect = [
-            "the operator's values (`kubectl get clusterpolicy -o yaml`): driver.enabled and "
-            "toolkit.enabled must be false",
-        ]
-        evidence = [s.evidence for s in lines[:2]]
-        found.append(_Finding("TS141", machine, evidence, [], summary, collect))
+        hooks = machine.of(Kind.OPERATOR_TOOLKIT_HOOK)
+        if lines:
+            kernel = re.search(r"-(\d+\.\d+\.\d+-talos)\b", lines[0].evidence.text)
+            summary = [
+                "the GPU Operator's driver container looks for NVIDIA's driver packages for "
+                f"the Talos kernel{' ' + kernel[1] if kernel else ''}, which has none: on Talos "
+                "the driver and the toolkit come from the system extensions, so the operator "
+                "pods that wait for its driver never start"
+            ]
+            evidence = [s.evidence for s in lines[:2]]
+            found.append(_Finding("TS141", machine, evidence, [], summary, collect))
+        elif hooks:
+            summary = [
+                "the NVIDIA hook that fails is the GPU Operator's (`nvidia-container-cli.real`, "
+                "which its toolkit container installs): on Talos the nvidia-container-toolkit "
+                "extension provides the `nvidia` runtime and the driver's libraries, and the "
+                "operator's toolkit replaces that runtime with its own"
+            ]
+            evidence = [s.evidence for s in hooks[:2]]
+            toolkit_collect = [
+                *collect,
+                f"talosctl -n {machine.name or '<node>'} get extensions: the nodes' "
+                "nvidia-container-toolkit extension is the toolkit to keep",
+            ]
+            # An error where the node's Talos extensions are shown; else said with what to collect.
+            shown = machine.of(Kind.EXTENSION)
+            evidence += [s.evidence for s in shown[:1]]
+            severity = None if shown else "warning"
+            found.append(
+                _Finding("TS141", machine, evidence, [], summary, toolkit_collect, severity)
+            )
     return found
 
 

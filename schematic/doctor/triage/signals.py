@@ -76,6 +76,7 @@ class Kind(Enum):
     PLUGIN_REGISTERED = "device plugin registered its GPUs with the kubelet"
     RUNTIME_HANDLER_MISSING = "the container runtime has no nvidia handler"
     OPERATOR_DRIVER_ON_TALOS = "the GPU Operator's driver container installs a driver on Talos"
+    OPERATOR_TOOLKIT_HOOK = "the NVIDIA hook that failed is the GPU Operator toolkit's"
     VALIDATOR_NO_DRIVER = "the GPU Operator's validator finds no driver (retrying)"
     VALIDATOR_DRIVER_CONTAINER = "the GPU Operator's validator waits for its driver container"
     OOM_KILL = "OOM kill"

@@ -60,6 +60,12 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         re.compile(r"Open nvidia\.ko is only ready for use on Data Center GPUs"),
         Kind.NVRM_OPEN_UNSUPPORTED,
     ),
+    # The GPU Operator's toolkit container installs nvidia-container-cli as a wrapper around
+    # nvidia-container-cli.real (its /usr/local/nvidia/toolkit, listed in
+    # NVIDIA/gpu-operator#487); the hook's errors then name the .real binary (#511). Talos's
+    # toolkit extension has no such wrapper. Before the NVML errors: whatever the hook
+    # says, the hook is the operator's.
+    (re.compile(r"nvidia-container-cli\.real: \w+ error"), Kind.OPERATOR_TOOLKIT_HOOK),
     # NVML's NVML_ERROR_LIB_RM_VERSION_MISMATCH as nvidia-smi and nvidia-container-cli print it
     # (quoted in tinygrad/open-gpu-kernel-modules#47, NVIDIA/nvidia-container-toolkit#394), and
     # the kernel's side of it (NVRM: API mismatch): before "Failed to initialize NVML" below.
@@ -175,6 +181,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("installed in this system",),
     ("RmInitAdapter", "rm_init_adapter", "probe routine failed"),
     ("Data Center GPUs",),
+    ("nvidia-container-cli.real",),
     ("version mismatch", "API mismatch"),
     ("No devices",),
     ("No devices",),
