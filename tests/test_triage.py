@@ -971,3 +971,19 @@ def test_module_not_found_alone_names_both_candidates(tmp_path: Path) -> None:
     assert found.code == "TS204"
     assert "TS110" in found.summary and "another kernel" in found.summary
     assert not any(line.startswith("TS123") and "refuses" in line for line in found.ruled_out)
+
+
+def test_ts212_none_left_is_a_warning_that_names_a_stopped_plugin(tmp_path: Path) -> None:
+    # The kubelet counts every device of a plugin that went away unhealthy for a while: with
+    # no GPU left and no Xid among the inputs, a stopped plugin looks the same.
+    fragment = (BUNDLES / "ts212-allocatable-below-capacity" / "describe-node.txt").read_text()
+    (tmp_path / "node.txt").write_text(fragment.replace("7       <=========== here", "0"))
+    (found,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (found.code, found.severity) == ("TS212", "warning")
+    assert any("device plugin pod" in line for line in found.collect)
+    # With the plugin's own word that it marked the GPU unhealthy, it is an error again.
+    log = (BUNDLES / "ts212-plugin-marked-unhealthy" / "device-plugin.log").read_text()
+    (tmp_path / "device-plugin.log").write_text(log)
+    (found,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (found.code, found.severity) == ("TS212", "error")
+    assert "Xid 94" in found.summary

@@ -549,3 +549,28 @@ def test_headerless_event_rows_take_their_pods_node_from_its_scheduled_row() -> 
         if s.kind is Kind.RUNTIME_HANDLER_MISSING
     }
     assert nodes["Pod/elsewhere-abcde"] == ""
+
+
+def test_capacity_and_allocatable_pasted_alone_are_a_nodes_gpu_counts() -> None:
+    # NVIDIA/gpu-operator#1065: the two sections only, the allocatable line marked by hand.
+    text = (TRIAGE / "ts212-allocatable-below-capacity" / "describe-node.txt").read_text()
+    reading = read_evidence(text, "p")
+    assert reading.format == "describe"
+    (node,) = reading.signals
+    assert (node.kind, node.node, node.get("capacity"), node.get("gpus")) == (
+        Kind.NODE,
+        "",
+        "8",
+        "7",
+    )
+    assert node.evidence.line == 15
+
+
+def test_a_node_objects_gpu_capacity_is_read_beside_its_allocatable() -> None:
+    # core/v1 NodeStatus as `kubectl get node -o json` prints it: capacity and allocatable.
+    text = (
+        '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-gpu-1"}, '
+        '"status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "7"}}}'
+    )
+    (node,) = [s for s in read_evidence(text, "node.json").signals if s.kind is Kind.NODE]
+    assert (node.get("capacity"), node.get("gpus")) == ("8", "7")

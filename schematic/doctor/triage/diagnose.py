@@ -941,6 +941,12 @@ def _gpu_not_initialised(machine: Machine) -> list[_Finding]:
             "NVreg_OpenRmEnableUnsupportedGpus=1 in the parameters of the nvidia entry of "
             "machine.kernel.modules"
         ]
+    elif fell := [s for s in machine.of(Kind.GPU_XID) if "fallen off the bus" in s.evidence.text]:
+        evidence.insert(0, fell[0].evidence)
+        summary = [
+            "the GPU fell off the bus as the driver probed it: a fault of the GPU, its PCIe "
+            "link, its power or, in a VM, the host's passthrough, not of the driver or the image"
+        ]
     else:
         summary = ["the driver did not bring the GPU up; the NVRM lines before it say why"]
         collect.append(
@@ -1568,6 +1574,113 @@ def _driver_unreachable(model: ClusterModel, findings: list[_Finding]) -> list[_
     return found
 
 
+# Xids the device plugin counts as the application's, not the GPU's: it keeps the GPU in
+# service (NVIDIA/k8s-device-plugin internal/rm/health.go, listed in its issue #1340).
+_APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})
+_XID_NUMBER = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d+)")
+_PLUGIN_XID = re.compile(r"Xid=(?P<xid>\d+)")
+
+
+def _gpus_out_of_service(model: ClusterModel) -> list[_Finding]:
+    """TS212: a GPU failed at runtime (a critical Xid, or it fell off the bus) and the device
+    plugin took it out of the node's allocatable count, where it stays until the plugin
+    restarts. Its look-alike TS205 is a plugin that never registered the GPUs."""
+    found = []
+    for machine in model.sorted_machines():
+        # A GPU that fell off the bus while the driver probed it never came up: TS203 says so.
+        probed = bool(machine.of(Kind.RM_INIT_FAILED))
+        xids = [
+            s
+            for s in machine.of(Kind.GPU_XID)
+            if (
+                (number := _XID_NUMBER.search(s.evidence.text)) is not None
+                and int(number["xid"]) not in _APPLICATION_XIDS
+            )
+            or (number is None and not probed)
+        ]
+        unhealthy = machine.of(Kind.PLUGIN_GPU_UNHEALTHY)
+        short = [
+            s
+            for s in machine.of(Kind.NODE)
+            if s.get("capacity").isdigit()
+            and s.get("gpus").isdigit()
+            and int(s.get("gpus")) < int(s.get("capacity"))
+        ]
+        if not (xids or unhealthy or short):
+            continue
+        summary: list[str] = []
+        # None left: the plugin may have stopped too (the kubelet counts every device of a
+        # plugin that went away unhealthy until it drops the resource); some left: it runs.
+        none_left = bool(short) and all(s.get("gpus") == "0" for s in short)
+        if short:
+            node = short[0]
+            lost = int(node.get("capacity")) - int(node.get("gpus"))
+            summary.append(
+                f"{lost} of the node's {node.get('capacity')} GPUs "
+                f"{'is' if lost == 1 else 'are'} out of service: capacity "
+                f"{node.get('capacity')}, allocatable {node.get('gpus')}"
+                + (
+                    "; with none left, a device plugin that stopped looks the same"
+                    if none_left and not (xids or unhealthy)
+                    else ""
+                )
+            )
+        numbers = sorted(
+            {
+                int(found_xid["xid"])
+                for s in [*xids, *unhealthy]
+                for found_xid in [
+                    _XID_NUMBER.search(s.evidence.text) or _PLUGIN_XID.search(s.evidence.text)
+                ]
+                if found_xid is not None
+            }
+        )
+        fell = any("fallen off the bus" in s.evidence.text for s in xids) or 79 in numbers
+        if numbers or fell:
+            summary.append(
+                "the driver reported "
+                + (f"Xid {', '.join(map(str, numbers))}" if numbers else "a GPU")
+                + (" (the GPU fell off the bus)" if fell else "")
+                + ": a fault of the GPU, its link or its host, not of the application"
+            )
+        if unhealthy:
+            summary.append(
+                "the device plugin marked the GPU unhealthy and keeps it so until the plugin "
+                "restarts, even once the fault is gone"
+            )
+        ruled = []
+        registered = short or [s for s in machine.of(Kind.PLUGIN_REGISTERED)]
+        if registered or unhealthy:
+            ruled.append(
+                (
+                    "TS205",
+                    "the device plugin reaches the driver and registered the GPUs "
+                    f"({(registered or unhealthy)[0].evidence.where})",
+                )
+            )
+        node_name = machine.name or "<node>"
+        collect = [
+            f"talosctl -n {node_name} dmesg: the `NVRM: Xid` lines name the GPU and the fault",
+        ]
+        if not (short or unhealthy):
+            collect.append(
+                f"kubectl describe node {node_name}: allocatable nvidia.com/gpu below capacity "
+                "says the device plugin took the GPU out of service"
+            )
+        if none_left and not (xids or unhealthy):
+            collect.append(
+                "the device plugin pod on the node (`kubectl get pods -A -o wide`): not running "
+                "makes this its absence, not a failed GPU"
+            )
+        evidence = [s.evidence for s in [*xids[:2], *unhealthy[:2], *short[:1]]]
+        # Fell off the bus, or out of service: the GPU cannot be used. A lone other Xid is
+        # said with what to collect.
+        failed = fell or unhealthy or (short and not none_left)
+        severity = None if failed else "warning"
+        found.append(_Finding("TS212", machine, evidence, ruled, summary, collect, severity))
+    return found
+
+
 def _driver_version(extension_version: str) -> str:
     """The driver version of an NVIDIA extension's version ("580.105.08-v1.18.0")."""
     return extension_version.split("-", 1)[0]
@@ -1911,6 +2024,7 @@ def diagnose_model(model: ClusterModel, committed: Committed | None = None) -> l
     findings += _nvidia_waits_not_held(model, findings)
     findings += _plugin_without_driver(model, findings)
     findings += _driver_unreachable(model, findings)
+    findings += _gpus_out_of_service(model)
     findings += _service_restart_loops(model, findings)
     if committed is not None:
         findings += _against(model, committed)

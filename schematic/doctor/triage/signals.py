@@ -77,6 +77,8 @@ class Kind(Enum):
     RUNTIME_HANDLER_MISSING = "the container runtime has no nvidia handler"
     OPERATOR_DRIVER_ON_TALOS = "the GPU Operator's driver container installs a driver on Talos"
     OPERATOR_TOOLKIT_HOOK = "the NVIDIA hook that failed is the GPU Operator toolkit's"
+    GPU_XID = "the driver reported an Xid error"  # the kernel's NVRM line
+    PLUGIN_GPU_UNHEALTHY = "the device plugin marked a GPU unhealthy"
     VALIDATOR_NO_DRIVER = "the GPU Operator's validator finds no driver (retrying)"
     VALIDATOR_DRIVER_CONTAINER = "the GPU Operator's validator waits for its driver container"
     OOM_KILL = "OOM kill"

@@ -34,9 +34,13 @@ _MAX_TEXT = 240
 
 
 def recognise_describe(text: str) -> bool:
-    """Whether ``text`` starts like ``kubectl describe node``: Name:, then Roles:."""
-    lines = [line for line in text[:4096].splitlines() if line.strip()][:3]
-    return len(lines) >= 2 and bool(_NAME.match(lines[0])) and bool(_ROLES.match(lines[1]))
+    """Whether ``text`` starts like ``kubectl describe node``: Name:, then Roles:; or is its
+    Capacity and Allocatable sections alone (a paste cut to them)."""
+    head = text[:4096]
+    lines = [line for line in head.splitlines() if line.strip()][:3]
+    if len(lines) >= 2 and _NAME.match(lines[0]) and _ROLES.match(lines[1]):
+        return True
+    return bool(lines) and lines[0].strip() == "Capacity:" and "\nAllocatable:" in head
 
 
 # kubectl's describe printer for a DaemonSet (describeDaemonSet): Name:, Selector:, ..., then
@@ -262,9 +266,9 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
     section = ""
     first = block[0][0]
     addresses: list[str] = []
-    hostname = ready = boot = gpus = schematic = provider = ""
+    hostname = ready = boot = gpus = capacity = schematic = provider = ""
     labels: list[str] = []
-    ready_line = boot_line = first
+    ready_line = boot_line = gpu_line = first
     event_columns: list[tuple[str, int]] = []
     events: list[tuple[int, str, dict[str, str]]] = []
     for number, line in block:
@@ -296,29 +300,37 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
         elif section == "System Info" and (item := _ITEM.match(line)):
             if item["key"] == "Boot ID":
                 boot, boot_line = item["value"], number
-        elif section == "Allocatable" and (item := _ITEM.match(line)):
-            if item["key"] == "nvidia.com/gpu":
-                gpus = item["value"]
+        elif section in ("Allocatable", "Capacity") and (item := _ITEM.match(line)):
+            # The count only: a paste may mark the line ("7    <=== here").
+            if item["key"] == "nvidia.com/gpu" and section == "Allocatable":
+                gpus, gpu_line = item["value"].split()[0], number
+            elif item["key"] == "nvidia.com/gpu":
+                capacity = item["value"].split()[0]
         elif section == "Events":
             if line.strip().startswith("Type") and "Reason" in line:
                 event_columns = [(m.group(), m.start()) for m in re.finditer(r"\S+", line)]
             elif event_columns and not _RULE.match(line):
                 events.append((number, line, _cells(line, event_columns)))
-    if not name:
+    if not name and not (gpus or capacity):
         return
     aliases = [a for a in dict.fromkeys([*addresses, hostname]) if a and a != name]
-    yield Signal(
-        Kind.IDENTITY,
-        name,
-        _evidence(file, first, f"Name: {name}"),
-        name,
-        (("aliases", ",".join(aliases)), ("source", "kubectl-describe-node")),
-    )
+    if name:
+        yield Signal(
+            Kind.IDENTITY,
+            name,
+            _evidence(file, first, f"Name: {name}"),
+            name,
+            (("aliases", ",".join(aliases)), ("source", "kubectl-describe-node")),
+        )
     yield Signal(
         Kind.NODE,
         name,
         _evidence(
             file, boot_line if boot else ready_line, f"node {name} Ready={ready} bootID={boot}"
+        )
+        if name
+        else _evidence(
+            file, gpu_line, f"nvidia.com/gpu: capacity {capacity or '?'}, allocatable {gpus or '?'}"
         ),
         name,
         (
@@ -326,6 +338,7 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
             ("ready", ready),
             ("boot", boot),
             ("gpus", gpus),
+            ("capacity", capacity),
             ("labels", ",".join(labels)),
             ("schematic", schematic),
             ("provider", provider),

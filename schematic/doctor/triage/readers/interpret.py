@@ -210,6 +210,7 @@ def _node(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
     )
     boot_id = _text(_dict(status.get("nodeInfo")).get("bootID"))
     gpus = _text(_dict(status.get("allocatable")).get("nvidia.com/gpu"))
+    capacity = _text(_dict(status.get("capacity")).get("nvidia.com/gpu"))
     labels = _dict(metadata.get("labels"))
     hostname = _text(labels.get("kubernetes.io/hostname"))
     yield Signal(
@@ -236,6 +237,7 @@ def _node(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
             ("ready", ready),
             ("boot", boot_id),
             ("gpus", gpus),
+            ("capacity", capacity),
             # Label values hold no commas, so the pairs are joined with them.
             ("labels", ",".join(f"{k}={_text(v)}" for k, v in sorted(labels.items()))),
             # Talos copies the schematic ID (no valid label value) to this annotation.

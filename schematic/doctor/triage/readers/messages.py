@@ -60,6 +60,23 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         re.compile(r"Open nvidia\.ko is only ready for use on Data Center GPUs"),
         Kind.NVRM_OPEN_UNSUPPORTED,
     ),
+    # The driver's Xid report (`NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus`,
+    # quoted in NVIDIA/NVSentinel#155) and the same fall without an Xid (the probe's "has
+    # fallen off the bus and is not responding to commands", ibid.).
+    (
+        re.compile(r"NVRM: Xid \(PCI:[0-9a-fA-F:.]+\): \d+|has\W+(?:NVRM: )?fallen off the bus"),
+        Kind.GPU_XID,
+    ),
+    # The device plugin's health check (internal/rm/health.go): a critical Xid takes the GPU out
+    # of the node's allocatable count for good (quoted in NVIDIA/k8s-device-plugin#189 and
+    # akash-network/support#244).
+    (
+        re.compile(
+            r"device marked unhealthy|XidCriticalError: Xid=\d+ on Device=\S+[;,] "
+            r"(?:marking device as unhealthy|the device will go unhealthy)"
+        ),
+        Kind.PLUGIN_GPU_UNHEALTHY,
+    ),
     # The GPU Operator's toolkit container installs nvidia-container-cli as a wrapper around
     # nvidia-container-cli.real (its /usr/local/nvidia/toolkit, listed in
     # NVIDIA/gpu-operator#487); the hook's errors then name the .real binary (#511). Talos's
@@ -181,6 +198,8 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("installed in this system",),
     ("RmInitAdapter", "rm_init_adapter", "probe routine failed"),
     ("Data Center GPUs",),
+    ("NVRM: Xid", "fallen off the bus"),
+    ("marked unhealthy", "XidCriticalError"),
     ("nvidia-container-cli.real",),
     ("version mismatch", "API mismatch"),
     ("No devices",),
