@@ -390,7 +390,8 @@ def _lookup_by_name(text: str) -> Gpu | None:
         more = f" and {len(candidates) - 20} more" if len(candidates) > 20 else ""
         raise UnknownDeviceError(
             f"GPU name {text!r} is ambiguous: {shown}{more}; give one of the PCI IDs "
-            "or a longer name"
+            "(`talosctl get pcidevices` or `lspci -nn -d 10de:` on the node shows it) or a "
+            "longer name"
         )
     return None
 
