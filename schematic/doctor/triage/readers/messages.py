@@ -93,6 +93,18 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
     # The device plugin's own "No devices found. Waiting indefinitely." is not nvidia-smi's.
     (re.compile(r"^No devices found\. Waiting indefinitely"), Kind.PLUGIN_NO_DEVICES),
     (re.compile(r"^No devices (?:were )?found\b"), Kind.NO_DEVICES),
+    # nvidia-smi's words for NVML_ERROR_DRIVER_NOT_LOADED, the NVIDIA container runtime's hook's
+    # (quoted in NVIDIA/nvidia-container-toolkit#1269 and NVIDIA/nvidia-docker#1629) and
+    # nvidia-ctk's, which Talos's ext-nvidia-cdi-gen runs ("failed to initialize NVML: Driver
+    # Not Loaded", #1611): the kernel driver does not answer. Before the device plugin's
+    # "Failed to initialize NVML", which says less.
+    (
+        re.compile(
+            r"couldn't communicate with the NVIDIA driver|nvml error: driver not loaded"
+            r"|NVML: Driver Not Loaded"
+        ),
+        Kind.NO_DRIVER,
+    ),
     # The device plugin cannot see NVML: the container runtime does not hand it the driver
     # (k8s-device-plugin internal/rm and factory.go messages).
     (
@@ -102,13 +114,6 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
             r"|nvml init failed: ERROR_LIBRARY_NOT_FOUND"
         ),
         Kind.PLUGIN_NO_NVML,
-    ),
-    # nvidia-smi's words for NVML_ERROR_DRIVER_NOT_LOADED, and the NVIDIA container runtime's
-    # hook's for the same error (quoted in NVIDIA/nvidia-container-toolkit#1269 and
-    # NVIDIA/nvidia-docker#1629): the kernel driver does not answer.
-    (
-        re.compile(r"couldn't communicate with the NVIDIA driver|nvml error: driver not loaded"),
-        Kind.NO_DRIVER,
     ),
     # The plugin's server.go once the kubelet took its resource (quoted in
     # bottlerocket-os/bottlerocket#4250): the plugin works from then on.
@@ -204,8 +209,8 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("version mismatch", "API mismatch"),
     ("No devices",),
     ("No devices",),
+    ("NVIDIA driver", "driver not loaded", "Driver Not Loaded"),
     ("Incompatible strategy", "NVML", "ERROR_LIBRARY_NOT_FOUND"),
-    ("NVIDIA driver", "driver not loaded"),
     ("Registered device plugin",),
     ("no runtime for", "runtime handler"),
     ("Unable to locate package",),
