@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from schematic.doctor.triage.readers.messages import message_kinds
+from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 
 __all__ = [
@@ -83,8 +83,6 @@ _POD_NODE = re.compile(r"^Node:\s+(?P<node>[^\s/]+)(?:/(?P<ip>\S+))?\s*$")
 _POD_KEYS = re.compile(r"^(?:Containers|Init Containers):\s*$", re.MULTILINE)
 _CONTAINER_KEY = re.compile(r"^\s+(?P<key>[A-Z][\w ]*?):\s*(?P<value>.*?)\s*$")
 _CONTAINER_NAME = re.compile(r"^  (?P<name>[\w.-]+):\s*$")
-# The scheduler's event (pkg/scheduler/schedule_one.go): "Successfully assigned %v/%v to %v".
-_ASSIGNED = re.compile(r"Successfully assigned (?P<pod>\S+) to (?P<node>\S+)")
 _GPU_LIMIT = re.compile(r"^\s+nvidia\.com/gpu:\s*[1-9]")
 
 
@@ -173,7 +171,7 @@ def _pod(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
                 events.append((number, line, _cells(line, event_columns)))
     # The Scheduled event names the node (and, in an Events section pasted alone, the pod).
     for _, _, cells in events:
-        assigned = _ASSIGNED.search(cells.get("Message", ""))
+        assigned = SCHEDULED.search(cells.get("Message", ""))
         if assigned and cells.get("Reason") == "Scheduled":
             node = node or assigned["node"]
             if not name:

@@ -11,7 +11,11 @@ import re
 
 from schematic.doctor.triage.signals import Kind
 
-__all__ = ["KEYWORDS", "message_kinds"]
+__all__ = ["KEYWORDS", "SCHEDULED", "message_kinds"]
+
+# The scheduler's event (pkg/scheduler/schedule_one.go): "Successfully assigned %v/%v to %v",
+# the one event that names a pod's node.
+SCHEDULED = re.compile(r"Successfully assigned (?P<pod>\S+) to (?P<node>\S+)")
 
 # Which messages mean what; a message means at most one thing, the first that matches.
 _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (

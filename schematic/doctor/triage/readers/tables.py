@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from schematic.doctor.triage.readers.messages import message_kinds
+from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 
 __all__ = ["read_table", "recognise_table"]
@@ -374,15 +374,13 @@ def _other_row(
 
 
 # "Node/worker-1", "node/worker-1", "pod/x": the kind and name of an event's object.
-# The scheduler's event (pkg/scheduler/schedule_one.go): "Successfully assigned %v/%v to %v".
-_ASSIGNED = re.compile(r"Successfully assigned (?P<pod>\S+) to (?P<node>\S+)")
 _OBJECT = re.compile(r"^(?P<kind>[A-Za-z.]+)/(?P<name>\S+)$")
 
 
 def _assigned_nodes(text: str) -> dict[str, str]:
     """Each pod's node, as the scheduler's Scheduled events in ``text`` name them (by the pod's
     name, without its namespace, as an event row's OBJECT names it)."""
-    return {found["pod"].rpartition("/")[2]: found["node"] for found in _ASSIGNED.finditer(text)}
+    return {found["pod"].rpartition("/")[2]: found["node"] for found in SCHEDULED.finditer(text)}
 
 
 def _event_row(
