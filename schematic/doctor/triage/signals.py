@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["Evidence", "Kind", "Signal"]
+__all__ = ["Evidence", "Kind", "Signal", "pod_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +115,11 @@ class Signal:
             if name == key:
                 return item
         return default
+
+
+def pod_text(pod: str, node: str, restarts: int, exit_code: str, reason: str) -> str:
+    """How a pod's evidence line reads, whichever output showed the pod."""
+    text = f"pod {pod} on {node or '?'}: restartCount {restarts}"
+    if exit_code:
+        text += f", last terminated exitCode {exit_code} {reason}".rstrip()
+    return text

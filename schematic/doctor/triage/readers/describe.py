@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 
 from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
-from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
 
 __all__ = [
     "read_describe",
@@ -106,14 +106,20 @@ def recognise_describe_pod(text: str) -> bool:
 def read_describe_pod(text: str, file: str) -> Iterator[Signal]:
     """The signals of every pod ``text`` describes: the pod on its node, the messages of its
     containers' states, and its events."""
+    for block in _blocks(text):
+        yield from _pod(block, file)
+
+
+def _blocks(text: str) -> Iterator[list[tuple[int, str]]]:
+    """The numbered lines of each object described: each starts at a ``Name:`` line."""
     block: list[tuple[int, str]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if _NAME.match(line) and block:
-            yield from _pod(block, file)
+            yield block
             block = []
         block.append((number, line))
     if block:
-        yield from _pod(block, file)
+        yield block
 
 
 def _pod(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
@@ -179,10 +185,7 @@ def _pod(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
     if not name:
         return
     pod = f"{namespace}/{name}" if namespace else name
-    text = f"pod {pod} on {node or '?'}: restartCount {restarts}"
-    if exit_code:
-        text += f", last terminated exitCode {exit_code} {reason}".rstrip()
-    evidence = _evidence(file, node_line, text)
+    evidence = _evidence(file, node_line, pod_text(pod, node, restarts, exit_code, reason))
     yield Signal(
         Kind.POD,
         node,
@@ -244,13 +247,7 @@ _POD_SECTIONS = frozenset(
 
 def read_describe(text: str, file: str) -> Iterator[Signal]:
     """The signals of every node ``text`` describes."""
-    block: list[tuple[int, str]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if _NAME.match(line) and block:
-            yield from _node(block, file)
-            block = []
-        block.append((number, line))
-    if block:
+    for block in _blocks(text):
         yield from _node(block, file)
 
 

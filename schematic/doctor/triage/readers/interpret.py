@@ -12,7 +12,7 @@ import yaml
 
 from schematic.doctor.triage.readers.messages import message_kinds
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
-from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
 from schematic.safe_yaml import compose_all
 
 __all__ = ["Located", "interpret"]
@@ -275,10 +275,7 @@ def _pod(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
         if isinstance(_dict(_dict(c).get("resources")).get("limits"), dict)
     )
     line = where.locate("restartCount") if restarts else where.line
-    text = f"pod {name} on {node or '?'}: restartCount {restarts}"
-    if exit_code:
-        text += f", last terminated exitCode {exit_code} {reason}".rstrip()
-    evidence = _evidence(file, line, text)
+    evidence = _evidence(file, line, pod_text(name, node, restarts, exit_code, reason))
     yield Signal(
         Kind.POD,
         node,
