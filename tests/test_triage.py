@@ -987,3 +987,16 @@ def test_ts212_none_left_is_a_warning_that_names_a_stopped_plugin(tmp_path: Path
     (found,) = triage_paths([str(tmp_path)]).diagnoses
     assert (found.code, found.severity) == ("TS212", "error")
     assert "Xid 94" in found.summary
+
+
+def test_ts143_kubevirt_refusing_the_vms_gpu_names_the_resource(tmp_path: Path) -> None:
+    refused = (BUNDLES / "ts143-host-device-not-permitted" / "kubectl-create.txt").read_text()
+    (tmp_path / "create.txt").write_text(refused)
+    (found,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (found.code, found.severity) == ("TS143", "error")
+    assert "nvidia.com/TU104GL_Tesla_T4" in found.summary
+    # Another message about the same resource is no refusal.
+    (tmp_path / "create.txt").write_text(
+        refused.replace("is not permitted in permittedHostDevices configuration", "is permitted")
+    )
+    assert triage_paths([str(tmp_path)]).diagnoses == ()

@@ -39,6 +39,7 @@ from schematic.doctor.triage.causes.driver import (
 )
 from schematic.doctor.triage.causes.runtime import (
     device_plugin,
+    host_device_not_permitted,
     operator_driver_on_talos,
     operator_validator,
     plugin_scheduled_nowhere,
@@ -95,6 +96,7 @@ _RULES: tuple[Callable[[ClusterModel], list[Finding]], ...] = (
     wrong_flavour,
     device_plugin,
     runtime_handler_missing,
+    host_device_not_permitted,
     operator_validator,
     plugin_scheduled_nowhere,
     version_mismatch,

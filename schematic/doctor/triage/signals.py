@@ -78,6 +78,7 @@ class Kind(Enum):
     OPERATOR_DRIVER_ON_TALOS = "the GPU Operator's driver container installs a driver on Talos"
     OPERATOR_TOOLKIT_HOOK = "the NVIDIA hook that failed is the GPU Operator toolkit's"
     GPU_XID = "the driver reported an Xid error"  # the kernel's NVRM line
+    HOST_DEVICE_NOT_PERMITTED = "KubeVirt refuses a VM's GPU as not permitted"
     PLUGIN_GPU_UNHEALTHY = "the device plugin marked a GPU unhealthy"
     VALIDATOR_NO_DRIVER = "the GPU Operator's validator finds no driver (retrying)"
     VALIDATOR_DRIVER_CONTAINER = "the GPU Operator's validator waits for its driver container"

@@ -19,6 +19,7 @@ from schematic.doctor.triage.signals import Kind, Signal
 
 __all__ = [
     "device_plugin",
+    "host_device_not_permitted",
     "operator_driver_on_talos",
     "operator_validator",
     "plugin_scheduled_nowhere",
@@ -395,3 +396,30 @@ def plugin_scheduled_nowhere(model: ClusterModel) -> list[Finding]:
         return [Finding("TS208", None, evidence, [], summary, collect, nodes=nodes)]
     summary.append("nothing among the inputs shows whether the cluster has a GPU node")
     return [Finding("TS208", None, evidence, [], summary, collect, "warning")]
+
+
+_NOT_PERMITTED = re.compile(r"GPU (?P<resource>\S+) is not permitted")
+
+
+def host_device_not_permitted(model: ClusterModel) -> list[Finding]:
+    """TS143 at run time: KubeVirt refuses a VM because its GPU is not among the cluster's
+    permittedHostDevices, so the pool's VMs (the tenant's GPU nodes) never start."""
+    found = []
+    for machine in model.sorted_machines():
+        lines = machine.of(Kind.HOST_DEVICE_NOT_PERMITTED)
+        if not lines:
+            continue
+        named = _NOT_PERMITTED.search(lines[0].evidence.text)
+        resource = named["resource"] if named else "the VM's GPU"
+        summary = [
+            f"KubeVirt refuses the VM: {resource} is not in the management cluster's "
+            "permittedHostDevices, so the pool's GPU nodes are never created"
+        ]
+        collect = [
+            "`kubectl get kubevirt -A -o yaml` on the management cluster: "
+            "spec.configuration.permittedHostDevices.pciHostDevices must list "
+            f"{resource} with the GPU's pciVendorSelector",
+        ]
+        evidence = [s.evidence for s in lines[:2]]
+        found.append(Finding("TS143", machine, evidence, [], summary, collect))
+    return found

@@ -81,6 +81,17 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
         ),
         Kind.PLUGIN_GPU_UNHEALTHY,
     ),
+    # KubeVirt's admission of a VM whose GPU the cluster's permittedHostDevices does not list
+    # ("GPU %s is not permitted in permittedHostDevices configuration", quoted in
+    # kubevirt/hyperconverged-cluster-operator#1227; older releases name their ConfigMap,
+    # kubevirt/kubevirt#4950).
+    (
+        re.compile(
+            r"is not permitted in (?:permittedHostDevices configuration"
+            r"|kubevirt-host-device-plugin-config)"
+        ),
+        Kind.HOST_DEVICE_NOT_PERMITTED,
+    ),
     # The GPU Operator's toolkit container installs nvidia-container-cli as a wrapper around
     # nvidia-container-cli.real (its /usr/local/nvidia/toolkit, listed in
     # NVIDIA/gpu-operator#487); the hook's errors then name the .real binary (#511). Talos's
@@ -209,6 +220,7 @@ _WORDS: tuple[tuple[str, ...], ...] = (
     ("Data Center GPUs",),
     ("NVRM: Xid", "fallen off the bus"),
     ("marked unhealthy", "XidCriticalError"),
+    ("is not permitted in",),
     ("nvidia-container-cli.real",),
     ("version mismatch", "API mismatch"),
     ("No devices",),
