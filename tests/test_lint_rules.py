@@ -756,6 +756,23 @@ def test_ts140_checks_the_values_not_only_the_names(tmp_path: Path) -> None:
     assert "DEVICE_ID_STRATEGY" not in hit.message
 
 
+def test_ts140_a_list_that_keeps_cdi_is_a_warning(tmp_path: Path) -> None:
+    # The two variables cozystack/cozystack#3563 (a comment on pull request #3585) names for
+    # CDI: a CDI strategy and the toolkit's path, without the three whose values come back.
+    kept = (
+        "        devicePlugin:\n          env:\n"
+        "            - {name: DEVICE_LIST_STRATEGY, value: cdi-annotations}\n"
+        "            - {name: NVIDIA_CTK_PATH, value: /usr/local/bin/nvidia-ctk}"
+    )
+    hit = finding(run(tmp_path, {"values.yaml": values(kept + OFF)}, talos="v1.13.6"), "TS140")
+    assert hit.severity == "warning"
+    assert "still hands out CDI devices" in hit.message
+    # Without the CDI strategy it stays an error.
+    plain = kept.replace("cdi-annotations", "envvar")
+    hit = finding(run(tmp_path, {"values.yaml": values(plain + OFF)}, talos="v1.13.6"), "TS140")
+    assert hit.severity == "error"
+
+
 def test_ts141_operator_driver_enabled(tmp_path: Path) -> None:
     override = FULL_ENV + "\n        driver:\n          enabled: true"
     override += "\n        toolkit: {enabled: false}"

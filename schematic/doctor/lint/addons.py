@@ -76,12 +76,23 @@ def _check_env(
             if release.default_device_plugin_env
             else "replaces the default list"
         )
+        # With a CDI list strategy kept, the plugin still hands out CDI devices, and the rest
+        # fall back to values that match (TS140's text says where each comes from): said, not
+        # failed.
+        cdi_kept = "cdi-" in given.get("DEVICE_LIST_STRATEGY", "")
         out.add(
             "TS140",
-            f"{where}: devicePlugin.env {replaced} and lacks {', '.join(missing)}",
+            f"{where}: devicePlugin.env {replaced} and lacks {', '.join(missing)}"
+            + (
+                "; it keeps a CDI list strategy, so the plugin still hands out CDI devices: "
+                "restate the rest to run with the values this tool checked"
+                if cdi_kept
+                else ""
+            ),
             doc.file,
             doc.line(env_path),
             obj,
+            certain=not cdi_kept,
         )
 
 
