@@ -790,3 +790,30 @@ def test_nvidia_vendor_id_and_proprietary_extension_are_written_once() -> None:
     assert nvidia_extension("kernel-modules", flavour="proprietary", tier="lts") == (
         "siderolabs/nonfree-kmod-nvidia-lts"
     )
+
+
+@pytest.mark.parametrize(
+    ("copied", "pci_id"),
+    [
+        # tests/data/lspci-nnvv.hgx-b200.txt: the ID decides where two devices share the name.
+        (
+            "1b:00.0 3D controller [0302]: NVIDIA Corporation GB100 [B200] [10de:2901] (rev a1)",
+            "10de:2901",
+        ),
+        ("NVIDIA Corporation GB100 [B200] [10de:2901] (rev a1)", "10de:2901"),
+        # lspci without its name database prints the device ID alone.
+        ("NVIDIA Corporation Device 2bb5", "10de:2bb5"),
+        # tests/data/triage/class4-healthy-hgx-h100/nvidia-smi-L.txt
+        (
+            "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-4039dfe4-0c97-4b1e-683e-eb7d42699053)",
+            "10de:2330",
+        ),
+    ],
+)
+def test_a_line_copied_from_lspci_or_nvidia_smi_names_its_gpu(copied: str, pci_id: str) -> None:
+    assert lookup_gpu(copied).id == pci_id
+
+
+def test_a_copied_line_of_another_vendor_is_still_refused() -> None:
+    with pytest.raises(UnknownDeviceError):
+        lookup_gpu("01:00.0 VGA compatible controller [0300]: Advanced Micro Devices [1002:744c]")

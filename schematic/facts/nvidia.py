@@ -400,8 +400,33 @@ def _lookup_by_name(text: str) -> Gpu | None:
 _JETSON = re.compile(r"\b(jetson|tegra|orin|xavier)\b", re.IGNORECASE)
 
 
+# A line copied from a tool names the GPU too: `lspci -nn` ("NVIDIA Corporation GB100 [B200]
+# [10de:2901] (rev a1)", the ID decides where names are shared), `lspci` without its name
+# database ("NVIDIA Corporation Device 2bb5") and `nvidia-smi -L` ("GPU 0: NVIDIA H100 80GB HBM3
+# (UUID: GPU-...)").
+_LSPCI_ID = re.compile(r"\[(10de:[0-9a-fA-F]{4})\]")
+_LSPCI_UNNAMED = re.compile(r"^(?:NVIDIA Corporation )?Device ([0-9a-fA-F]{4})$")
+_SMI_LIST = re.compile(r"^GPU \d+: (?P<name>.+?) \(UUID: [^)]*\)$")
+_REVISION = re.compile(r"\s*\(rev [0-9a-fA-F]{2}\)$")
+
+
+def _copied_from_a_tool(text: str) -> str:
+    """The ID or name a pasted `lspci` or `nvidia-smi -L` line gives; other text as it is."""
+    line = _REVISION.sub("", text.strip())
+    if (listed := _SMI_LIST.match(line)) is not None:
+        return str(listed["name"])
+    ids: set[str] = {str(found).lower() for found in _LSPCI_ID.findall(line)}
+    if len(ids) == 1:
+        return ids.pop()
+    if (unnamed := _LSPCI_UNNAMED.match(line)) is not None:
+        return f"10de:{unnamed[1]}"
+    return text
+
+
 def lookup_gpu(id_or_name: str) -> Gpu:
-    """A GPU by PCI ID (``10de:2bb5``, ``0x2bb5``, ``2BB5``) or by name (``L40S``)."""
+    """A GPU by PCI ID (``10de:2bb5``, ``0x2bb5``, ``2BB5``), by name (``L40S``), or by a line
+    copied from ``lspci -nn`` or ``nvidia-smi -L``."""
+    id_or_name = _copied_from_a_tool(id_or_name)
     pci_id = normalise_pci_id(id_or_name)
     if pci_id is not None:
         found = describe_pci_function(pci_id)
