@@ -226,6 +226,10 @@ def test_commands_name_the_cluster_namespace_and_node() -> None:
     assert "-n w1'" in out
     assert "/select/0/prometheus/api/v1/query_range" in out
     assert "node_memory_MemAvailable_bytes" in out
+    # The CDI generator's log (it says when the driver does not answer) and the management
+    # cluster's events (where KubeVirt refuses a VM's GPU) are collected too.
+    assert "$T logs ext-nvidia-cdi-gen > w1.cdi-gen.log" in out
+    assert "kubectl -n tenant-a get events -o json > management-events.json" in out
     # Placeholders where nothing was given.
     assert "TENANT_NAMESPACE" in run("triage", "--commands")[1]
 

@@ -82,6 +82,7 @@ def collection_commands(
         f"kubectl -n {ns} logs VIRT_LAUNCHER_POD_OF_{target} -c guest-console-log "
         f"> {target}.console.log",
         f"kubectl -n {ns} get svc -o yaml > services.yaml",
+        f"kubectl -n {ns} get events -o json > management-events.json   # a refused VM GPU",
         "",
         "# 2. The tenant cluster (its kubeconfig): nodes, pods, events, the device plugin.",
         f"kubectl -n {ns} get secret {release}-admin-kubeconfig "
@@ -125,6 +126,7 @@ def collection_commands(
         f"$T get machinestatus -o yaml > {target}.machinestatus.yaml",
         f"$T read /proc/modules > {target}.proc-modules.txt",
         f"$T logs ext-nvidia-persistenced > {target}.persistenced.log",
+        f"$T logs ext-nvidia-cdi-gen > {target}.cdi-gen.log",
         f"$T logs ext-nvidia-fabricmanager > {target}.fabricmanager.log   # HGX/DGX only",
         f"kubectl -n {ns} delete pod talosctl",
         "",
