@@ -110,6 +110,20 @@ def read_describe_pod(text: str, file: str) -> Iterator[Signal]:
         yield from _pod(block, file)
 
 
+class _Events:
+    """The rows of an Events table, each with its cells by the header's columns."""
+
+    def __init__(self) -> None:
+        self.columns: list[tuple[str, int]] = []
+        self.rows: list[tuple[int, str, dict[str, str]]] = []
+
+    def read(self, number: int, line: str) -> None:
+        if line.strip().startswith("Type") and "Reason" in line:
+            self.columns = [(m.group(), m.start()) for m in re.finditer(r"\S+", line)]
+        elif self.columns and not _RULE.match(line):
+            self.rows.append((number, line, _cells(line, self.columns)))
+
+
 def _blocks(text: str) -> Iterator[list[tuple[int, str]]]:
     """The numbered lines of each object described: each starts at a ``Name:`` line."""
     block: list[tuple[int, str]] = []
@@ -129,8 +143,7 @@ def _pod(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
     gpu = False
     section = container_key = state = ""
     messages: list[tuple[int, str]] = []
-    event_columns: list[tuple[str, int]] = []
-    events: list[tuple[int, str, dict[str, str]]] = []
+    events = _Events()
     for number, line in block:
         if not line.strip():
             continue
@@ -171,12 +184,9 @@ def _pod(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
                 # A message of several lines goes on at the left margin.
                 messages.append((number, line))
         elif section == "Events":
-            if line.strip().startswith("Type") and "Reason" in line:
-                event_columns = [(m.group(), m.start()) for m in re.finditer(r"\S+", line)]
-            elif event_columns and not _RULE.match(line):
-                events.append((number, line, _cells(line, event_columns)))
+            events.read(number, line)
     # The Scheduled event names the node (and, in an Events section pasted alone, the pod).
-    for _, _, cells in events:
+    for _, _, cells in events.rows:
         assigned = SCHEDULED.search(cells.get("Message", ""))
         if assigned and cells.get("Reason") == "Scheduled":
             node = node or assigned["node"]
@@ -212,7 +222,7 @@ def _pod(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
     for number, line in messages:
         for kind in message_kinds(line):
             yield Signal(kind, node, _evidence(file, number, line), f"Pod/{pod}")
-    for number, line, cells in events:
+    for number, line, cells in events.rows:
         evidence = _evidence(file, number, line)
         yield Signal(
             Kind.EVENT,
@@ -264,8 +274,7 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
     hostname = ready = boot = gpus = capacity = schematic = provider = ""
     labels: list[str] = []
     ready_line = boot_line = gpu_line = first
-    event_columns: list[tuple[str, int]] = []
-    events: list[tuple[int, str, dict[str, str]]] = []
+    events = _Events()
     for number, line in block:
         if not line.strip():
             continue
@@ -302,10 +311,7 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
             elif item["key"] == "nvidia.com/gpu":
                 capacity = item["value"].split()[0]
         elif section == "Events":
-            if line.strip().startswith("Type") and "Reason" in line:
-                event_columns = [(m.group(), m.start()) for m in re.finditer(r"\S+", line)]
-            elif event_columns and not _RULE.match(line):
-                events.append((number, line, _cells(line, event_columns)))
+            events.read(number, line)
     if not name and not (gpus or capacity):
         return
     aliases = [a for a in dict.fromkeys([*addresses, hostname]) if a and a != name]
@@ -339,7 +345,7 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
             ("provider", provider),
         ),
     )
-    for number, line, cells in events:
+    for number, line, cells in events.rows:
         reason, message = cells.get("Reason", ""), cells.get("Message", "")
         evidence = _evidence(file, number, line)
         yield Signal(
