@@ -406,13 +406,16 @@ _JETSON = re.compile(r"\b(jetson|tegra|orin|xavier)\b", re.IGNORECASE)
 # (UUID: GPU-...)").
 _LSPCI_ID = re.compile(r"\[(10de:[0-9a-fA-F]{4})\]")
 _LSPCI_UNNAMED = re.compile(r"^(?:NVIDIA Corporation )?Device ([0-9a-fA-F]{4})$")
-_SMI_LIST = re.compile(r"^GPU \d+: (?P<name>.+?) \(UUID: [^)]*\)$")
-_REVISION = re.compile(r"\s*\(rev [0-9a-fA-F]{2}\)$")
+# Written to stay linear on hostile text: no two unbounded runs may compete for one character.
+_SMI_LIST = re.compile(r"^GPU \d{1,3}: (?P<name>[^()]+) \(UUID: GPU-[0-9a-fA-F-]{1,64}\)$")
+_REVISION = re.compile(r"\(rev [0-9a-fA-F]{2}\)$")
 
 
 def _copied_from_a_tool(text: str) -> str:
     """The ID or name a pasted `lspci` or `nvidia-smi -L` line gives; other text as it is."""
-    line = _REVISION.sub("", text.strip())
+    line = text.strip()
+    if (revision := _REVISION.search(line)) is not None:
+        line = line[: revision.start()].rstrip()
     if (listed := _SMI_LIST.match(line)) is not None:
         return str(listed["name"])
     ids: set[str] = {str(found).lower() for found in _LSPCI_ID.findall(line)}
