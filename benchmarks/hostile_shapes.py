@@ -11,7 +11,9 @@ the refusals, the issue's own reproductions far over it):
   list, a mapping of distinct keys (also: 16,000 unknown keys, located one by one), a stream of
   tiny documents (``---\\na: 1``), random scalars (seeded);
 - for plain-text logs: blank lines, short lines, lines that each hold a keyword, lines that each
-  make a signal, continuation lines; for lspci text: one node's device line repeated;
+  make a signal, continuation lines, a long whitespace run inside a value (also in a described
+  pod); for lspci text: one node's device line repeated, a long whitespace run before a class
+  code, in an ``lspci -mm`` field and in a file marker;
 - a factory answering 1 M extension names (32 MB of JSON) to ``extensions --live``.
 
 Target: every run of every command within 5 s and 500 MB (peak resident set of the command's
@@ -138,6 +140,35 @@ def log_shapes(size: int) -> dict[str, str]:
         "a config header every 221 short lines": _repeat(
             "Running with config:\n" + "a\n" * 220, size
         ),
+        # A lazy run before a whitespace run made these quadratic (a 40 kB run took 5 s).
+        "one line, a whitespace run in a value": "State : a" + " " * (size - 12) + "b\n",
+        "kubectl describe pod, a whitespace run in a value": _DESCRIBE_POD
+        + "    Message: a"
+        + " " * (size - len(_DESCRIBE_POD) - 17)
+        + "b\n",
+    }
+
+
+_DESCRIBE_POD = "Name: p\nNamespace: d\nNode: n1/10.0.0.1\nContainers:\n  c:\n"
+
+
+def lspci_shapes(size: int) -> dict[str, str]:
+    line = (
+        "00:01.0 VGA compatible controller [0300]: NVIDIA Corporation AD102GL [L40S] "
+        "[10de:26b9] (rev a1)\n"
+    )
+    return {
+        "one device line repeated": _repeat(line, size),
+        # A lazy run before a whitespace run, or shlex on a long field, made these quadratic.
+        "a whitespace run before the class code": "00:01.0 VGA"
+        + " " * (size - 90)
+        + "x [0300]: NVIDIA Corporation AD102GL [L40S] [10de:26b9]\n",
+        "a whitespace run in an lspci -mm field": '00:01.0 "VGA'
+        + " " * (size - 80)
+        + 'x [0300]" "NVIDIA Corporation [10de]" "AD102GL [26b9]"\n',
+        "a whitespace run in a file marker": "==> a"
+        + " " * (size - 100)
+        + "b <==\n00:01.0 VGA compatible controller [0300]: NVIDIA Corporation [10de:26b9]\n",
     }
 
 
@@ -291,15 +322,9 @@ def main() -> int:
         # Text inputs at 16 MiB.
         for index, (shape, text) in enumerate(log_shapes(16 * MIB - 64).items()):
             measure("triage (text evidence)", ["triage", write(f"log-{index}.log", text)], shape)
-        line = (
-            "00:01.0 VGA compatible controller [0300]: NVIDIA Corporation AD102GL [L40S] "
-            "[10de:26b9] (rev a1)\n"
-        )
-        measure(
-            "detect (lspci text dump)",
-            ["detect", write("nodes.txt", _repeat(line, 16 * MIB - 64))],
-            "one device line repeated",
-        )
+        for index, (shape, text) in enumerate(lspci_shapes(16 * MIB - 64).items()):
+            dump = write(f"nodes-{index}.txt", text)
+            measure("detect (lspci text dump)", ["detect", dump], shape)
 
         # A factory answering a million extension names.
         _Catalogue.body = json.dumps(

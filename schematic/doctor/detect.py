@@ -52,7 +52,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shlex
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -107,14 +106,17 @@ ARM_ONLY_GPU_RANGES = (
 _ADDRESS = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 _DEVICE_LINE = re.compile(rf"^(?P<address>{_ADDRESS})\s+(?P<rest>\S.*)$")
 _HOST_PREFIXED = re.compile(rf"^(?P<host>[A-Za-z0-9_.\-]+):\s+(?P<line>{_ADDRESS}\s+\S.*)$")
-_MARKER = re.compile(r"^==>\s*(?P<name>.*?)\s*<==$")
-_NODE_COMMENT = re.compile(r"^#\s*(?:node|host|hostname)\s*[:=]\s*(?P<name>\S.*?)\s*$", re.I)
+# Each pattern below keeps to one way of matching a line: a lazy run before a whitespace run
+# made long hostile lines quadratic (a 200 kB one took minutes).
+_MARKER = re.compile(r"^==>\s*+(?P<name>(?:.*\S)?)\s*<==$")
+_NODE_COMMENT = re.compile(r"^#\s*(?:node|host|hostname)\s*[:=]\s*(?P<name>\S(?:.*\S)?)\s*$", re.I)
 _COMMAND_ECHO = re.compile(r"(?:^|[\s$#>])(?:sudo\s+)?lspci(?:\s|$)")
-_NN_CLASS = re.compile(r"^(?P<name>.*?)\s*\[(?P<code>[0-9a-fA-F]{4})\]:\s*(?P<body>.*)$")
+_NN_CLASS = re.compile(r"^(?P<name>(?:.*\S)?)\s*\[(?P<code>[0-9a-fA-F]{4})\]:\s*(?P<body>.*)$")
 _NN_IDS = re.compile(r"\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
 _NUMERIC = re.compile(r"^(?P<code>[0-9a-fA-F]{4}):\s+(?P<v>[0-9a-fA-F]{4}):(?P<d>[0-9a-fA-F]{4})")
-_MM_FIELD = re.compile(r"^(?:(?P<name>.*?)\s*\[)?(?P<code>[0-9a-fA-F]{4})\]?$")
+_MM_FIELD = re.compile(r"^(?:(?P<name>(?:.*\S)?)\s*\[)?(?P<code>[0-9a-fA-F]{4})\]?$")
 _MM_FLAG = re.compile(r"^-[rp][0-9a-fA-F]+$")
+_MM_TOKEN = re.compile(r'"(?P<quoted>[^"]*)"|(?P<bare>[^\s"]+)|(?P<stray>")')
 _DRIVER = re.compile(r"^\s+Kernel driver in use:\s*(?P<driver>\S+)")
 # `lspci -vv` VPD of the NVSwitch-management (limited) functions of a ConnectX-7 bridge.
 _SW_MNG = re.compile(r"^\s+\[V[0-9A-Z]\] Vendor specific:.*\bSMDL=SW_MNG\b")
@@ -331,10 +333,14 @@ def _parse_lspci_line(line: str, source: str, number: int) -> PciDevice:
 
 
 def _parse_machine_readable(address: str, rest: str, source: str, number: int) -> PciDevice:
-    try:
-        fields = shlex.split(rest)
-    except ValueError as err:
-        raise DetectError(f"{source}:{number}: cannot split lspci -mm fields: {err}") from None
+    fields: list[str] = []
+    # lspci -mm quotes each field; shlex's tokenizer was quadratic on a long one.
+    for token in _MM_TOKEN.finditer(rest):
+        if token["stray"] is not None:
+            raise DetectError(
+                f"{source}:{number}: cannot split lspci -mm fields: No closing quotation"
+            )
+        fields.append(token["quoted"] if token["quoted"] is not None else token["bare"])
     # Revision and programming-interface flags (-rXX, -pXX) sit between the device and the
     # subsystem fields; only class, vendor and device matter here.
     fields = [f for f in fields if not _MM_FLAG.match(f)]

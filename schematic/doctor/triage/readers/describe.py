@@ -26,8 +26,8 @@ __all__ = [
 
 _NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
 _ROLES = re.compile(r"^Roles:\s")
-_SECTION = re.compile(r"^(?P<key>[A-Z][A-Za-z ]*):\s*(?P<value>.*?)\s*$")
-_ITEM = re.compile(r"^\s+(?P<key>[\w./ -]+?):\s+(?P<value>\S.*?)\s*$")
+_SECTION = re.compile(r"^(?P<key>[A-Z][A-Za-z ]*):\s*(?P<value>(?:\S(?:.*\S)?)?)\s*$")
+_ITEM = re.compile(r"^\s+(?P<key>[\w./ -]+?):\s+(?P<value>\S(?:.*\S)?)\s*$")
 _LABEL = re.compile(r"^\s*(?P<key>[\w./-]+)=(?P<value>\S*)\s*$")
 _RULE = re.compile(r"^\s+-{2,}")
 _MAX_TEXT = 240
@@ -81,7 +81,7 @@ def read_describe_daemonset(text: str, file: str) -> Iterator[Signal]:
 # describePod: Name:, then Namespace: (Priority:, ... between), a Node: line and its containers.
 _POD_NODE = re.compile(r"^Node:\s+(?P<node>[^\s/]+)(?:/(?P<ip>\S+))?\s*$")
 _POD_KEYS = re.compile(r"^(?:Containers|Init Containers):\s*$", re.MULTILINE)
-_CONTAINER_KEY = re.compile(r"^\s+(?P<key>[A-Z][\w ]*?):\s*(?P<value>.*?)\s*$")
+_CONTAINER_KEY = re.compile(r"^\s+(?P<key>[A-Z][\w ]*?):\s*(?P<value>(?:\S(?:.*\S)?)?)\s*$")
 _CONTAINER_NAME = re.compile(r"^  (?P<name>[\w.-]+):\s*$")
 _GPU_LIMIT = re.compile(r"^\s+nvidia\.com/gpu:\s*[1-9]")
 

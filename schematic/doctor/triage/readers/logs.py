@@ -59,13 +59,13 @@ _RFC3339 = re.compile(
 _SMI_GPU = re.compile(r"^GPU \d+: (?P<name>.+?) \(UUID: (?P<uuid>GPU-[0-9a-fA-F-]+)\)")
 # "|   0  NVIDIA H100 80GB HBM3          On  |   00000000:19:00.0 Off |  ..." (nvidia-smi's table)
 _SMI_ROW = re.compile(
-    r"^\|\s+\d+\s+(?P<name>\S.*?)\s+(?:On|Off)\s+\|\s+(?P<bus>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:"
+    r"^\|\s+\d+\s+(?P<name>\S(?:.*\S)?)\s+(?:On|Off)\s+\|\s+(?P<bus>[0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:"
     r"[0-9A-Fa-f]{2}\.[0-7])\s"
 )
 _SMI_PRODUCT = re.compile(r"^\s*Product Name\s+: (?P<name>\S.*)$")
 _SMI_FABRIC = re.compile(r"^\s*Fabric\s*$")
-_SMI_STATE = re.compile(r"^\s*State\s*:\s*(?P<state>\S.*?)\s*$")
-_SMI_STATUS = re.compile(r"^\s*Status\s*:\s*(?P<status>\S.*?)\s*$")
+_SMI_STATE = re.compile(r"^\s*State\s*:\s*(?P<state>\S(?:.*\S)?)\s*$")
+_SMI_STATUS = re.compile(r"^\s*Status\s*:\s*(?P<status>\S(?:.*\S)?)\s*$")
 _CONTINUATION = re.compile(r"^\s{4,}(?P<msg>NVRM: .*)$")
 
 # Talos up to 1.13 quotes the state ("up"); 1.14 writes up/finished.
