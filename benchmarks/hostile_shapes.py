@@ -142,6 +142,10 @@ def log_shapes(size: int) -> dict[str, str]:
         ),
         # A lazy run before a whitespace run made these quadratic (a 40 kB run took 5 s).
         "one line, a whitespace run in a value": "State : a" + " " * (size - 12) + "b\n",
+        "kubectl describe pod, one keyword repeated in a message": _DESCRIBE_POD
+        + "    Message: "
+        + _repeat("nv-fabricmanager ", size - len(_DESCRIBE_POD) - 16)
+        + "\n",
         "kubectl describe pod, a whitespace run in a value": _DESCRIBE_POD
         + "    Message: a"
         + " " * (size - len(_DESCRIBE_POD) - 17)

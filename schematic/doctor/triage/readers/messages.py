@@ -11,7 +11,7 @@ import re
 
 from schematic.doctor.triage.signals import Kind
 
-__all__ = ["KEYWORDS", "SCHEDULED", "message_kinds"]
+__all__ = ["KEYWORDS", "LONGEST_MESSAGE", "SCHEDULED", "message_kinds"]
 
 # The scheduler's event (pkg/scheduler/schedule_one.go): "Successfully assigned %v/%v to %v",
 # the one event that names a pod's node.
@@ -256,8 +256,15 @@ _NEEDING: dict[str, tuple[int, ...]] = {
 }
 
 
+# No message a tool prints is longer; past it, patterns that search a long run for what follows
+# it could take quadratic time on hostile text.
+LONGEST_MESSAGE = 8192
+
+
 def message_kinds(message: str) -> list[Kind]:
-    """What ``message`` means: one kind, or none."""
+    """What ``message`` means (its first :data:`LONGEST_MESSAGE` characters): one kind, or
+    none."""
+    message = message[:LONGEST_MESSAGE]
     present = _ANY_WORD.findall(message)
     if not present:
         return []

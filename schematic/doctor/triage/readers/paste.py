@@ -173,8 +173,10 @@ _YAML_KEYS = re.compile(
 # Lines a tool writes: a stamp, a bracket, a "prog:" or "prog[pid]:" prefix, a key and a value,
 # JSON, klog, a table row (cells apart by two spaces or more).
 _TOOL_LINE = re.compile(
-    r"^(?:\s*[\[{(<|+]|\s*\d[\w.:/\-+\[\]]{5,}|[IWEF]\d{4} |\s*[\w./@-]+(?:\[\d+\])?: "
-    r"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\s*[\w .()/-]+\s:\s|\S+(?: \S+)*\s{2,}\S|\s{2,}\S"
+    # (A leading run of whitespace is taken whole, `\s*+`: left to share with a class that
+    # holds a space, a long run made the match quadratic.)
+    r"^(?:\s*+[\[{(<|+]|\s*+\d[\w.:/\-+\[\]]{5,}|[IWEF]\d{4} |\s*+[\w./@-]+(?:\[\d+\])?: "
+    r"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\s*+[\w .()/-]+\s:\s|\S+(?: \S+)*\s{2,}\S|\s{2,}\S"
     # logrus's text format without a terminal ("INFO[0005] ..."), as NVIDIA's validator logs
     r"|(?:TRAC|DEBU|INFO|WARN|ERRO|FATA|PANI)\[\d{4}\] )"
     # a time stamp or a Talos or kernel tag anywhere: written by a machine, whatever precedes it
