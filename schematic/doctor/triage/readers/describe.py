@@ -27,7 +27,7 @@ __all__ = [
 _NAME = re.compile(r"^Name:\s+(?P<name>\S+)\s*$")
 _ROLES = re.compile(r"^Roles:\s")
 _SECTION = re.compile(r"^(?P<key>[A-Z][A-Za-z ]*):\s*(?P<value>(?:\S(?:.*\S)?)?)\s*$")
-_ITEM = re.compile(r"^\s+(?P<key>[\w./ -]+?):\s+(?P<value>\S(?:.*\S)?)\s*$")
+_ITEM = re.compile(r"^\s++(?P<key>[\w./ -]+?):\s+(?P<value>\S(?:.*\S)?)\s*$")
 _LABEL = re.compile(r"^\s*(?P<key>[\w./-]+)=(?P<value>\S*)\s*$")
 _RULE = re.compile(r"^\s+-{2,}")
 _MAX_TEXT = 240

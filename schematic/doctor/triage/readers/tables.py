@@ -277,7 +277,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
         elif "RESTARTS" in cells and "NODE" in cells:
             # "14 (61m ago)": the count, then when the last restart was.
             restarts = cells["RESTARTS"].split(" ", 1)[0]
-            ago = re.search(r"\((\S+) ago\)", cells["RESTARTS"])
+            ago = re.search(r"\(([^\s()]+) ago\)", cells["RESTARTS"])
             name = cells.get("NAME", "")
             if cells.get("NAMESPACE"):
                 name = f"{cells['NAMESPACE']}/{name}"
