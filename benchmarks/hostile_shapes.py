@@ -140,6 +140,9 @@ def log_shapes(size: int) -> dict[str, str]:
         "a config header every 221 short lines": _repeat(
             "Running with config:\n" + "a\n" * 220, size
         ),
+        # A keyword a pattern searches a long run after, filling every message up to the
+        # 8 KiB a message is read to (an unbounded run made this 5.5 s).
+        "8 KiB lines of one keyword": _repeat(("nv-fabricmanager " * 480)[:8150] + "\n", size),
         # A lazy run before a whitespace run made these quadratic (a 40 kB run took 5 s).
         "one line, a whitespace run in a value": "State : a" + " " * (size - 12) + "b\n",
         "kubectl describe pod, one keyword repeated in a message": _DESCRIBE_POD

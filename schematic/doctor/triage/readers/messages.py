@@ -34,7 +34,7 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
     (re.compile(r"reverting failed upgrade"), Kind.UPGRADE_REVERTED),
     (re.compile(r"failed to sign API server CSR"), Kind.CSR_SIGN_FAILED),
     (
-        re.compile(r"service\[apid\]\(Waiting\): Waiting for .*api certificates"),
+        re.compile(r"service\[apid\]\(Waiting\): Waiting for .{0,300}api certificates"),
         Kind.APID_WAITING_CERTIFICATES,
     ),
     (re.compile(r"requires use of the NVIDIA open kernel modules"), Kind.NVRM_NEEDS_OPEN),
@@ -180,7 +180,7 @@ _MESSAGES: tuple[tuple[re.Pattern[str], Kind], ...] = (
     (
         re.compile(
             r"command \S*nv-fabricmanager \[\d+\] (?:exited with code [1-9]|was terminated)"
-            r"|nv-fabricmanager[^\"]*\" failed! Exit code: [1-9]"
+            r"|nv-fabricmanager[^\"]{0,300}\" failed! Exit code: [1-9]"
             r"|nvidia-fabricmanager\.service: (?:Main|Control) process exited, code=exited"
         ),
         Kind.FABRIC_FAILED,
@@ -257,7 +257,7 @@ _NEEDING: dict[str, tuple[int, ...]] = {
 
 
 # No message a tool prints is longer; past it, patterns that search a long run for what follows
-# it could take quadratic time on hostile text.
+# it could take quadratic time on hostile text. (Runs inside the patterns are bounded too.)
 LONGEST_MESSAGE = 8192
 
 
