@@ -115,7 +115,8 @@ def gpu(
         list[str],
         typer.Argument(
             metavar="ID_OR_NAME...",
-            help="PCI IDs (10de:2bb5, 0x2bb5, 2BB5) or names (L40S); repeat an ID per GPU. "
+            help="PCI IDs (10de:2bb5, 0x2bb5, 2BB5), names (L40S) or quoted lines copied from "
+            "lspci -nn or nvidia-smi -L; repeat an ID per GPU. "
             "ID=ARCHITECTURE declares a device the table lacks. HD-Audio, USB and NVSwitch "
             "functions are not counted; an NVSwitch with --metal adds the fabric manager "
             "(and ib_umad on NVLink-5 Blackwell HGX; 8 B200/B300 with --metal imply it).",
