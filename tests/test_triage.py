@@ -1004,3 +1004,22 @@ def test_ts143_kubevirt_refusing_the_vms_gpu_names_the_resource(tmp_path: Path) 
         refused.replace("is not permitted in permittedHostDevices configuration", "is permitted")
     )
     assert triage_paths([str(tmp_path)]).diagnoses == ()
+
+
+def test_ts203_a_gpu_that_fell_off_the_bus_at_probe_says_so() -> None:
+    (found,) = triage_paths([str(BUNDLES / "ts203-fell-off-the-bus-at-probe")]).diagnoses
+    assert found.code == "TS203"
+    assert "fell off the bus as the driver probed it" in found.summary
+
+
+def test_a_silent_driver_on_a_node_shown_without_an_nvidia_gpu_is_no_ts123(
+    tmp_path: Path,
+) -> None:
+    # The PCI table of a CPU worker (healthy-cpu-worker-normal-boot) beside nvidia-smi's
+    # "couldn't communicate": no NVIDIA device, so the modules are not what is missing.
+    for bundle, name in (
+        ("healthy-cpu-worker-normal-boot", "pcidevices.txt"),
+        ("paste-smi-cannot-reach-driver-alone", "nvidia-smi.txt"),
+    ):
+        (tmp_path / name).write_text((BUNDLES / bundle / name).read_text())
+    assert "TS123" not in [d.code for d in triage_paths([str(tmp_path)]).diagnoses]
