@@ -424,6 +424,13 @@ _XID_NUMBER = re.compile(r"NVRM: Xid \(PCI:(?P<pci>[0-9a-fA-F:.]+)\): (?P<xid>\d
 _PLUGIN_XID = re.compile(r"Xid=(?P<xid>\d+)")
 
 
+def _xid(text: str) -> int | None:
+    """The Xid a kernel line (``NVRM: Xid (PCI:...): 79``) or the device plugin's
+    (``Xid=94``) names; None for a line without one."""
+    found = _XID_NUMBER.search(text) or _PLUGIN_XID.search(text)
+    return int(found["xid"]) if found else None
+
+
 def gpus_out_of_service(model: ClusterModel) -> list[Finding]:
     """TS212: a GPU failed at runtime (a critical Xid, or it fell off the bus) and the device
     plugin took it out of the node's allocatable count, where it stays until the plugin
@@ -435,11 +442,8 @@ def gpus_out_of_service(model: ClusterModel) -> list[Finding]:
         xids = [
             s
             for s in machine.of(Kind.GPU_XID)
-            if (
-                (number := _XID_NUMBER.search(s.evidence.text)) is not None
-                and int(number["xid"]) not in _APPLICATION_XIDS
-            )
-            or (number is None and not probed)
+            if (xid := _xid(s.evidence.text)) not in _APPLICATION_XIDS
+            and (xid is not None or not probed)
         ]
         unhealthy = machine.of(Kind.PLUGIN_GPU_UNHEALTHY)
         short = [
@@ -469,14 +473,7 @@ def gpus_out_of_service(model: ClusterModel) -> list[Finding]:
                 )
             )
         numbers = sorted(
-            {
-                int(found_xid["xid"])
-                for s in [*xids, *unhealthy]
-                for found_xid in [
-                    _XID_NUMBER.search(s.evidence.text) or _PLUGIN_XID.search(s.evidence.text)
-                ]
-                if found_xid is not None
-            }
+            {xid for s in [*xids, *unhealthy] if (xid := _xid(s.evidence.text)) is not None}
         )
         fell = any("fallen off the bus" in s.evidence.text for s in xids) or 79 in numbers
         if numbers or fell:
@@ -492,7 +489,7 @@ def gpus_out_of_service(model: ClusterModel) -> list[Finding]:
                 "restarts, even once the fault is gone"
             )
         ruled = []
-        registered = short or [s for s in machine.of(Kind.PLUGIN_REGISTERED)]
+        registered = short or machine.of(Kind.PLUGIN_REGISTERED)
         if registered or unhealthy:
             ruled.append(
                 (
