@@ -8,8 +8,8 @@ import re
 from collections import defaultdict
 
 from schematic.doctor.triage.causes.shown import (
+    GPU_PATH_EXPLAINED,
     NVIDIA_SERVICES,
-    PLUGIN_EXPLAINED,
     Finding,
     Timer,
     boot_timer,
@@ -484,7 +484,7 @@ def service_restart_loops(model: ClusterModel, findings: list[Finding]) -> list[
     explained = {
         f.machine.name
         for f in findings
-        if f.machine is not None and f.code in PLUGIN_EXPLAINED | {"TS155"}
+        if f.machine is not None and f.code in GPU_PATH_EXPLAINED | {"TS155"}
     }
     found = []
     for machine in model.sorted_machines():

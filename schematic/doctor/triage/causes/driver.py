@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from schematic.doctor.triage.causes.shown import (
+    GPU_PATH_EXPLAINED,
     NVIDIA_SERVICES,
-    PLUGIN_EXPLAINED,
     Finding,
     boot_timer,
     gpus_shown,
@@ -387,7 +387,7 @@ def driver_unreachable(model: ClusterModel, findings: list[Finding]) -> list[Fin
     answer, and nothing else among the inputs says why. On Talos the usual cause is a machine
     config that loads no NVIDIA modules; what to collect tells it from its look-alikes."""
     explained = {
-        f.machine.name for f in findings if f.machine is not None and f.code in PLUGIN_EXPLAINED
+        f.machine.name for f in findings if f.machine is not None and f.code in GPU_PATH_EXPLAINED
     }
     found = []
     for machine in model.sorted_machines():

@@ -7,7 +7,7 @@ import re
 from datetime import datetime
 
 from schematic.doctor.triage.causes.shown import (
-    PLUGIN_EXPLAINED,
+    GPU_PATH_EXPLAINED,
     Finding,
     driver_answered,
     is_toolkit_extension,
@@ -261,9 +261,9 @@ def plugin_without_driver(model: ClusterModel, findings: list[Finding]) -> list[
     NVIDIA GPU the GPU is lost to Kubernetes (an error); on a node shown without one the lines
     are normal (nothing); with nothing about the hardware it is said with what to collect."""
     explained = {
-        f.machine.name for f in findings if f.machine is not None and f.code in PLUGIN_EXPLAINED
+        f.machine.name for f in findings if f.machine is not None and f.code in GPU_PATH_EXPLAINED
     }
-    explained |= {n for f in findings if f.code in PLUGIN_EXPLAINED for n in f.nodes or []}
+    explained |= {n for f in findings if f.code in GPU_PATH_EXPLAINED for n in f.nodes or []}
     found = []
     for machine in model.sorted_machines():
         lines = machine.of(Kind.PLUGIN_NO_NVML) + machine.of(Kind.PLUGIN_NO_DEVICES)

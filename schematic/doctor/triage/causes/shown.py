@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from schematic.facts.nvidia import Gpu
 
 __all__ = [
+    "GPU_PATH_EXPLAINED",
     "NVIDIA_SERVICES",
-    "PLUGIN_EXPLAINED",
     "Finding",
     "Timer",
     "boot_timer",
@@ -433,8 +433,9 @@ def is_toolkit_extension(name: str) -> bool:
     return described is not None and described.family == "container-toolkit"
 
 
-# Causes that already explain a device plugin which finds no GPU on the machine.
-PLUGIN_EXPLAINED = frozenset(
+# Causes that already explain why nothing above the driver reaches the machine's GPU: a device
+# plugin that finds none, a driver that does not answer, a GPU service that keeps restarting.
+GPU_PATH_EXPLAINED = frozenset(
     {"TS101", "TS103", "TS104", "TS105", "TS110", "TS111", "TS123", "TS140", "TS141", "TS203"}
     | {"TS112", "TS204", "TS206"}
 )
