@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,11 +26,16 @@ from schematic.cli.base import (
 )
 from schematic.errors import TalosSchematicError
 
+if TYPE_CHECKING:
+    from schematic.plan.upgrade import UpgradeReport
+
 
 class ReportFormat(StrEnum):
     text = "text"
     json = "json"
     markdown = "markdown"
+    talosctl = "talosctl"
+    tuppr = "tuppr"
 
 
 @app.command(short_help="What a Talos upgrade changes per pool; exit 3 when a pool would break.")
@@ -82,9 +87,27 @@ def upgrade(
         typer.Option(
             "--format",
             "-f",
-            help="Report as text, json, or markdown (a table for a pull-request comment).",
+            help=(
+                "Report as text, json, or markdown (a table for a pull-request comment); or "
+                "the rollout as a script: talosctl (one upgrade per node, control plane first, "
+                "GPU pools last after a smoke test) or tuppr (node annotations and a "
+                "TalosUpgrade per pool), each with the pool's installer."
+            ),
         ),
     ] = ReportFormat.text,
+    nodes_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--nodes-from",
+            metavar="FILE",
+            help=(
+                "The cluster's nodes (kubectl get nodes -o json) for -f talosctl and -f tuppr: "
+                "each is placed in its pool by its node.kubernetes.io/pool label, the schematic "
+                "it runs, or its Cozystack machine name."
+            ),
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonAliasOption = False,
     profiles: ProfilesOption = None,
     live_catalogue: Annotated[
@@ -141,12 +164,15 @@ def upgrade(
     for line in result.messages:
         print(f"talos-schematic: {line}", file=sys.stderr)
     report = result.detail
-    render = {
-        ReportFormat.text: upgrade_text,
-        ReportFormat.json: upgrade_json,
-        ReportFormat.markdown: upgrade_markdown,
-    }[report_format]
-    sys.stdout.write(render(report))
+    if report_format in (ReportFormat.talosctl, ReportFormat.tuppr):
+        _print_rollout(report, report_format, nodes_from)
+    else:
+        render = {
+            ReportFormat.text: upgrade_text,
+            ReportFormat.json: upgrade_json,
+            ReportFormat.markdown: upgrade_markdown,
+        }[report_format]
+        sys.stdout.write(render(report))
     if report.breaking:
         broken = [pool.name for pool in report.pools if pool.status == "breaking"]
         print(
@@ -154,4 +180,30 @@ def upgrade(
             f"Talos {report.talos_after}: {', '.join(broken)}",
             file=sys.stderr,
         )
+        raise typer.Exit(3)
+
+
+def _print_rollout(report: UpgradeReport, kind: ReportFormat, nodes_from: Path | None) -> None:
+    """The rollout script; exit 3 when a worker node belongs to no pool (nothing says which
+    installer keeps its extensions)."""
+    from schematic.inputs.nodes import read_nodes
+    from schematic.output.render.rollout import rollout_talosctl, rollout_tuppr
+    from schematic.plan.rollout import plan_rollout
+
+    try:
+        nodes = read_nodes(nodes_from) if nodes_from is not None else None
+    except TalosSchematicError as err:
+        raise fail(err) from None
+    rollout = plan_rollout(report, nodes)
+    render = rollout_talosctl if kind == ReportFormat.talosctl else rollout_tuppr
+    sys.stdout.write(render(rollout))
+    if nodes is None:
+        print(
+            "talos-schematic: no node list: the commands are per pool; give --nodes-from "
+            "(kubectl get nodes -o json) for one per node",
+            file=sys.stderr,
+        )
+    if rollout.unplaced:
+        names = ", ".join(node.name for node in rollout.unplaced)
+        print(f"talos-schematic: nodes in no pool, not upgraded: {names}", file=sys.stderr)
         raise typer.Exit(3)

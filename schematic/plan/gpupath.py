@@ -62,6 +62,7 @@ __all__ = [
     "required_device_plugin_env",
     "runs_talos_upstream_shape",
     "smoke_test_pod",
+    "smoke_test_pod_name",
     "smoke_test_runtime_class",
     "talos_device_plugin_env",
     "talos_upstream_values",
@@ -498,6 +499,11 @@ def smoke_test_runtime_class(talos: str | TalosVersion) -> str | None:
     return _NVIDIA_RUNTIME_CLASS
 
 
+def smoke_test_pod_name(pool: str) -> str:
+    """The smoke-test Pod's name in a pool: what the pod is made and waited for by."""
+    return f"gpu-smoke-test-{pool}"
+
+
 def smoke_test_pod(plan: ClusterPlan, pool: PoolPlan) -> dict[str, Any] | None:
     """A Pod for the tenant cluster that runs ``nvidia-smi -L`` on every GPU of one node of
     the pool; None for a pool without NVIDIA GPUs."""
@@ -522,7 +528,7 @@ def smoke_test_pod(plan: ClusterPlan, pool: PoolPlan) -> dict[str, Any] | None:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
-            "name": f"gpu-smoke-test-{pool.name}",
+            "name": smoke_test_pod_name(pool.name),
             "labels": {
                 "app.kubernetes.io/name": "gpu-smoke-test",
                 "app.kubernetes.io/managed-by": "talos-schematic",

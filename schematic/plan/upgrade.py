@@ -126,6 +126,8 @@ class PoolChange:
     # What the pool's generated output gains or loses besides IDs and versions (a values key,
     # the installer repository), each with why.
     output: tuple[str, ...] = ()
+    # A Cozystack tenant pool (KubeVirt VMs a KubernetesNodes object describes) at the target.
+    tenant_pool: bool = False
 
 
 @dataclass(frozen=True)
@@ -542,6 +544,7 @@ def _compare_pool(
         actions=tuple(_actions(old, new, config, chart)),
         replaced=replaced,
         output=output,
+        tenant_pool=new.tenant_pool,
     )
 
 
@@ -569,6 +572,7 @@ def _added_pool(new: PoolPlan | PoolRefusal) -> PoolChange:
         driver_after=_driver(new),
         modules_after=new.kernel_modules,
         installer_after=new.references.installer,
+        tenant_pool=new.tenant_pool,
     )
 
 
