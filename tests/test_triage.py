@@ -150,7 +150,8 @@ def test_json_output_has_the_documented_shape() -> None:
     code, out, _ = run("triage", "--format", "json", str(BUNDLES / "ts131-trustd-port-missing"))
     assert code == 3
     document = json.loads(out)
-    assert set(document) == {"summary", "diagnoses", "inputs", "unrecognised"}
+    assert set(document) == {"verdict", "summary", "diagnoses", "inputs", "unrecognised"}
+    assert document["verdict"] == "failures"
     (diagnosis,) = document["diagnoses"]
     assert {"code", "severity", "title", "nodes", "evidence", "ruledOut", "confirm", "fix"} <= set(
         diagnosis
@@ -183,9 +184,10 @@ def test_unrecognised_files_are_listed_not_errors(tmp_path: Path) -> None:
     (tmp_path / "broken.json").write_text('{"items": [', encoding="utf-8")
     (tmp_path / "binary").write_bytes(b"\xff\xfe\x00")
     code, out, err = run("triage", "-f", "json", str(tmp_path))
-    assert code == 0
+    # Nothing read: not exit 0, which a script takes for a healthy cluster.
+    assert code == 4
     document = json.loads(out)
-    assert document["diagnoses"] == []
+    assert (document["verdict"], document["diagnoses"]) == ("not judged", [])
     reasons = {Path(u["file"]).name: u["reason"] for u in document["unrecognised"]}
     assert set(reasons) == {"notes.txt", "broken.json", "binary"}
     assert "invalid JSON" in reasons["broken.json"]

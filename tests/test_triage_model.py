@@ -300,11 +300,42 @@ def test_class4_ts155_only_on_failed_nvlink5_fabric(tmp_path: Path) -> None:
 
 def test_class5_a_run_that_recognised_nothing_names_the_files(tmp_path: Path) -> None:
     (tmp_path / "paste.txt").write_text("$ talosctl get foo\nsomething odd\n", encoding="utf-8")
-    code, out, _ = run("triage", str(tmp_path))
-    assert code == 0
-    assert "no failure recognised in the inputs" in out
+    code, out, err = run("triage", str(tmp_path))
+    # Nothing read is not "healthy": a script must not take it for exit 0.
+    assert code == 4
+    assert "nothing could be judged: no input was read as evidence" in out
+    assert "no failure recognised" not in out
     assert "nothing was recognised; could not read:" in out
     assert "paste.txt" in out
+    assert "nothing could be judged" in err
+
+
+def test_an_empty_folder_is_nothing_judged(tmp_path: Path) -> None:
+    code, out, _ = run("triage", str(tmp_path))
+    assert (code, out) == (4, "nothing could be judged: no input was read as evidence\n")
+    code, out, _ = run("triage", str(tmp_path), "--format", "json")
+    assert code == 4
+    assert json.loads(out)["verdict"] == "not judged"
+
+
+def test_notes_alone_are_nothing_judged(tmp_path: Path) -> None:
+    # A README quoting a failure line is not evidence; with nothing else there is no verdict.
+    (tmp_path / "README.md").write_text(
+        "# Incident\n\nThe workers reboot about every hour and we think it is the driver.\n"
+        "We pasted the console below once we had it from the cloud provider's portal.\n",
+        encoding="utf-8",
+    )
+    code, out, _ = run("triage", str(tmp_path), "--format", "markdown")
+    assert code == 4
+    assert "Nothing could be judged: no input was read as evidence." in out
+
+
+def test_judged_healthy_exits_0_and_says_so_in_json(tmp_path: Path) -> None:
+    # Must not fire: one file read and healthy is exit 0, verdict healthy.
+    (tmp_path / "nodes.json").write_text(node_list(node("cpu-1-b7k2c", "10.6.0.1")), "utf-8")
+    code, out, _ = run("triage", str(tmp_path), "--format", "json")
+    assert code == 0
+    assert json.loads(out)["verdict"] == "healthy"
 
 
 # --- class 6: notes are not evidence ----------------------------------------------------------

@@ -12,6 +12,8 @@ from schematic.errors import TalosSchematicError, printable
 
 # Exit status when an error is diagnosed (shared with lint / check / verify / detect).
 FOUND_ERRORS = 3
+# Exit status when no input was read as evidence: never 0, which says "judged healthy".
+NOTHING_JUDGED = 4
 
 
 @app.command(
@@ -75,6 +77,10 @@ def triage(
     Files no reader knows are listed, not errors.
     Diagnoses go to stdout, the summary to stderr.
 
+    Exit status: 3 an error diagnosed; 0 inputs read and no error found; 4 nothing could be
+    judged (no input was read as evidence: an empty folder, only unrecognised files);
+    1 bad input; 2 wrong usage.
+
     Example: talos-schematic triage evidence/
 
     Example: talos-schematic triage --commands --cluster gpu --namespace tenant-a
@@ -129,9 +135,13 @@ def triage(
         names = ", ".join(printable(r.file, one_line=True) for r in report.unrecognised[:5])
         more = "…" if len(report.unrecognised) > 5 else ""
         summary += f"; {len(report.unrecognised)} unrecognised: {names}{more}"
+    if not report.judged:
+        summary += "; nothing could be judged"
     print(f"talos-schematic triage: {summary}", file=sys.stderr)
     if report.has_errors:
         raise typer.Exit(FOUND_ERRORS)
+    if not report.judged:
+        raise typer.Exit(NOTHING_JUDGED)
 
 
 def _count(number: int, one: str, several: str) -> str:

@@ -35,7 +35,20 @@ from schematic.safe_yaml import (
     read_problem,
 )
 
-__all__ = ["Diagnosis", "Reading", "TriageReport", "committed_output", "triage_paths"]
+__all__ = [
+    "FAILURES",
+    "HEALTHY",
+    "NOT_JUDGED",
+    "Diagnosis",
+    "Reading",
+    "TriageReport",
+    "committed_output",
+    "triage_paths",
+]
+
+FAILURES = "failures"
+HEALTHY = "healthy"
+NOT_JUDGED = "not judged"
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,20 @@ class TriageReport:
     @property
     def has_errors(self) -> bool:
         return any(d.severity == "error" for d in self.diagnoses)
+
+    @property
+    def judged(self) -> bool:
+        """Whether any input was read as evidence: without one, "no failure" means nothing
+        was looked at, not a healthy cluster."""
+        return any(r.format for r in self.readings)
+
+    @property
+    def verdict(self) -> str:
+        """``failures`` (an error diagnosed), ``healthy`` (judged, no error) or ``not judged``
+        (no input read as evidence), the three states a script tells apart by exit code."""
+        if self.has_errors:
+            return FAILURES
+        return HEALTHY if self.judged else NOT_JUDGED
 
     @property
     def unrecognised(self) -> tuple[Reading, ...]:

@@ -47,6 +47,7 @@ from schematic.doctor.triage.causes.runtime import (
     runtime_handler_missing,
 )
 from schematic.doctor.triage.causes.shown import Finding
+from schematic.doctor.triage.causes.unknown import unknown_failures
 from schematic.doctor.triage.model import ClusterModel, Machine, build_model, is_address
 from schematic.doctor.triage.signals import Evidence, Signal
 from schematic.doctor.triage.texts import fix_places, rule_text
@@ -199,10 +200,20 @@ def _ruled_text(code: str, fact: str) -> str:
     return f"{code} ({rule_text(code).title}): {fact}"
 
 
+# Causes that are the cluster's, not a pool's: the control plane's Service serves every pool.
+CLUSTER_WIDE = frozenset({"TS131"})
+_ALL_POOLS = "*"
+
+
 def _join(code: str, severity: str, pool: str, findings: list[Finding]) -> Diagnosis:
-    """Findings of one cause in one pool as one diagnosis: every machine named, the first few
-    machines' lines quoted, each look-alike with the fact that rules it out."""
+    """Findings of one cause in one pool (every pool for a cluster-wide cause) as one
+    diagnosis: every machine named, the first few machines' lines quoted, each look-alike with
+    the fact that rules it out."""
     text = rule_text(code)
+    pools: tuple[str, ...] = (pool,)
+    if pool == _ALL_POOLS:
+        pools = tuple(sorted({f.machine.pool for f in findings if f.machine is not None}))
+        pool = pools[0] if len(pools) == 1 else ""
     nodes: list[str] = []
     for finding in findings:
         if finding.machine is not None:
@@ -224,13 +235,17 @@ def _join(code: str, severity: str, pool: str, findings: list[Finding]) -> Diagn
     ]
     summary = list(dict.fromkeys(findings[0].summary))
     machines = sorted({n for n in nodes if n})
-    if len(machines) > 1 and findings[0].machine is not None:
-        summary.insert(0, f"{len(machines)} nodes{f' of pool {pool}' if pool else ''} show it")
+    with_machine = any(f.machine is not None for f in findings)
+    if len(machines) > 1 and with_machine:
+        where = f" of pool {pool}" if pool else ""
+        if len([p for p in pools if p]) > 1:
+            where = f" of pools {', '.join(p for p in pools if p)}"
+        summary.insert(0, f"{len(machines)} nodes{where} show it")
         if len(findings) > _QUOTED_MACHINES:
             summary.append(f"lines quoted for {_QUOTED_MACHINES} of them")
     collect = list(dict.fromkeys(c for f in findings for c in f.collect))
     addresses = [m for m in machines if is_address(m)]
-    if findings[0].machine is not None and not pool and addresses:
+    if with_machine and not pool and addresses:
         # A node known only by its address has no pool to fix: its Kubernetes name gives one.
         collect.insert(
             0,
@@ -250,7 +265,7 @@ def _join(code: str, severity: str, pool: str, findings: list[Finding]) -> Diagn
         fix=text.fix,
         summary=_sentence("; ".join(summary)),
         collect=tuple(collect[:4]),
-        pools=(pool,) if findings[0].machine is not None else (),
+        pools=pools if with_machine else (),
         schematics=tuple(schematics),
         places=fix_places(code, pool),
     )
@@ -268,10 +283,13 @@ def diagnose_model(model: ClusterModel, committed: Committed | None = None) -> l
     findings += service_restart_loops(model, findings)
     if committed is not None:
         findings += _against(model, committed)
+    findings += unknown_failures(model, findings)
     for finding in findings:
         severity = finding.severity or rule_text(finding.code).severity
         pool = finding.machine.pool if finding.machine is not None else ""
-        groups[finding.code, severity, pool].append(finding)
+        # A cluster-wide cause is one diagnosis, whichever pools (or none) its machines are in.
+        key = _ALL_POOLS if finding.code in CLUSTER_WIDE else pool
+        groups[finding.code, severity, key].append(finding)
     found = [_join(code, sev, pool, items) for (code, sev, pool), items in groups.items()]
     return sorted(found, key=lambda d: (_SEVERITY_ORDER[d.severity], d.code, d.pools, d.nodes))
 

@@ -45,6 +45,13 @@ def summary_lines(report: TriageReport) -> list[str]:
     ]
 
 
+# What an empty report means: judged healthy, or nothing read to judge.
+_NO_DIAGNOSIS = {
+    True: "no failure recognised in the inputs",
+    False: "nothing could be judged: no input was read as evidence",
+}
+
+
 def render_text(report: TriageReport) -> str:
     out: list[str] = []
     if report.diagnoses:
@@ -75,7 +82,7 @@ def render_text(report: TriageReport) -> str:
             out += [f"    {_shown(item)}" for item in d.collect]
         out.append("")
     if not report.diagnoses:
-        out.append("no failure recognised in the inputs")
+        out.append(_NO_DIAGNOSIS[report.judged])
     if report.read_in_part:
         out.append("read in part:")
         out += [f"  {_shown(r.file)}: {_shown(r.problem)}" for r in report.read_in_part]
@@ -110,6 +117,7 @@ def _diagnosis(d: Diagnosis) -> dict[str, Any]:
 
 def render_json(report: TriageReport) -> str:
     document = {
+        "verdict": report.verdict,
         "summary": summary_lines(report),
         "diagnoses": [_diagnosis(d) for d in report.diagnoses],
         "inputs": [
@@ -130,6 +138,10 @@ def render_json(report: TriageReport) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."
+
+
 def _cell(text: str) -> str:
     return _shown(text).replace("|", "\\|").replace("`", "'")
 
@@ -137,7 +149,7 @@ def _cell(text: str) -> str:
 def render_markdown(report: TriageReport) -> str:
     out = ["# Triage", ""]
     if not report.diagnoses:
-        out += ["No failure recognised in the inputs.", ""]
+        out += [_sentence(_NO_DIAGNOSIS[report.judged]), ""]
     for d in report.diagnoses:
         out += [f"## {d.code} ({d.severity}): {d.title}", ""]
         out += [f"**Nodes:** {_shown(', '.join(d.nodes)) or '(not known from the inputs)'}", ""]

@@ -20,7 +20,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from itertools import islice
 
-from schematic.doctor.triage.readers.messages import KEYWORDS, message_kinds
+from schematic.doctor.triage.readers.messages import (
+    FAILURE_WORDS,
+    KEYWORDS,
+    message_kinds,
+    unknown_failure,
+)
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 
 __all__ = ["read_log", "recognise_log"]
@@ -102,6 +107,7 @@ _MARK = re.compile(
                 re.escape,
                 (
                     *KEYWORDS,
+                    *FAILURE_WORDS,
                     " 0x",
                     "PCI ID:",
                     "Running with config:",
@@ -504,12 +510,15 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
                     ",".join(values),
                 )
             continue
-        for kind in message_kinds(message):
+        kinds = message_kinds(message)
+        for kind in kinds:
             extra = data
             pci = _PCI_ID.search(message) or (_PCI_ID.search(before.message) if before else None)
             if pci:
                 extra = (*extra, ("pci", pci["id"].lower()))
             yield Signal(kind, line.node, evidence, "", extra)
+        if not kinds and (origin := unknown_failure(message)):
+            yield Signal(Kind.UNKNOWN_FAILURE, line.node, evidence, origin, data)
     for node, number in listed_modules.items():
         yield Signal(Kind.MODULES_LISTED, node, Evidence(file, number, "/proc/modules"))
 

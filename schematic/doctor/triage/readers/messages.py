@@ -11,7 +11,14 @@ import re
 
 from schematic.doctor.triage.signals import Kind
 
-__all__ = ["KEYWORDS", "LONGEST_MESSAGE", "SCHEDULED", "message_kinds"]
+__all__ = [
+    "FAILURE_WORDS",
+    "KEYWORDS",
+    "LONGEST_MESSAGE",
+    "SCHEDULED",
+    "message_kinds",
+    "unknown_failure",
+]
 
 # The scheduler's event (pkg/scheduler/schedule_one.go): "Successfully assigned %v/%v to %v",
 # the one event that names a pod's node.
@@ -274,3 +281,59 @@ def message_kinds(message: str) -> list[Kind]:
         if pattern.search(message):
             return [kind]
     return []
+
+
+# --- errors no message above knows -----------------------------------------------------------
+
+# Where an error line comes from, and the words that make it one. A line of one of these
+# sources that means nothing above is still a failure on the GPU path or the boot: it is
+# reported as such (TS213), never dropped.
+_ERROR_WORDS = (
+    r"error|errors|failed|failure|fails|unable|cannot|can't|timed out|timeout|invalid"
+    r"|not supported|mismatch|refused"
+)
+# Each from the message's start, or after a prefix a reader did not take off ("<node>: "): a
+# note or a table quoting such a line in its prose is no log.
+_UNKNOWN_FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # The kernel driver's messages (kernel-open/common/inc/nv-linux.h: nv_printf "NVRM: ").
+    ("nvidia-driver", re.compile(rf"(?:^|: )NVRM: [^\n]{{0,300}}?\b(?i:{_ERROR_WORDS})\b")),
+    # libnvidia-container's CLI, run by the runtime hook ("nvidia-container-cli: %s error: %s",
+    # as quoted in NVIDIA/libnvidia-container#231).
+    ("container-toolkit", re.compile(r"(?:^|: )nvidia-container-cli: (?:\w+ )?error: ")),
+    # The fabric manager's configuration check ("fabric manager config file item: %s has an
+    # invalid value", quoted on an 8x H200 in siderolabs/extensions#511) and its own errors.
+    (
+        "fabric-manager",
+        re.compile(
+            rf"(?:^|: )(?:fabric manager|nv-fabricmanager)\b[^\n]{{0,300}}?\b(?i:{_ERROR_WORDS})\b"
+        ),
+    ),
+    # A Talos sequencer task or phase that failed ("task %s (%s): failed, %s", machined's
+    # v1alpha1_controller.go); startAllServices and the boot sequence are known above.
+    ("talos", re.compile(r"(?:^|\[talos\] )(?:task|phase) \w+ \(\d+/\d+\): failed\b")),
+)
+# Error words in lines that are no failure: the Talos fabric manager wrapper's note on every
+# board without an InfiniBand NVSwitch (NVLink 4 and older, where the fabric manager alone
+# runs): "NVSwitch management disabled: failed to initialize libibumad".
+_NOT_FAILURES = re.compile(r"NVSwitch management disabled")
+# The words one of those needs, for a log reader's scan.
+FAILURE_WORDS = (
+    "NVRM: ",
+    "nvidia-container-cli",
+    "fabric manager",
+    "nv-fabricmanager",
+    "): failed",
+)
+
+
+def unknown_failure(message: str) -> str:
+    """The source of an error line ("nvidia-driver", "container-toolkit", "fabric-manager",
+    "talos"), or "" for any other line; asked only of a line :func:`message_kinds` knows
+    nothing of."""
+    message = message[:LONGEST_MESSAGE]
+    if _NOT_FAILURES.search(message):
+        return ""
+    for source, pattern in _UNKNOWN_FAILURES:
+        if pattern.search(message):
+            return source
+    return ""

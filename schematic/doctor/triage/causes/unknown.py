@@ -1,0 +1,71 @@
+"""An error no known cause explains (TS213): an NVIDIA or Talos error line that no message of
+the catalogue matches is said, quoting the line, with what to collect — never dropped."""
+
+from __future__ import annotations
+
+from schematic.doctor.triage.causes.shown import Finding
+from schematic.doctor.triage.model import ClusterModel
+from schematic.doctor.triage.signals import Kind
+from schematic.doctor.triage.texts import rule_text
+
+__all__ = ["unknown_failures"]
+
+# How many of a machine's unknown error lines a finding quotes.
+_QUOTED_LINES = 3
+
+# What to collect next, per source of the line ({node} is the machine).
+_COLLECT = {
+    "nvidia-driver": (
+        "talosctl -n {node} dmesg | grep NVRM: every driver message around the quoted line",
+        "talosctl -n {node} get pcidevices and get extensions: the GPU and the driver version",
+    ),
+    "container-toolkit": (
+        "kubectl describe pod of the pod that failed: the whole runtime error",
+        "talosctl -n {node} get extensions (nvidia-container-toolkit beside the driver) and "
+        "talosctl -n {node} read /proc/modules",
+    ),
+    "fabric-manager": (
+        "talosctl -n {node} logs ext-nvidia-fabricmanager: the whole log from its start",
+        "talosctl -n {node} get extensions: the fabric manager's version beside the driver's",
+        "nvidia-smi -q | grep -A 2 Fabric on the node (from a pod that holds a GPU)",
+    ),
+    "talos": (
+        "talosctl -n {node} dmesg: the lines before the failed task",
+        "talosctl -n {node} get machinestatus",
+    ),
+}
+
+
+def unknown_failures(model: ClusterModel, findings: list[Finding]) -> list[Finding]:
+    """TS213 for each machine whose logs hold an error line no known message matches, unless
+    a known error is diagnosed on it or a finding already quotes the line."""
+    quoted = {e for f in findings for e in f.evidence}
+    explained = {
+        f.machine.name
+        for f in findings
+        if f.machine is not None and (f.severity or rule_text(f.code).severity) == "error"
+    }
+    found = []
+    for machine in model.sorted_machines():
+        lines = [s for s in machine.of(Kind.UNKNOWN_FAILURE) if s.evidence not in quoted]
+        if not lines or machine.name in explained:
+            continue
+        lines = list({s.evidence.text: s for s in lines}.values())
+        sources = sorted({s.value for s in lines})
+        node = machine.name or "<node>"
+        summary = [
+            f"{len(lines)} error line{'s' if len(lines) > 1 else ''} from "
+            f"{', '.join(sources)} that no known failure matches (quoted below)"
+        ]
+        collect = [item.format(node=node) for source in sources for item in _COLLECT[source]]
+        found.append(
+            Finding(
+                "TS213",
+                machine,
+                [s.evidence for s in lines[:_QUOTED_LINES]],
+                [("", "no failure triage knows matches the line")],
+                summary,
+                collect,
+            )
+        )
+    return found
