@@ -100,12 +100,12 @@ def generate(request: Request) -> Result[Written | None]:
     kind = emit.streamed_kind(request.kinds, out)
     with emit.paused_collector():
         asked, fit, said = _start(request, kind)
-        plan = asked.plan
+        plan = asked.plan if out else emit.select_pools(asked.plan, request.pools)  # as printed
         if out is None:
             from schematic.output.render.files import render_stream
 
             assert kind is not None  # streamed_kind names one where there is no --out
-            text = render_stream(emit.select_pools(plan, request.pools), kind, fit)
+            text = render_stream(plan, kind, fit)
             said += emit.run_notes(plan, fit, kind == "platform")
             return Result(None, 0, text, {}, tuple(said), asked.lock, plan, fit)
         settings = (asked.lock, request.pools, request.profiles, request.force)

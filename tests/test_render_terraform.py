@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import hcl2
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -333,3 +334,137 @@ def test_omni_and_terraform_carry_the_decision_every_other_output_carries(tmp_pa
         assert [yaml.safe_load(p) for p in local["config_patches"]] == patch
         (omni,) = yaml.safe_load_all((folder / "omni-workers.yaml").read_text("utf-8"))
         assert tuple(omni["systemExtensions"]) == Schematic.from_yaml(canonical).extensions
+
+
+HYPHENATED = (
+    "cluster: c\ntalos:\n  version: v1.13.9\npools:\n"
+    "  - name: gpu-a\n    profile: metal-hgx-b200-8x\n"
+    "  - name: l40s-pool-2\n    profile: kubevirt-l40s\n"
+)
+
+
+def resolves(reference: str, declared: dict[str, Any]) -> bool:
+    """Whether ``reference`` (``a.b.c``) names a key path of ``declared``."""
+    value: Any = declared
+    for part in reference.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
+def test_every_reference_of_a_hyphenated_pool_resolves(tmp_path: Path) -> None:
+    # Read by a real HCL2 parser: the references the file makes, and those a user writes
+    # from APPLY.md's module block, name what the file declares.
+    from hcl_references import json_expressions, traversals
+
+    from schematic.output.render.terraform import module_usage
+
+    cluster_file = tmp_path / "c.yaml"
+    cluster_file.write_text(HYPHENATED, "utf-8")
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app, ["generate", str(cluster_file), "-f", "terraform", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    apply = (out / "APPLY.md").read_text("utf-8")
+    for pool, name in (("gpu-a", "talos_pool_gpu_a"), ("l40s-pool-2", "talos_pool_l40s_pool_2")):
+        document = json.loads((out / pool / "talos-schematic.tf.json").read_text("utf-8"))
+        assert set(document["locals"]) == set(document["output"]) == {name}
+        assert set(document["resource"][SCHEMATIC_RESOURCE]) == {name}
+        expressions = json_expressions(document)
+        assert expressions == [f"self.id == local.{name}.schematic_id", f"local.{name}"]
+        references = [ref for e in expressions for ref in traversals(f"x = {e}\n")]
+        assert references == ["self.id", f"local.{name}.schematic_id", f"local.{name}"]
+        for reference in references[1:]:
+            assert resolves(reference.removeprefix("local."), document["locals"]), reference
+        # APPLY.md names the module output the file declares, never the pool's own spelling.
+        assert f"`module.<name>.{name}`" in apply
+        assert f"talos_pool_{pool}" not in apply
+        usage = module_usage(pool, f"./{pool}")
+        (module,) = [ref for ref in traversals(usage) if ref.startswith("module.")]
+        _, label, output, attribute = module.split(".")
+        source = hcl2.loads(usage)["module"][0][f'"{label}"']["source"].strip('"')
+        used = json.loads((out / source / "talos-schematic.tf.json").read_text("utf-8"))
+        assert output in used["output"] and used["output"][output]["value"] == f"${{local.{name}}}"
+        assert attribute in used["locals"][name] and attribute == "config_patches"
+
+
+def test_the_module_block_names_only_the_provider_s_arguments() -> None:
+    from hcl_references import traversals
+
+    from schematic.output.render.terraform import module_usage
+
+    usage = hcl2.loads(module_usage("gpu-a", "./gpu-a"))
+    (block,) = usage["resource"]
+    ((resource, named),) = block.items()
+    assert resource.strip('"') == "talos_machine_configuration_apply"
+    (arguments,) = named.values()
+    given = {key for key in arguments if not key.startswith("__")}
+    assert given - META_ARGUMENTS <= APPLY_ARGUMENTS
+    assert "node" in given  # the provider's one required argument
+    # Outside the module, only the provider example's own objects and for_each's key.
+    outside = {
+        ref.rsplit(".", 1)[0]
+        for ref in traversals(module_usage("gpu-a", "./gpu-a"))
+        if not ref.startswith("module.")
+    }
+    assert outside == {
+        "talos_machine_secrets.this",
+        "data.talos_machine_configuration.this",
+        "each",
+    }
+
+
+def test_one_pool_on_stdout_tells_only_of_that_pool() -> None:
+    # rtx6000's GPU is not in Cozystack's default passthrough list; l40s's is.
+    result = runner.invoke(app, ["generate", str(EXAMPLE), "-f", "terraform", "--pool", "l40s"])
+    assert result.exit_code == 0, result.output
+    assert "rtx6000" not in result.stderr
+    whole = runner.invoke(app, ["generate", str(EXAMPLE), "-f", "terraform", "--pool", "rtx6000"])
+    assert "rtx6000" in whole.stderr
+
+
+def test_the_guide_s_root_module_resolves_against_what_the_guide_generates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The guide's steps 1 and 2 as a reader runs them, then its HCL read by a real parser:
+    # every module reference names an output and a key the generated file declares.
+    from hcl_references import traversals
+
+    guide = (ROOT / "docs" / "guides" / "terraform.md").read_text("utf-8")
+    (block,) = [part.split("```", 1)[0] for part in guide.split("```hcl\n")[1:]]
+    monkeypatch.chdir(tmp_path)
+    init = guide.split("```sh\n")[1].split("\n", 1)[0].removeprefix("talos-schematic ")
+    assert runner.invoke(app, init.split()).exit_code == 0
+    args = ["generate", "cluster.yaml", "-f", "terraform", "--out", "infra/talos"]
+    assert " ".join(args) in guide
+    assert runner.invoke(app, args).exit_code == 0
+    parsed = hcl2.loads(block)
+    modules = {
+        label.strip('"'): body["source"].strip('"')
+        for entry in parsed["module"]
+        for label, body in entry.items()
+    }
+    variables = {label.strip('"') for entry in parsed["variable"] for label in entry}
+    from schematic.output.render.terraform import module_usage
+
+    # What the guide shows is what APPLY.md shows for the pool.
+    assert module_usage("gpu", "./infra/talos/gpu").split("\n")[:3] == block.split("\n")[4:7]
+    used = set()
+    for reference in traversals(block):
+        root, name, *rest = reference.split(".")
+        if root == "module":
+            document = json.loads(
+                (tmp_path / modules[name] / "talos-schematic.tf.json").read_text("utf-8")
+            )
+            output, key = rest
+            assert document["output"][output]["value"] == f"${{local.{output}}}"
+            assert key in document["locals"][output], reference
+            used.add(key)
+        elif root == "var":
+            assert name in variables
+        else:
+            theirs = ("talos_machine_secrets.this.", "data.talos_machine_configuration.this.")
+            assert reference.startswith((*theirs, "each.key")), reference
+    assert used == {"config_patches", "boot_image"}

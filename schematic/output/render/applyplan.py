@@ -18,7 +18,7 @@ from schematic.output.outdir import APPLY, INDEX, KUSTOMIZATION, LOCK, SUMMARY
 from schematic.output.render.gpupath import ADDONS_FILE, PLATFORM_FILE, SMOKE_TEST_FILE
 from schematic.output.render.omni import OMNI_FILE
 from schematic.output.render.talhelper import TALHELPER_FILE
-from schematic.output.render.terraform import TERRAFORM_FILE
+from schematic.output.render.terraform import TERRAFORM_FILE, terraform_name
 from schematic.output.render.urls import pool_urls
 from schematic.plan.cluster import ClusterPlan, PoolPlan
 from schematic.plan.gpupath import management_gpus
@@ -303,8 +303,8 @@ class _Planner:
             entries.append(
                 _Entry(
                     path,
-                    f"a Terraform root module or module of your own (`local.talos_pool_{pool.name}`"
-                    " for the siderolabs/talos provider)",
+                    "a Terraform module of the siderolabs/talos provider: "
+                    f"`module.<name>.{terraform_name(pool.name)}` from your root module",
                     ("terraform plan", "terraform apply"),
                 )
             )

@@ -19,6 +19,12 @@ declaring, under one name ``talos_pool_<pool>`` (``-`` becomes ``_``):
 
 Every string the tool writes is a literal: Terraform reads ``${`` and ``%{`` in JSON strings as
 template sequences, so they are escaped (``$${``, ``%%{``).
+
+:func:`module_usage` is the HCL a user writes in their own root module to use a pool's folder:
+the module block and a ``talos_machine_configuration_apply`` taking its ``config_patches``,
+the provider's other arguments named as in its own example
+(siderolabs/terraform-provider-talos ``docs/resources/machine_configuration_apply.md`` at
+6d1a91c4: ``talos_machine_secrets.this``, ``data.talos_machine_configuration.this``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ __all__ = [
     "PROVIDER_SOURCE",
     "SCHEMATIC_RESOURCE",
     "TERRAFORM_FILE",
+    "module_usage",
     "terraform_json",
     "terraform_name",
 ]
@@ -47,6 +54,31 @@ def terraform_name(pool: str) -> str:
     """The name a pool's local value, resource and output share (pool names are DNS labels:
     ``-`` is the one character to change, and no two pools meet in one name)."""
     return "talos_pool_" + pool.replace("-", "_")
+
+
+# What the provider's example calls the cluster's secrets and a node's generated config: the
+# user's own objects, named here only so that the block reads whole.
+SECRETS = "talos_machine_secrets.this"
+MACHINE_CONFIGURATION = "data.talos_machine_configuration.this"
+_APPLY_RESOURCE = "talos_machine_configuration_apply"
+
+
+def module_usage(pool: str, folder: str) -> str:
+    """The HCL that uses the pool's ``folder`` (a module source path) from a root module:
+    its module block, and each node of the pool configured with the pool's patches."""
+    name = terraform_name(pool)
+    return (
+        f'module "{name}" {{\n'
+        f"  source = {json.dumps(folder)}\n"
+        "}\n\n"
+        f'resource "{_APPLY_RESOURCE}" "{name}" {{\n'
+        f'  for_each                    = toset(["NODE"]) # the addresses of pool {pool}\'s nodes\n'
+        f"  client_configuration        = {SECRETS}.client_configuration\n"
+        f"  machine_configuration_input = {MACHINE_CONFIGURATION}.machine_configuration\n"
+        "  node                        = each.key\n"
+        f"  config_patches              = module.{name}.{name}.config_patches\n"
+        "}\n"
+    )
 
 
 def _literal(text: str) -> str:
