@@ -7,7 +7,12 @@ BIN := $(VENV)/bin
 SHARED ?= ../shared
 TOOLS := $(VENV)/tools
 
-.PHONY: example test tools lint bench docs clean
+.PHONY: help example test tools lint bench docs mutation mutation-map mutation-sample mutation-draw \
+	clean
+
+## help: list these targets (the first, so a bare `make` prints them)
+help:
+	@sed -n 's/^## //p' $(MAKEFILE_LIST)
 
 # The tool alone is what `make example` needs; the test and docs tools are added, into the same
 # .venv, by the targets that use them, so trying the example waits for neither. The Python's own
@@ -27,6 +32,10 @@ $(BIN)/talos-schematic: pyproject.toml | $(BIN)/python
 
 $(VENV)/.dev-tools: | $(BIN)/python
 	$(PIP) -e '.[dev]'
+	touch $@
+
+$(VENV)/.mutation-tools: pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[dev,mutation]'
 	touch $@
 
 $(VENV)/.docs-tools: | $(BIN)/python
@@ -64,9 +73,42 @@ test: $(VENV)/.test-tools tools
 bench: $(BIN)/talos-schematic
 	$(BIN)/python benchmarks/run.py
 
+# Mutation testing changes a module of this checkout in place while its tests run (the editable
+# install and the `python -m schematic` processes the tests start see the mutant), and puts it
+# back; a run that is killed is undone by the next. Leave the checkout alone while one runs.
+BASE ?= main
+SEED ?= 46
+PER_AREA ?= 16
+MUTATION = $(BIN)/python scripts/mutation.py
+MUTATION_MAP := .mutation/test-map.json
+
+# Which tests run each line: the whole suite once under coverage, one worker (~15 CPU-minutes);
+# made again when a test file changes.
+$(MUTATION_MAP): $(wildcard tests/*.py) | $(VENV)/.mutation-tools
+	env -u PYTHONDONTWRITEBYTECODE $(MUTATION) map
+
+## mutation-map: record again which tests run each line (`make mutation` does when tests change)
+mutation-map: | $(VENV)/.mutation-tools
+	env -u PYTHONDONTWRITEBYTECODE $(MUTATION) map
+
+## mutation: mutate the lines changed since BASE (default main) in the modules changed since;
+##   MODULES="schematic/plan/cluster.py ..." mutates named modules whole, MAX=N draws N of the
+##   mutants (SEED). Each mutant runs only the tests that execute its line, one pytest worker.
+##   Survivors and counts: .mutation/report.md. Add a test for each survivor that hides a bug.
+mutation: $(MUTATION_MAP)
+	$(MUTATION) run --base $(BASE) --seed $(SEED) $(if $(MAX),--max $(MAX)) $(MODULES)
+
+## mutation-sample: run the committed sample (scripts/mutation_sample.json); under 85 % fails
+mutation-sample: $(MUTATION_MAP)
+	$(MUTATION) sample --fail-under 85
+
+## mutation-draw: draw a new sample: PER_AREA mutants of each pipeline area, seeded by SEED
+mutation-draw: $(VENV)/.mutation-tools
+	$(MUTATION) draw --seed $(SEED) --per-area $(PER_AREA)
+
 ## docs: build the documentation site into site/ (a broken link or page fails the build)
 docs: $(VENV)/.docs-tools
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 clean:
-	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) site .pytest_cache .mypy_cache .ruff_cache .mutation
