@@ -346,10 +346,19 @@ def test_class6_non_evidence_files_are_unrecognised(tmp_path: Path) -> None:
     for file in source.iterdir():
         if file.name != "SOURCES.md":
             (tmp_path / file.name).write_bytes(file.read_bytes())
+    # A note that quotes a few console lines among its paragraphs (a heading and a line of
+    # caption around a paste are the paste's: tests/test_triage_paste_cleaning.py).
     (tmp_path / "README.md").write_text(
         "# What we saw\n\nThe worker loops. From the console:\n\n```\n"
         + "".join(CONSOLE.splitlines(keepends=True)[8:14])
-        + "```\n",
+        + "```\n\n"
+        "We first thought the control plane was at fault, since the old one lost a port.\n"
+        "Then the memory graphs looked fine, so we ruled out the kernel killing things.\n"
+        "The image of the CPU pool is the one we copied from the GPU pool last month.\n"
+        "Somebody should check whether the extensions of that image fit a CPU worker.\n"
+        "We will rebuild the pool with the plain image on Thursday and watch it again.\n"
+        "Until then the workload stays on the other pool, which has been stable.\n"
+        "Ask in the platform channel before touching the tenant's control plane.\n",
         encoding="utf-8",
     )
     (tmp_path / "notes.txt").write_text(

@@ -161,6 +161,7 @@ def _cut_long_lines(text: str) -> str:
 
 
 def _read(file: str, max_json_size: int) -> Reading:
+    json_problem = ""
     try:
         if _json_start(file):
             try:
@@ -169,11 +170,17 @@ def _read(file: str, max_json_size: int) -> Reading:
             except DocumentError as err:
                 if err.fatal:
                     raise
-                # A first line that is no JSON ("[   12.345678] ...", "[talos] ...") is a log:
-                # the text readers decide. A JSON document broken further on is reported.
+                # What looks like JSON and is not ("[   12.345678] ...", "[talos] ...", a
+                # fenced paste, a document broken further on) is tried as text; the JSON's
+                # error is reported when the text readers find nothing either.
                 if err.line not in (None, 1):
-                    return Reading(file, "", (), f"line {err.line}: {err}")
-        text = decode_text(read_bytes(file, kind=InputKind.EVIDENCE))
+                    json_problem = f"line {err.line}: {err}"
+        try:
+            text = decode_text(read_bytes(file, kind=InputKind.EVIDENCE))
+        except InputTooLargeError:
+            if json_problem:
+                return Reading(file, "", (), json_problem)
+            raise
     except NotTextError as err:
         return Reading(file, "", (), f"not UTF-8 text ({err.strerror})")
     except InputTooLargeError as err:
@@ -186,8 +193,12 @@ def _read(file: str, max_json_size: int) -> Reading:
     try:
         reading = read_evidence(_cut_long_lines(text), file)
     except DocumentError as err:
+        if json_problem and not err.fatal:
+            return Reading(file, "", (), json_problem)
         where = f"{file}:{err.line}" if err.line else file
         raise TriageInputError(f"{where}: {err}") from None
+    if json_problem and not reading.format:
+        return Reading(file, "", (), json_problem)
     return reading
 
 

@@ -11,8 +11,9 @@
     anything else                    logs.read_log         consoles, dmesg, service logs,
                                                            nvidia-smi, /proc/modules, ...
 
-A paste is first cleaned (paste.clean: colour, carriage returns, prompts, tool warnings) and
-split at its shell prompts, so a file holding several commands' outputs is read section by
+A paste is first cleaned (paste.unquote: `> ` quote markers; paste.fenced_paste: the caption
+around a fenced paste; paste.clean: colour, carriage returns, prompts, banners, fences,
+`<details>`, tool warnings) and split at its shell prompts, so a file holding several commands' outputs is read section by
 section. Notes and READMEs (paste.is_prose) are not evidence. A file none of the readers finds
 anything in is *unrecognised*: listed in the report, not an error.
 """
@@ -32,7 +33,7 @@ from schematic.doctor.triage.readers.describe import (
 )
 from schematic.doctor.triage.readers.documents import DocumentError, read_json, read_yaml
 from schematic.doctor.triage.readers.logs import read_log
-from schematic.doctor.triage.readers.paste import is_prose, sections
+from schematic.doctor.triage.readers.paste import fenced_paste, is_prose, sections, unquote
 from schematic.doctor.triage.readers.tables import read_table, recognise_table
 from schematic.doctor.triage.signals import Signal
 
@@ -42,8 +43,6 @@ __all__ = ["DocumentError", "Reading", "read_evidence"]
 # resource, a query answer. Logs that happen to parse as YAML are not mistaken for it.
 _YAML_SHAPE = re.compile(r"^(?:apiVersion|kind|node|metadata|status|machine):", re.MULTILINE)
 _FIRST_CHARACTER = re.compile(r"\S")
-# One JSON object per line, each a log record ({"level": ..., "msg": ...}).
-_LOG_OF_OBJECTS = re.compile(r'\s*\{"(?:level|ts|time|msg|severity|L|T)"')
 
 
 @dataclass(frozen=True)
@@ -58,8 +57,13 @@ class Reading:
 
 
 def read_evidence(text: str, file: str) -> Reading:
-    """Read one file's text with the reader its content calls for."""
-    if is_prose(text):
+    """Read one file's text with the reader its content calls for, once the paste is
+    cleaned: quote markers, the caption and fences around it (:mod:`.paste`)."""
+    text = unquote(text)
+    paste = fenced_paste(text)
+    if paste is not None:
+        text = paste
+    elif is_prose(text):
         return Reading(file, "", (), "notes or documentation for people, not tool output")
     formats: list[str] = []
     signals: list[Signal] = []
@@ -101,10 +105,9 @@ def _read_section(text: str, file: str) -> Reading:
                 # JSON stream.
                 if err.fatal:
                     raise
-                if start == "[" and err.line not in (None, 1):
-                    raise
-                if start == "{" and not _LOG_OF_OBJECTS.match(text):
-                    raise
+                # A JSON document broken further on, "[   12.345678] ...", "[talos] ..." and
+                # "{...}" lines of a structured log alike: tried as text before the JSON's
+                # error is reported.
                 notes: list[str] = []
                 logged = list(read_log(text, file, notes))
                 if not logged:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from schematic.doctor.triage.readers.messages import message_kinds
 
-__all__ = ["Section", "clean", "is_prose", "sections"]
+__all__ = ["Section", "clean", "fenced_paste", "is_prose", "sections", "unquote"]
 
 # CSI (colour, cursor) and OSC (titles, links) sequences, and the bare escapes around them.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -31,7 +31,11 @@ _TOOLS = (
 _PROMPT_BODY = (
     r"[ \t]*(?:\[[^\]\n]*\][ \t]*)?"  # "[22:22:18] " time stamps some prompts carry
     r"(?:(?:(?:\([\w.-]+\)[ \t]*)?[\w.-]+@[\w.-]+(?::[^\s$#%]*)?[ \t]*[$#%]|PS [A-Za-z]:\\[^>\n]*>"
+    # oh-my-zsh's default theme: "➜  k8s-prod git:(main) ✗ talosctl ..."
+    r"|➜[ \t]+[^\s]+(?:[ \t]+git:\([^)\n]*\))?(?:[ \t]+✗)?"
     r"|[$#%\u276f➜»>])[ \t]+"
+    # "$talosctl ...": a dollar sign run into the command, as pasted in issues
+    rf"|\$(?=(?:sudo[ \t]+)?(?:{_TOOLS})(?:[ \t]|$))"
     # a command line pasted without its prompt
     r"|(?=(?:sudo[ \t]+)?(?:talosctl|kubectl|virtctl|nvidia-smi)[ \t]))"
     rf"(?P<command>(?:{_TOOLS})(?:[ \t][^\n]*)?"
@@ -47,8 +51,27 @@ _PROMPT = re.compile("^" + _PROMPT_BODY, re.MULTILINE)
 _NOT_OUTPUT = re.compile(
     r"^(?:(?:(?:WARNING|Warning):|W\d{4} [\d:.]+[ \t]+\d+ warnings\.go:?) [^\n]*"
     r"|[ \t]*(?:```|~~~)[\w-]*[ \t]*"
+    # a GitHub comment's collapsed block around a paste
+    r"|[ \t]*</?(?:details|code|pre)>[ \t]*|[ \t]*<summary>[^\n]*|[ \t]*</summary>[ \t]*"
+    # virtctl console's banner on stderr (kubevirt pkg/virtctl/console/console.go)
+    r"|Successfully connected to \S+ console\. The escape sequence is [^\n]*"
     rf"|{_PROMPT_BODY})$",
     re.MULTILINE,
+)
+# What one of those lines holds, for a quick look before the patterns run.
+_NOT_OUTPUT_MARKS = (
+    "WARNING",
+    "Warning",
+    "``",
+    "~~~",
+    "<details",
+    "</details",
+    "<summary",
+    "<code>",
+    "</code>",
+    "<pre>",
+    "</pre>",
+    "Successfully",
 )
 _NODE_FLAG = re.compile(r"(?:^|\s)(?:-n|--nodes?)(?:\s+|=)(?P<nodes>[^\s-][^\s]*)")
 _MARKS = (
@@ -63,6 +86,12 @@ _MARKS = (
     "kubectl",
     "virtctl",
     "nvidia-smi",
+    "$t",
+    "$k",
+    "$v",
+    "$d",
+    "$s",
+    "$n",
 )
 
 
@@ -73,15 +102,23 @@ def clean(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _dedent(text)
-    if (
-        "WARNING" not in text
-        and "Warning" not in text
-        and "``" not in text
-        and "~~~" not in text
-        and not _maybe_prompt(text)
-    ):
+    if not any(mark in text for mark in _NOT_OUTPUT_MARKS) and not _maybe_prompt(text):
         return text
     return _NOT_OUTPUT.sub("", text)
+
+
+_QUOTED = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
+_UNQUOTED_LINE = re.compile(r"^(?![ \t]*>)[ \t]*\S", re.MULTILINE)
+
+
+def unquote(text: str) -> str:
+    """``text`` without the ``> `` quote markers of a reply that quotes a paste, when every
+    non-blank line carries one (a quote inside a quote too); line for line."""
+    for _ in range(3):
+        if ">" not in text or not text.strip() or _UNQUOTED_LINE.search(text):
+            return text
+        text = _QUOTED.sub("", text)
+    return text
 
 
 _FIRST_INDENT = re.compile(r"^([ \t]+)\S", re.MULTILINE)
@@ -154,12 +191,24 @@ def _node_of(command: str) -> str:
     words = command.split()
     if words[:1] == ["sudo"]:
         words = words[1:]
+    if words[:1] == ["virtctl"] and "console" in words:
+        # `virtctl console [-n NS] <vm>`: a tenant node is the VM of its name.
+        after = words[words.index("console") + 1 :]
+        vms = [
+            w for i, w in enumerate(after) if not w.startswith("-") and not _option_value(after, i)
+        ]
+        return vms[0] if len(vms) == 1 else ""
     # kubectl's -n is a namespace; only talosctl's names nodes.
     found = _NODE_FLAG.search(command) if words[:1] in (["talosctl"], ["tl"], ["t"]) else None
     if found is None:
         return ""
     nodes = [n for n in found["nodes"].strip("'\"").split(",") if n]
     return nodes[0] if len(nodes) == 1 else ""
+
+
+def _option_value(words: list[str], index: int) -> bool:
+    """Whether ``words[index]`` is the value of the option before it (``-n tenant-a``)."""
+    return index > 0 and words[index - 1] in ("-n", "--namespace", "--kubeconfig", "--context")
 
 
 # --- notes, READMEs: prose, not evidence ----------------------------------------------------
@@ -195,7 +244,7 @@ def _prose_line(line: str) -> bool:
 def is_prose(text: str) -> bool:
     """Whether ``text`` is written for people (Markdown, notes) rather than by a tool."""
     head = clean(text[:65536])
-    prose = tool = 0
+    prose = tool = rows = 0
     for line in head.splitlines()[:400]:
         if not line.strip():
             continue
@@ -204,6 +253,7 @@ def is_prose(text: str) -> bool:
         # marks it (`...`).
         if _TOOL_LINE.match(line) or ("`" not in line and message_kinds(line)):
             tool += 1
+            rows += line.lstrip().startswith("|")
         elif _prose_line(line):
             prose += 1
     if not _FENCED.search(head) and _YAML_KEYS.search(head):
@@ -211,5 +261,36 @@ def is_prose(text: str) -> bool:
         return False
     if _MARKDOWN.search(head):
         # A heading or a fence around pasted output is not enough: a Markdown note says so.
-        return prose >= 1
+        # A heading and a line of prose around a longer paste are the paste's caption (a
+        # Markdown table's rows are the note's own, not a tool's).
+        return prose >= 1 and prose * 3 > tool - rows
     return prose >= 2 and prose > tool
+
+
+# A fence line, and how far a paste's caption may run outside its fences.
+_FENCE_LINE = re.compile(r"^[ \t]*(?:```|~~~)[^\n]*$", re.MULTILINE)
+_CAPTION_LINES = 8
+
+
+def fenced_paste(text: str) -> str | None:
+    """The fenced blocks of a paste with a short caption around them (a heading, a line of
+    prose from an issue), everything outside the fences blanked, line for line; None when
+    the text has no fence, its caption is long (a note that quotes output) or what the
+    fences hold is prose."""
+    if "``" not in text and "~~~" not in text:
+        return None
+    lines = text.split("\n")
+    fences = [i for i, line in enumerate(lines) if _FENCE_LINE.match(line)]
+    if len(fences) < 2:
+        return None
+    inside: set[int] = set()
+    for start, end in zip(fences[::2], fences[1::2], strict=False):
+        inside.update(range(start + 1, end))
+    outside = [i for i, line in enumerate(lines) if i not in inside and line.strip()]
+    if len(outside) - len(fences) > _CAPTION_LINES or not inside:
+        return None
+    held = [lines[i] for i in sorted(inside) if lines[i].strip()]
+    if not held or 2 * sum(map(_prose_line, held)) >= len(held):
+        return None  # a fence around prose (a plan, a quote of a person)
+    kept = "\n".join(line if i in inside else "" for i, line in enumerate(lines))
+    return None if is_prose(kept) else kept
