@@ -566,3 +566,73 @@ def test_pools_whose_overlay_options_differ_only_in_key_type_get_their_own_schem
     assert "        a:\n            1: x\n" in pools[0].canonical
     assert '        a:\n            "1": x\n' in pools[1].canonical
     assert pools[0].schematic_id != pools[1].schematic_id
+
+
+# A plain metal-intel pool, then one differing from it in one field of PoolSpec each: every one
+# must be planned on its own (pools of one shape share the first one's plan).
+_PLAIN = "- {name: plain, profile: metal-intel}\n"
+_ONE_FIELD_APART = {
+    "profile": "- {name: other, profile: metal-amd}\n",
+    "hardware": "- {name: other, hardware: {platform: metal, cpuVendor: intel}}\n",
+    "extensions": "- {name: other, profile: metal-intel, extensions: [siderolabs/iscsi-tools]}\n",
+    "kernel_args": "- {name: other, profile: metal-intel, kernelArgs: [console=ttyS0]}\n",
+    "kernel_modules": (
+        "- {name: other, profile: metal-intel, kernelModules: [{name: br_netfilter}]}\n"
+    ),
+    # After a GPU pool of the same profile (a CPU pool's plan has no NVIDIA decision to differ).
+    "nvidia": (
+        "- {name: gpu, profile: kubevirt-l40s}\n"
+        "- {name: other, profile: kubevirt-l40s, nvidia: {flavour: proprietary}}\n"
+    ),
+    "media": "- {name: other, profile: metal-intel, bootloader: grub}\n",
+    "boot": (
+        "- name: other\n  profile: metal-intel\n"
+        "  boot: {schematic: {kernelArgs: [talos.config=https://config.internal/w.yaml]}}\n"
+    ),
+    "talos_version": "- {name: other, profile: metal-intel, talos: {version: v1.12.4}}\n",
+}
+
+
+def test_every_field_a_plan_depends_on_has_a_row_above() -> None:
+    from dataclasses import fields
+
+    from schematic.inputs.cluster_values import PoolSpec
+
+    # A field added to PoolSpec gets a row proving pools differing in it are planned apart.
+    planned_by = {f.name for f in fields(PoolSpec) if f.compare}
+    assert planned_by - {"name", "passthrough", "hardware_profile"} == set(_ONE_FIELD_APART)
+
+
+@pytest.mark.parametrize("field", sorted(_ONE_FIELD_APART))
+def test_a_pool_one_field_apart_from_the_one_before_gets_its_own_plan(field: str) -> None:
+    from dataclasses import replace
+
+    rows = _ONE_FIELD_APART[field]
+    first, other = plan(rows if rows.count("- ") == 2 else _PLAIN + rows).pools
+    (alone,) = plan(rows.splitlines(keepends=True)[-1] if rows.count("- ") == 2 else rows).pools
+    assert other == alone
+    # The row is worth its place: the pool's plan is not the first one's renamed.
+    assert other != replace(first, name="other", passthrough=other.passthrough)
+
+
+def test_a_boot_schematic_after_a_plain_pool_of_its_profile_keeps_its_boot_id() -> None:
+    plain, pxe = plan(_PLAIN + _ONE_FIELD_APART["boot"]).pools
+    assert plain.boot_schematic_id is None
+    assert pxe.boot_schematic_id is not None
+    assert "talos.config=https://config.internal/w.yaml" in (pxe.boot_canonical or "")
+
+
+def test_pools_apart_only_in_name_and_values_share_one_shape() -> None:
+    # Must not fire: the shape leaves out what is set on the shared plan afterwards, and where
+    # the pool sits in its file.
+    from schematic.plan.cluster import pool_shape
+
+    text = cluster_text(_PLAIN + "- {name: other, profile: metal-intel, maxReplicas: 3}\n")
+    first, second = parse_cluster(text, "cluster.yaml").pools
+    assert first.line != second.line
+    assert pool_shape(first) == pool_shape(second)
+    inline = cluster_text(
+        "- {name: a, hardware: {platform: metal}}\n- {name: b, hardware: {platform: metal}}\n"
+    )
+    a, b = parse_cluster(inline, "cluster.yaml").pools
+    assert pool_shape(a) == pool_shape(b)

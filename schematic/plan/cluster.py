@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -223,7 +223,8 @@ def frozen_value(value: Any) -> Any:
     Sorting keys for JSON fails on a mapping whose keys mix types (``{1: x, model: y}`` in a
     hand-written ``hardware``), and JSON reads ``1`` and ``"1"``, or a date and its text, as one
     key, though they are different overlay options and different IDs. Each value keeps its
-    type here; mapping pairs are ordered by their ``repr`` (total, whatever the key types).
+    type here; mapping pairs are ordered by their ``repr`` (total, whatever the key types). A
+    frozen type is keyed by every field it compares, so a field added to it is in every key.
     """
     if isinstance(value, Mapping):
         pairs = ((frozen_value(k), frozen_value(v)) for k, v in value.items())
@@ -232,6 +233,9 @@ def frozen_value(value: Any) -> Any:
         return ("list", tuple(frozen_value(item) for item in value))
     if isinstance(value, float) and value != value:
         return ("nan",)
+    if is_dataclass(value) and not isinstance(value, type):
+        compared = (f.name for f in fields(value) if f.compare)
+        return (type(value).__name__, tuple(frozen_value(getattr(value, n)) for n in compared))
     try:
         hash(value)
     except TypeError:
@@ -270,21 +274,25 @@ class _Resolver:
     def decision(
         self, gpus: tuple[GpuRequest, ...], profile: HardwareProfile, release: Release, nv: Any
     ) -> NvidiaDecision | None:
-        talos = release.tables
-        key = (gpus, talos, profile.architecture, profile.passthrough, profile.nvswitch, nv)
+        flavour, tier, gdrdrv, gds, peermem = nv
+        asked = {
+            "arch": profile.architecture,
+            "passthrough": profile.passthrough,
+            "nvswitch": profile.nvswitch,
+            "flavour": flavour,
+            "tier": tier,
+            "gdrdrv": gdrdrv,
+            "gds": gds,
+            "peermem": peermem,
+        }
+        # The key is what decide is asked: an argument added there is in it. The drivers and
+        # rules are the release's tables', which the key names.
+        key = (gpus, release.tables, *asked.values())
         if key not in self.decisions:
-            flavour, tier, gdrdrv, gds, peermem = nv
             self.decisions[key] = decide(
                 gpus,
-                talos,
-                arch=profile.architecture,
-                passthrough=profile.passthrough,
-                nvswitch=profile.nvswitch,
-                flavour=flavour,
-                tier=tier,
-                gdrdrv=gdrdrv,
-                gds=gds,
-                peermem=peermem,
+                release.tables,
+                **asked,
                 drivers=release.drivers,
                 rules=release.nvidia_rules,
             )
@@ -326,21 +334,19 @@ class _Resolver:
         return self.schematics[key]
 
 
+# What a pool's plan does not depend on: its name and pass-through values are set on the
+# shared plan afterwards, and the inline hardware read as a profile is ``hardware`` again,
+# named after its pool. Fields that do not compare (where the pool sits in its file) are
+# left out by their own declaration.
+_NOT_IN_SHAPE = frozenset({"name", "passthrough", "hardware_profile"})
+_SHAPE_FIELDS = tuple(f.name for f in fields(PoolSpec) if f.compare and f.name not in _NOT_IN_SHAPE)
+
+
 def pool_shape(pool: PoolSpec) -> tuple[Any, ...]:
     """What a pool's plan depends on besides its name and pass-through values: pools of one
-    shape plan alike (and fail alike), so each shape is planned once."""
-    return (
-        pool.profile,
-        frozen_value(pool.hardware),
-        pool.extensions,
-        pool.kernel_args,
-        pool.kernel_modules,
-        pool.nvidia,
-        pool.media,
-        frozen_value(pool.media.overlay_fields()),
-        pool.boot,
-        pool.talos_version,
-    )
+    shape plan alike (and fail alike), so each shape is planned once. Every field of
+    :class:`PoolSpec` is in it but those of ``_NOT_IN_SHAPE``, so a new one cannot be left out."""
+    return tuple(frozen_value(getattr(pool, name)) for name in _SHAPE_FIELDS)
 
 
 def plan_cluster(
