@@ -18,8 +18,7 @@ from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
 from schematic.core.model import Schematic
-from schematic.output.render.talhelper import TALHELPER_FILE
-from schematic.output.render.terraform import TERRAFORM_FILE
+from schematic.output.render.kinds import kind_named
 
 register_all_commands()
 
@@ -472,7 +471,7 @@ def test_owner_stamped_registration_gives_talhelper_the_schematic_it_posts_itsel
     result = run(env, "generate", str(cluster), "--out", str(out), "-f", "talhelper", "--register")
     assert result.exit_code == 0, result.stderr
     for name, text in tree(out).items():
-        if name.endswith(TALHELPER_FILE):
+        if name.endswith(str(kind_named("talhelper").pool_file)):
             assert "owner:" not in text.decode(), name
             ours = yaml.safe_load(text)["schematic"]
             assert ours == yaml.safe_load((offline / name).read_bytes())["schematic"], name
@@ -494,7 +493,7 @@ def test_owner_stamped_registration_gives_terraform_the_schematic_it_posts_itsel
     assert result.exit_code == 0, result.stderr
     checked = 0
     for name, text in tree(out).items():
-        if name.endswith(TERRAFORM_FILE):
+        if name.endswith(str(kind_named("terraform").pool_file)):
             ours, theirs = json.loads(text), json.loads((offline / name).read_bytes())
             posted = next(iter(ours["resource"]["talos_image_factory_schematic"].values()))
             before = next(iter(theirs["resource"]["talos_image_factory_schematic"].values()))

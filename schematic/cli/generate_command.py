@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -30,23 +30,13 @@ from schematic.cli.base import (
     run_library,
 )
 from schematic.errors import printable
+from schematic.output.render.kinds import DEFAULT_KINDS, OUTPUT_KINDS
 
-
-class OutputFormat(StrEnum):
-    cozystack = "cozystack"
-    values = "values"
-    machine_config = "machine-config"
-    schematic = "schematic"
-    json = "json"
-    urls = "urls"
-    addons = "addons"
-    platform = "platform"
-    smoke_test = "smoke-test"
-    helmrelease = "helmrelease"
-    talhelper = "talhelper"
-    omni = "omni"
-    terraform = "terraform"
-
+if TYPE_CHECKING:
+    OutputFormat = StrEnum
+else:
+    # --format's choices are the kinds' table's names, in its order.
+    OutputFormat = StrEnum("OutputFormat", {kind.name: kind.name for kind in OUTPUT_KINDS})
 
 FormatOption = Annotated[
     list[OutputFormat] | None,
@@ -55,17 +45,18 @@ FormatOption = Annotated[
         "-f",
         help=(
             "What to print (default cozystack); with --out, write only these kinds "
-            "(repeatable; default: every kind except json and helmrelease) and keep every "
-            "other file of DIR. machine-config and schematic are one document per pool: on "
-            "stdout, pick the pool with --pool. addons: the tenant Kubernetes "
-            "app's GPU Operator values (with --out -f cozystack, the whole Kubernetes object); "
-            "platform: the management cluster's passthrough entries for GPUs its defaults "
-            "lack; smoke-test: an nvidia-smi -L pod per GPU pool; helmrelease: a Flux "
-            "HelmRelease of the kubernetes-nodes chart per pool, instead of the "
-            "KubernetesNodes object; talhelper: the talconfig.yaml keys (schematic, "
-            "kernelModules, patches) of each pool's nodes; omni: an Omni cluster-template "
-            "Workers machine set per pool; terraform: a pool's .tf.json (its "
-            "talos_image_factory_schematic, schematic ID, images and config_patches)."
+            f"(repeatable; default: {', '.join(DEFAULT_KINDS)}) and keep every other file of "
+            "DIR. "
+            + "; ".join(
+                f"{kind.name}: {kind.help}"
+                + (
+                    " (one document per pool: on stdout, pick the pool with --pool)"
+                    if kind.one_document
+                    else ""
+                )
+                for kind in OUTPUT_KINDS
+            )
+            + "."
         ),
     ),
 ]

@@ -17,7 +17,7 @@ from schematic.errors import UsageError
 
 if TYPE_CHECKING:
     from schematic.output.outdir import OutputIndex, Tree, Written
-    from schematic.output.render.files import Kind
+    from schematic.output.render.kinds import Kind
     from schematic.plan.charts import ChartFit
     from schematic.plan.cluster import ClusterPlan
 
@@ -34,12 +34,6 @@ __all__ = [
     "select_pools",
     "write_plan",
 ]
-
-# Kinds whose consumer takes the stream as one whole (talosctl patch mc --patch @file, a
-# factory POST, a .tf.json file): several pools' documents on stdout would patch or register the
-# wrong pool, or not parse.
-# Values stay a stream: each document names its pool, for tools that split them.
-_ONE_DOCUMENT_KINDS = ("machine-config", "schematic", "terraform")
 
 
 def load_plan(cluster_file: Path, profiles: Sequence[Path]) -> ClusterPlan:
@@ -99,7 +93,7 @@ def streamed_kind(formats: Sequence[str], out: Path | None) -> Kind | None:
 def kinds_of(formats: Sequence[str] | None) -> tuple[Kind, ...]:
     """The kinds of file named (in the renderers' order); the default kinds for none. An
     unknown name is a UsageError."""
-    from schematic.output.render.files import DEFAULT_KINDS, KINDS
+    from schematic.output.render.kinds import DEFAULT_KINDS, KINDS
 
     if not formats:
         return DEFAULT_KINDS
@@ -122,8 +116,13 @@ def select_pools(plan: ClusterPlan, pools: Sequence[str]) -> ClusterPlan:
 
 
 def one_document_check(plan: ClusterPlan, kind: Kind) -> None:
-    """A UsageError when ``kind`` is one document per pool and ``plan`` has several pools."""
-    if kind in _ONE_DOCUMENT_KINDS and len(plan.pools) > 1:
+    """A UsageError when ``kind`` is one document per pool and ``plan`` has several pools:
+    its consumer takes the stream as one whole (talosctl patch mc --patch @file, a factory
+    POST, a .tf.json file), so several pools' documents would patch or register the wrong pool,
+    or not parse."""
+    from schematic.output.render.kinds import kind_named
+
+    if kind_named(kind).one_document and len(plan.pools) > 1:
         names = ", ".join(pool.name for pool in plan.pools)
         raise UsageError(
             f"{kind} is one document per pool, and {plan.source} has {len(plan.pools)} pools "
@@ -142,9 +141,11 @@ def fit_chart(
     """The plan held against its chart, for an output of ``kinds``: only one carrying the
     chart's values is held to what the chart can load. A bad ``chart`` is a UsageError (a bad
     ``cozystack.version`` in the cluster file is the file's error)."""
-    values = bool({"cozystack", "values", "helmrelease"} & set(kinds))
-    objects = bool({"cozystack", "helmrelease"} & set(kinds))
     from schematic.facts.chart_targets import LAYOUTS
+    from schematic.output.render.kinds import kind_named
+
+    values = any(kind_named(kind).values for kind in kinds)
+    objects = any(kind_named(kind).manifest for kind in kinds)
     from schematic.plan.charts import check_chart_name, fit_plan
 
     if chart is not None:
@@ -248,7 +249,7 @@ def _unreachable(
 def holds_platform_values(directory: Path) -> bool:
     """Whether ``directory``'s index records the management cluster's platform values."""
     from schematic.output.outdir import read_index
-    from schematic.output.render.gpupath import PLATFORM_FILE
+    from schematic.output.render.kinds import PLATFORM_FILE
 
     index = read_index(directory)
     return index is not None and PLATFORM_FILE in index.files

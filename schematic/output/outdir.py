@@ -35,7 +35,6 @@ __all__ = [
     "INDEX",
     "KUSTOMIZATION",
     "LOCK",
-    "SUMMARY",
     "Drift",
     "OutputIndex",
     "ProfileRecord",
@@ -53,7 +52,6 @@ __all__ = [
 INDEX = "index.yaml"
 # Where each file goes and the command that applies it; made from the directory's final files.
 APPLY = "APPLY.md"
-SUMMARY = "summary.json"
 KUSTOMIZATION = "kustomization.yaml"
 # Written beside the index by `generate --out DIR --live-catalogue`.
 LOCK = "extensions.lock.yaml"

@@ -96,25 +96,13 @@ def lint_paths(
         check_extension_order,
         check_extensions_together,
     )
-    from schematic.doctor.lint.inventory import (
-        Pool,
-        SchematicUse,
-        build_inventory,
-        config_patch_pool,
-    )
+    from schematic.doctor.lint.inventory import Pool, SchematicUse, config_patch_pool
     from schematic.doctor.lint.loader import load_counted, parse_yaml
     from schematic.doctor.lint.manifests import check_manifests
-    from schematic.doctor.lint.omni import add_omni_pools, is_omni_template
     from schematic.doctor.lint.passthrough import check_passthrough
     from schematic.doctor.lint.pools import LintContext, check_clusters, check_pools
+    from schematic.doctor.lint.readers import read_tool_formats
     from schematic.doctor.lint.schematics import SchematicResolver
-    from schematic.doctor.lint.talhelper import (
-        add_talhelper_fragment_pool,
-        add_talhelper_pools,
-        is_talconfig,
-        is_talhelper_fragment,
-    )
-    from schematic.doctor.lint.terraform import add_terraform_pools, is_terraform_json
     from schematic.plan.gpupath import operator_release, operator_release_named
 
     release = operator_release() if cozystack is None else operator_release_named(cozystack)
@@ -149,22 +137,7 @@ def lint_paths(
             out.add("TS191", f"not valid YAML: {problem.message}", problem.file, problem.line)
         else:
             out.add("TS002", f"not valid YAML: {problem.message}", problem.file, problem.line)
-    # A talhelper fragment's kernelModules are not Cozystack values: only talhelper reads it.
-    fragments = [document for document in documents if is_talhelper_fragment(document.data)]
-    if fragments:
-        taken = {id(document) for document in fragments}
-        inventory = build_inventory([doc for doc in documents if id(doc) not in taken])
-    else:
-        inventory = build_inventory(documents)
-    for document in documents:
-        if is_talconfig(document.data):
-            add_talhelper_pools(document, inventory)
-    for document in fragments:
-        add_talhelper_fragment_pool(document, inventory)
-    add_omni_pools([doc for doc in documents if is_omni_template(doc.data)], inventory)
-    for document in documents:
-        if is_terraform_json(document.data):
-            add_terraform_pools(document, inventory)
+    inventory = read_tool_formats(documents)
     patches = []
     for name, text in config_patches:
         try:

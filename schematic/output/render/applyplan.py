@@ -14,11 +14,14 @@ import shlex
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from schematic.output.outdir import APPLY, INDEX, KUSTOMIZATION, LOCK, SUMMARY
-from schematic.output.render.gpupath import ADDONS_FILE, PLATFORM_FILE, SMOKE_TEST_FILE
-from schematic.output.render.omni import OMNI_FILE
-from schematic.output.render.talhelper import TALHELPER_FILE
-from schematic.output.render.terraform import TERRAFORM_FILE, terraform_name
+from schematic.output.outdir import APPLY, INDEX, KUSTOMIZATION, LOCK
+from schematic.output.render.kinds import (
+    ADDONS_FILE,
+    OUTPUT_KINDS,
+    PLATFORM_FILE,
+    SMOKE_TEST_FILE,
+    SUMMARY,
+)
 from schematic.output.render.urls import pool_urls
 from schematic.plan.cluster import ClusterPlan, PoolPlan
 from schematic.plan.gpupath import management_gpus
@@ -277,37 +280,14 @@ class _Planner:
         )
 
     def tools(self) -> _Section | None:
+        # Each kind with an apply step in the kinds' table, in the table's order.
         entries: list[_Entry] = []
-        for pool, path in self.pool_files(TALHELPER_FILE):
-            entries.append(
-                _Entry(
-                    path,
-                    f"`talconfig.yaml` of the talhelper repository: the keys of each node of "
-                    f"pool `{pool.name}` (or `worker:`)",
-                    (
-                        "talhelper genconfig",
-                        "talhelper gencommand apply | bash",
-                        "talhelper gencommand upgrade | bash",
-                    ),
-                )
-            )
-        for pool, path in self.pool_files(OMNI_FILE):
-            entries.append(
-                _Entry(
-                    path,
-                    f"the Omni cluster template: its `Workers` document for pool `{pool.name}`",
-                    ("omnictl cluster template sync --file CLUSTER_TEMPLATE.yaml",),
-                )
-            )
-        for pool, path in self.pool_files(TERRAFORM_FILE):
-            entries.append(
-                _Entry(
-                    path,
-                    "a Terraform module of the siderolabs/talos provider: "
-                    f"`module.<name>.{terraform_name(pool.name)}` from your root module",
-                    ("terraform plan", "terraform apply"),
-                )
-            )
+        for kind in OUTPUT_KINDS:
+            if kind.apply is None or kind.pool_file is None:
+                continue
+            for pool, path in self.pool_files(kind.pool_file):
+                step = kind.apply(pool, path)
+                entries.append(_Entry(path, step.goes_to, step.commands))
         if not entries:
             return None
         return _Section(

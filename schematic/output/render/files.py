@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import fields
-from typing import Any, Literal, get_args
+from typing import Any
 
 from schematic.output.outdir import (
     APPLY,
@@ -17,7 +17,6 @@ from schematic.output.outdir import (
     INDEX,
     KUSTOMIZATION,
     LOCK,
-    SUMMARY,
     OutputIndex,
     Tree,
     index_text,
@@ -34,25 +33,29 @@ from schematic.output.render.cozystack import (
     user_values,
 )
 from schematic.output.render.gpupath import (
-    ADDONS_FILE,
-    PLATFORM_FILE,
-    SMOKE_TEST_FILE,
     SmokeTests,
     addons_text,
     operator_release_of,
     platform_text,
 )
+from schematic.output.render.kinds import (
+    ADDONS_FILE,
+    DEFAULT_KINDS,
+    KINDS,
+    OUTPUT_KINDS,
+    PLATFORM_FILE,
+    SMOKE_TEST_FILE,
+    SUMMARY,
+    Kind,
+    kind_named,
+)
 from schematic.output.render.machineconfig import machine_config_patch
-from schematic.output.render.omni import OMNI_FILE, omni_workers
 from schematic.output.render.summary import pool_record, summary_json
-from schematic.output.render.talhelper import TALHELPER_FILE, talhelper_fragment
-from schematic.output.render.terraform import TERRAFORM_FILE, terraform_json
 from schematic.output.render.urls import pool_urls
 from schematic.plan.charts import ChartFit
 from schematic.plan.cluster import ClusterPlan, PoolPlan, frozen_value
 
 __all__ = [
-    "CLUSTER_FILES",
     "DEFAULT_KINDS",
     "GENERATOR",
     "INDEX",
@@ -68,51 +71,19 @@ __all__ = [
     "render_tree",
 ]
 
-Kind = Literal[
-    "cozystack",
-    "values",
-    "machine-config",
-    "schematic",
-    "urls",
-    "addons",
-    "platform",
-    "smoke-test",
-    "helmrelease",
-    "json",
-    "talhelper",
-    "omni",
-    "terraform",
-]
-# In the order --help and the output list them.
-KINDS: tuple[Kind, ...] = get_args(Kind)
-# What --out writes without --format. A HelmRelease deploys the same chart release the
-# KubernetesNodes object makes Cozystack deploy, so the two are never written together; the
-# talhelper fragment, the Omni machine set and the Terraform file are for clusters those tools
-# configure, asked for by name.
-DEFAULT_KINDS: tuple[Kind, ...] = tuple(
-    k for k in KINDS if k not in ("helmrelease", "json", "talhelper", "omni", "terraform")
-)
-# The file each per-pool kind is written to, under <out>/<pool>/.
+# Views of the kinds' table (schematic.output.render.kinds), the one place a kind is described.
+# The file each per-pool kind with a renderer is written to, under <out>/<pool>/.
 POOL_FILES: dict[Kind, str] = {
-    "cozystack": "kubernetes-nodes.yaml",
-    "values": "values.yaml",
-    "machine-config": "machine-config-patch.yaml",
-    "schematic": "schematic.yaml",
-    "urls": "urls.yaml",
-    "helmrelease": "helmrelease.yaml",
-    "talhelper": TALHELPER_FILE,
-    "omni": OMNI_FILE,
-    "terraform": TERRAFORM_FILE,
+    kind.name: kind.pool_file
+    for kind in OUTPUT_KINDS
+    if kind.pool_file is not None and kind.render is not None
 }
 # What kustomization.yaml lists: the pools' objects. Not the addons (a partial Kubernetes app
 # to merge, never to apply over the user's) nor the smoke tests (pods run once, by hand).
-MANIFEST_KINDS: tuple[Kind, ...] = ("cozystack", "helmrelease")
+MANIFEST_KINDS: tuple[Kind, ...] = tuple(kind.name for kind in OUTPUT_KINDS if kind.manifest)
 # What only a Cozystack tenant pool (KubeVirt) gets: a bare-metal or board pool is no
 # KubernetesNodes object, so it gets neither the object, its values, nor a HelmRelease.
-TENANT_KINDS: frozenset[Kind] = frozenset({"cozystack", "values", "helmrelease"})
-# The GPU path beyond the pools: one file for the tenant's Kubernetes app, one for the
-# management cluster (only when a GPU needs it), and a smoke test in each GPU pool's directory.
-CLUSTER_FILES: dict[Kind, str] = {"addons": ADDONS_FILE, "platform": PLATFORM_FILE}
+TENANT_KINDS: frozenset[Kind] = frozenset(kind.name for kind in OUTPUT_KINDS if kind.tenant_only)
 
 
 def _indented(text: str) -> str:
@@ -166,41 +137,13 @@ class _Renderer:
         self.rendered_alike = _RenderedAlike()
 
     def texts(self, pool: PoolPlan, kinds: Iterable[Kind]) -> dict[Kind, str]:
-        wanted = set(kinds)
+        """Each of ``kinds`` (rows with a renderer) for ``pool``."""
+        texts = _PoolTexts(self, pool)
         out: dict[Kind, str] = {}
-        values = ""
-        alike = self.rendered_alike(pool)
-        if wanted & {"cozystack", "values", "helmrelease"}:
-            # The user's keys and the tool's are disjoint, so the two dumps concatenate.
-            values = self.user_text(pool) + self.tool_text(pool, alike)
-        if "cozystack" in wanted:
-            head = kubernetes_nodes(self.plan, pool, spec={})
-            del head["spec"]
-            # Block YAML nests by indentation alone: the values text indented is the spec.
-            out["cozystack"] = f"{yamltext.dump(head)}spec:\n{_indented(values)}"
-        if "values" in wanted:
-            out["values"] = values
-        if "helmrelease" in wanted:
-            head = helm_release(self.plan, pool, self.layout)
-            spec = head.pop("spec")
-            out["helmrelease"] = (
-                f"{yamltext.dump(head)}spec:\n{_indented(yamltext.dump(spec))}"
-                f"  values:\n{_indented(_indented(values))}"
-            )
-        if "machine-config" in wanted:
-            out["machine-config"] = self.patch(pool, alike)
-        if "schematic" in wanted:
-            out["schematic"] = pool.canonical
-        if "talhelper" in wanted:
-            out["talhelper"] = talhelper_fragment(pool)
-        if "omni" in wanted:
-            out["omni"] = omni_workers(pool)
-        if "terraform" in wanted:
-            out["terraform"] = terraform_json(pool)
-        if "urls" in wanted:
-            urls = pool_urls(pool)
-            name = yamltext.dump({"pool": urls.pop("pool")})
-            out["urls"] = name + self.cached(("urls", alike), urls)
+        for name in kinds:
+            render = kind_named(name).render
+            assert render is not None  # only the kinds of POOL_FILES are asked for
+            out[name] = render(texts)
         return out
 
     def cached(self, key: tuple[Any, ...], document: dict[str, Any]) -> str:
@@ -225,6 +168,48 @@ class _Renderer:
         if alike not in self.patches:
             self.patches[alike] = yamltext.dump_all(machine_config_patch(pool))
         return self.patches[alike]
+
+
+class _PoolTexts:
+    """One pool's view of the run's renderer (:class:`schematic.output.render.kinds.PoolTexts`):
+    its key among pools that render alike is worked out once, its values text at most once."""
+
+    def __init__(self, renderer: _Renderer, pool: PoolPlan) -> None:
+        self.renderer = renderer
+        self.pool = pool
+        self.alike = renderer.rendered_alike(pool)
+        self.values_text: str | None = None
+
+    def values(self) -> str:
+        if self.values_text is None:
+            # The user's keys and the tool's are disjoint, so the two dumps concatenate.
+            renderer = self.renderer
+            self.values_text = renderer.user_text(self.pool) + renderer.tool_text(
+                self.pool, self.alike
+            )
+        return self.values_text
+
+    def kubernetes_nodes(self) -> str:
+        head = kubernetes_nodes(self.renderer.plan, self.pool, spec={})
+        del head["spec"]
+        # Block YAML nests by indentation alone: the values text indented is the spec.
+        return f"{yamltext.dump(head)}spec:\n{_indented(self.values())}"
+
+    def helm_release(self) -> str:
+        head = helm_release(self.renderer.plan, self.pool, self.renderer.layout)
+        spec = head.pop("spec")
+        return (
+            f"{yamltext.dump(head)}spec:\n{_indented(yamltext.dump(spec))}"
+            f"  values:\n{_indented(_indented(self.values()))}"
+        )
+
+    def machine_config(self) -> str:
+        return self.renderer.patch(self.pool, self.alike)
+
+    def urls(self) -> str:
+        urls = pool_urls(self.pool)
+        name = yamltext.dump({"pool": urls.pop("pool")})
+        return name + self.renderer.cached(("urls", self.alike), urls)
 
 
 def _gpu_path_files(
@@ -268,7 +253,7 @@ def render_tree(
     kustomization: bool = True,
 ) -> Tree:
     """The ``--out`` tree: ``<pool>/<file>`` per pool and kind, the GPU path's files
-    (:data:`CLUSTER_FILES`, ``<pool>/smoke-test.yaml``), ``summary.json``, and
+    (each kind's ``cluster_files``, ``<pool>/smoke-test.yaml``), ``summary.json``, and
     ``kustomization.yaml`` listing only the pools' objects (Flux builds a kustomization of
     every YAML file otherwise, and values, patches, schematics and the index are not objects);
     with the index describing them (:mod:`schematic.output.outdir` adds each file's digest).
@@ -321,15 +306,12 @@ def render_tree(
 def _covered(kinds: tuple[Kind, ...]) -> Callable[[str], bool]:
     """Whether an earlier file at a path is of one of ``kinds`` (this run has the last word on
     it: if the run does not write it again, it goes)."""
-    pool_files = {POOL_FILES[kind] for kind in kinds if kind in POOL_FILES}
-    if "smoke-test" in kinds:
-        pool_files.add(SMOKE_TEST_FILE)
-    paths = {path for kind, path in CLUSTER_FILES.items() if kind in kinds}
+    rows = [kind_named(name) for name in kinds]
+    pool_files = {row.pool_file for row in rows if row.pool_file is not None}
+    paths = {path for row in rows for path in row.cluster_files}
     if "cozystack" in kinds:
         paths.add(ADDONS_FILE)  # the whole Kubernetes object when only manifests are written
-    if "json" in kinds:
-        paths.add(SUMMARY)
-    if set(kinds) & set(MANIFEST_KINDS):
+    if any(row.manifest for row in rows):
         paths.add(KUSTOMIZATION)
     paths.add(LOCK)  # every run says whether the lock holds: written with --live-catalogue only
 
@@ -381,7 +363,7 @@ def render_stream(plan: ClusterPlan, kind: Kind, layout: LayoutOrFit = "osimage"
     for pool in pools:
         text = renderer.texts(pool, (kind,))[kind]
         # Values, patches and schematics do not name their pool; a comment does.
-        if kind in ("values", "machine-config", "schematic"):
+        if kind_named(kind).stream_label:
             text = f"# pool {pool.name}: schematic {pool.schematic_id}\n{text}"
         documents.append(text)
     return "---\n".join(documents)

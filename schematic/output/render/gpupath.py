@@ -25,9 +25,6 @@ from schematic.plan.gpupath import (
 )
 
 __all__ = [
-    "ADDONS_FILE",
-    "PLATFORM_FILE",
-    "SMOKE_TEST_FILE",
     "SmokeTests",
     "addons_text",
     "kubernetes_addons_object",
@@ -35,10 +32,6 @@ __all__ = [
     "platform_text",
     "smoke_test_text",
 ]
-
-ADDONS_FILE = "cluster/kubernetes-addons.yaml"
-PLATFORM_FILE = "management/platform-gpu-values.yaml"
-SMOKE_TEST_FILE = "smoke-test.yaml"  # under <pool>/
 
 
 def operator_release_of(layout: LayoutOrFit) -> OperatorRelease:

@@ -27,9 +27,8 @@ from schematic.output.render import yamltext
 from schematic.output.render.machineconfig import patch_without_installer
 from schematic.plan.cluster import PoolPlan
 
-__all__ = ["GPUS_ANNOTATION", "OMNI_FILE", "TALOS_ANNOTATION", "omni_workers"]
+__all__ = ["GPUS_ANNOTATION", "TALOS_ANNOTATION", "omni_workers"]
 
-OMNI_FILE = "omni-workers.yaml"
 # Omni reserves the omni.sidero.dev/ prefix; these are read back by lint.
 GPUS_ANNOTATION = "talos-schematic/gpus"
 TALOS_ANNOTATION = "talos-schematic/talos-version"

@@ -36,9 +36,8 @@ from schematic.output.render import yamltext
 from schematic.output.render.machineconfig import patch_without_installer
 from schematic.plan.cluster import PoolPlan
 
-__all__ = ["TALHELPER_FILE", "talhelper_fragment"]
+__all__ = ["talhelper_fragment"]
 
-TALHELPER_FILE = "talhelper.yaml"
 # talhelper's machineSpec defaults (pkg/config/config.go): what the fragment need not say.
 _DEFAULT_MODE = "metal"
 _DEFAULT_ARCH = "amd64"

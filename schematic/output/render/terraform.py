@@ -39,13 +39,11 @@ from schematic.plan.cluster import PoolPlan
 __all__ = [
     "PROVIDER_SOURCE",
     "SCHEMATIC_RESOURCE",
-    "TERRAFORM_FILE",
     "module_usage",
     "terraform_json",
     "terraform_name",
 ]
 
-TERRAFORM_FILE = "talos-schematic.tf.json"
 SCHEMATIC_RESOURCE = "talos_image_factory_schematic"
 PROVIDER_SOURCE = "siderolabs/talos"
 

@@ -1,0 +1,257 @@
+"""The output kinds: one row each, read by every place that needs to know one.
+
+``generate --format``'s choices and help, the ``--out`` tree (each kind's files, whether only
+a Cozystack tenant pool gets it, whether it is written by default), the one-document check of a
+printed kind, the chart fit, ``kustomization.yaml``, the "Other tools" steps of ``APPLY.md`` and
+``lint``'s reader of the kind all come from :data:`OUTPUT_KINDS`. Adding a kind is adding a row
+(``docs/architecture.md`` lists the steps). This module imports no renderer at import time, so
+the command line's ``--help`` stays fast: a row's renderer imports its module when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from schematic.plan.cluster import PoolPlan
+
+__all__ = [
+    "ADDONS_FILE",
+    "DEFAULT_KINDS",
+    "KINDS",
+    "OUTPUT_KINDS",
+    "PLATFORM_FILE",
+    "SMOKE_TEST_FILE",
+    "SUMMARY",
+    "ApplyStep",
+    "Kind",
+    "OutputKind",
+    "PoolTexts",
+    "kind_named",
+]
+
+Kind = str  # the name of a row of OUTPUT_KINDS
+
+# The GPU path's files beyond the pools' own.
+ADDONS_FILE = "cluster/kubernetes-addons.yaml"
+PLATFORM_FILE = "management/platform-gpu-values.yaml"
+SMOKE_TEST_FILE = "smoke-test.yaml"  # under <pool>/
+SUMMARY = "summary.json"
+
+
+class PoolTexts(Protocol):
+    """One pool, and the texts pools that render alike share (the run's renderer caches
+    them): what a row's ``render`` is handed."""
+
+    @property
+    def pool(self) -> PoolPlan: ...
+    def values(self) -> str: ...
+    def kubernetes_nodes(self) -> str: ...
+    def helm_release(self) -> str: ...
+    def machine_config(self) -> str: ...
+    def urls(self) -> str: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApplyStep:
+    """Where a pool's file of a tool's kind goes, and the commands that apply it there."""
+
+    goes_to: str
+    commands: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutputKind:
+    """One kind of output. ``pool_file``: the file under ``<out>/<pool>/`` and ``render`` its
+    text; ``cluster_files``: files beside the pools' folders (rendered by the GPU path or the
+    summary). ``tenant_only``: only a Cozystack tenant (KubeVirt) pool gets it; ``default``:
+    ``--out`` writes it without ``--format``; ``one_document``: a pool's text is one whole
+    document its consumer takes (printed for one pool at a time); ``values``: it carries the
+    chart's values (held to what the chart loads); ``manifest``: an object
+    ``kustomization.yaml`` lists; ``stream_label``: printed, each pool's text is headed by a
+    comment naming its pool; ``apply``: the step ``APPLY.md`` gives for a tool's file;
+    ``lint_format``: the name of the lint input format that reads the file back."""
+
+    name: str
+    help: str
+    pool_file: str | None = None
+    render: Callable[[PoolTexts], str] | None = None
+    cluster_files: tuple[str, ...] = ()
+    tenant_only: bool = False
+    default: bool = True
+    one_document: bool = False
+    values: bool = False
+    manifest: bool = False
+    stream_label: bool = False
+    apply: Callable[[PoolPlan, str], ApplyStep] | None = None
+    lint_format: str | None = None
+
+
+def _schematic(texts: PoolTexts) -> str:
+    return texts.pool.canonical
+
+
+def _talhelper(texts: PoolTexts) -> str:
+    from schematic.output.render.talhelper import talhelper_fragment
+
+    return talhelper_fragment(texts.pool)
+
+
+def _omni(texts: PoolTexts) -> str:
+    from schematic.output.render.omni import omni_workers
+
+    return omni_workers(texts.pool)
+
+
+def _terraform(texts: PoolTexts) -> str:
+    from schematic.output.render.terraform import terraform_json
+
+    return terraform_json(texts.pool)
+
+
+def _talhelper_step(pool: PoolPlan, path: str) -> ApplyStep:
+    return ApplyStep(
+        goes_to=f"`talconfig.yaml` of the talhelper repository: the keys of each node of "
+        f"pool `{pool.name}` (or `worker:`)",
+        commands=(
+            "talhelper genconfig",
+            "talhelper gencommand apply | bash",
+            "talhelper gencommand upgrade | bash",
+        ),
+    )
+
+
+def _omni_step(pool: PoolPlan, path: str) -> ApplyStep:
+    return ApplyStep(
+        goes_to=f"the Omni cluster template: its `Workers` document for pool `{pool.name}`",
+        commands=("omnictl cluster template sync --file CLUSTER_TEMPLATE.yaml",),
+    )
+
+
+def _terraform_step(pool: PoolPlan, path: str) -> ApplyStep:
+    from schematic.output.render.terraform import terraform_name
+
+    # The name is the renderer's own (a pool `gpu-a` is `talos_pool_gpu_a`).
+    return ApplyStep(
+        goes_to="a Terraform module of the siderolabs/talos provider: "
+        f"`module.<name>.{terraform_name(pool.name)}` from your root module",
+        commands=("terraform plan", "terraform apply"),
+    )
+
+
+# In the order --help, --out and the output list them.
+OUTPUT_KINDS: tuple[OutputKind, ...] = (
+    OutputKind(
+        name="cozystack",
+        help="the KubernetesNodes object of each Cozystack tenant pool (the default)",
+        pool_file="kubernetes-nodes.yaml",
+        render=lambda texts: texts.kubernetes_nodes(),
+        tenant_only=True,
+        values=True,
+        manifest=True,
+    ),
+    OutputKind(
+        name="values",
+        help="each tenant pool's KubernetesNodes spec alone",
+        pool_file="values.yaml",
+        render=lambda texts: texts.values(),
+        tenant_only=True,
+        values=True,
+        stream_label=True,
+    ),
+    OutputKind(
+        name="machine-config",
+        help="a Talos machine-config patch per pool",
+        pool_file="machine-config-patch.yaml",
+        render=lambda texts: texts.machine_config(),
+        one_document=True,
+        stream_label=True,
+    ),
+    OutputKind(
+        name="schematic",
+        help="the schematic the Image Factory is posted",
+        pool_file="schematic.yaml",
+        render=_schematic,
+        one_document=True,
+        stream_label=True,
+    ),
+    OutputKind(
+        name="urls",
+        help="the boot-image and installer URLs",
+        pool_file="urls.yaml",
+        render=lambda texts: texts.urls(),
+    ),
+    OutputKind(
+        name="addons",
+        help="the tenant Kubernetes app's GPU Operator values (with --out -f cozystack, the "
+        "whole Kubernetes object)",
+        cluster_files=(ADDONS_FILE,),
+    ),
+    OutputKind(
+        name="platform",
+        help="the management cluster's passthrough entries for GPUs its defaults lack",
+        cluster_files=(PLATFORM_FILE,),
+    ),
+    OutputKind(
+        name="smoke-test",
+        help="an nvidia-smi -L pod per GPU pool",
+        pool_file=SMOKE_TEST_FILE,
+    ),
+    OutputKind(
+        name="helmrelease",
+        help="a Flux HelmRelease of the kubernetes-nodes chart per pool, instead of the "
+        "KubernetesNodes object",
+        pool_file="helmrelease.yaml",
+        render=lambda texts: texts.helm_release(),
+        tenant_only=True,
+        default=False,
+        values=True,
+        manifest=True,
+    ),
+    OutputKind(
+        name="json",
+        help="each pool's decision as one JSON summary",
+        cluster_files=(SUMMARY,),
+        default=False,
+    ),
+    OutputKind(
+        name="talhelper",
+        help="the talconfig.yaml keys (schematic, kernelModules, patches) of each pool's nodes",
+        pool_file="talhelper.yaml",
+        render=_talhelper,
+        default=False,
+        apply=_talhelper_step,
+        lint_format="talhelper-fragment",
+    ),
+    OutputKind(
+        name="omni",
+        help="an Omni cluster-template Workers machine set per pool",
+        pool_file="omni-workers.yaml",
+        render=_omni,
+        default=False,
+        apply=_omni_step,
+        lint_format="omni-template",
+    ),
+    OutputKind(
+        name="terraform",
+        help="a pool's .tf.json (its talos_image_factory_schematic, schematic ID, images and "
+        "config_patches)",
+        pool_file="talos-schematic.tf.json",
+        render=_terraform,
+        default=False,
+        one_document=True,
+        apply=_terraform_step,
+        lint_format="terraform-json",
+    ),
+)
+
+_BY_NAME = {kind.name: kind for kind in OUTPUT_KINDS}
+KINDS: tuple[Kind, ...] = tuple(_BY_NAME)
+DEFAULT_KINDS: tuple[Kind, ...] = tuple(kind.name for kind in OUTPUT_KINDS if kind.default)
+
+
+def kind_named(name: str) -> OutputKind:
+    """The row of ``name`` (KeyError for a name no row has)."""
+    return _BY_NAME[name]
