@@ -1298,3 +1298,33 @@ def test_ts192_terraform_hcl_that_builds_a_schematic_is_said_unread(tmp_path: Pa
         (example / "terraform-provider-machine-configuration-apply.tf").read_text()
     )
     assert not lint_paths([str(tmp_path)]).findings
+
+
+def test_ts136_a_rollout_line_without_the_pools_schematic(tmp_path: Path) -> None:
+    repository, tuppr = "factory.talos.dev/metal-installer", "tuppr.home-operations.com/schematic"
+    index = f"""\
+        generator: talos-schematic
+        cluster: c
+        talos: v1.13.9
+        pools:
+        - name: gpu
+          schematicID: {OPEN_PROD}
+          extensions: [siderolabs/nvidia-open-gpu-kernel-modules-production]
+        - name: cpu
+          schematicID: {ext_id("iscsi-tools")}
+          extensions: [siderolabs/iscsi-tools]
+        """
+    script = f"""\
+        # pool gpu (GPU): factory.talos.dev/metal-installer/{OPEN_PROD}:v1.14.0
+        talosctl upgrade --nodes 10.0.0.1 --image {repository}/{OPEN_PROD}:v1.14.0
+        talosctl upgrade --nodes 10.0.0.2 --image ghcr.io/siderolabs/installer:v1.14.0
+        talosctl upgrade --nodes 10.0.0.3
+        # talosctl upgrade --nodes 10.0.0.4
+        kubectl annotate node -l node.kubernetes.io/pool=cpu {tuppr}={OPEN_PROD}
+        """
+    found = [
+        f for f in run(tmp_path, {"index.yaml": index, "rollout.sh": script}) if f.code == "TS136"
+    ]
+    assert [f.line for f in found] == [3, 4, 6]
+    assert "drops its extensions" in found[0].message and "no --image" in found[1].message
+    assert "installs pool 'gpu'" in found[2].message

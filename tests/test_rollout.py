@@ -309,3 +309,111 @@ def test_an_unreadable_node_list_is_a_usage_error(
     assert said in str(err.value) and str(nodes) in str(err.value)
     assert err.value.option == "--nodes-from"
     assert "Traceback" not in result.output and result.stdout == ""
+
+
+# --- lint: a hand-edited rollout that drops a pool's extensions (TS136) ---------------------
+
+
+@pytest.fixture
+def generated(mixed: Path, tmp_path: Path) -> Path:
+    text = mixed.read_text().replace(
+        "cluster: lab\n", "cluster: lab\nnamespace: tenant-lab\ncozystack: {version: osimage}\n"
+    )
+    mixed.write_text(text)
+    out = tmp_path / "out"
+    generate(Request(mixed, out=out))
+    return out
+
+
+def _lint(*paths: Path) -> tuple[int, list[dict[str, Any]]]:
+    result = _run("lint", "--json", *map(str, paths))
+    return result.exit_code, json.loads(result.stdout)["findings"]
+
+
+def _rollout(mixed: Path, out: Path, kind: str) -> Path:
+    result = _run("upgrade", str(mixed), "--to", TO, "-f", kind, "--nodes-from", str(NODES))
+    assert result.exit_code == 0, result.output
+    script = out / f"rollout-{kind}.sh"
+    script.write_text(result.stdout)
+    return script
+
+
+@pytest.mark.parametrize("kind", ["talosctl", "tuppr"])
+def test_lint_passes_the_rollout_as_written(mixed: Path, generated: Path, kind: str) -> None:
+    _rollout(mixed, generated, kind)
+    _, findings = _lint(generated)
+    assert [f for f in findings if f["code"] in ("TS136", "TS001")] == []
+
+
+def _edit(script: Path, pattern: str, replacement: str) -> int:
+    """Replace the first match of ``pattern``; the line it was on."""
+    text = script.read_text()
+    found = re.search(pattern, text, re.M)
+    assert found is not None, pattern
+    script.write_text(text[: found.start()] + replacement + text[found.end() :])
+    return text.count("\n", 0, found.start()) + 1
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "said"),
+    [
+        # The plain installer: no schematic in the image.
+        (r"--image \S+secureboot\S+", "--image ghcr.io/siderolabs/installer:v1.14.0", "drops"),
+        # No --image at all: talosctl's default, the release's metal-installer.
+        (r" --image \S+secureboot\S+", "", "no --image"),
+        # The empty schematic.
+        (
+            r"(?<=--nodes 10\.5\.0\.11 --image factory\.talos\.dev/metal-installer-secureboot/)"
+            r"[0-9a-f]{64}",
+            "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba",
+            "drops",
+        ),
+    ],
+)
+def test_lint_flags_a_talosctl_upgrade_that_drops_the_extensions(
+    mixed: Path, generated: Path, pattern: str, replacement: str, said: str
+) -> None:
+    script = _rollout(mixed, generated, "talosctl")
+    line = _edit(script, pattern, replacement)
+    code, findings = _lint(generated)
+    found = [f for f in findings if f["code"] == "TS136"]
+    assert code == 3
+    assert [(f["file"], f["line"]) for f in found] == [(str(script), line)]
+    assert "pool 'secure'" in found[0]["message"] and said in found[0]["message"]
+    assert "siderolabs/amd-ucode" in found[0]["message"] or said == "no --image"
+
+
+def test_lint_flags_another_pools_schematic_in_a_tuppr_annotation(
+    mixed: Path, generated: Path
+) -> None:
+    index = yaml.safe_load((generated / "index.yaml").read_text())
+    ids = {pool["name"]: pool["schematicID"] for pool in index["pools"]}
+    script = _rollout(mixed, generated, "tuppr")
+    line = _edit(
+        script,
+        r"(?<=node/metal-a tuppr\.home-operations\.com/schematic=)[0-9a-f]{64}",
+        ids["cpu"],
+    )
+    code, findings = _lint(generated)
+    found = [f for f in findings if f["code"] == "TS136"]
+    assert code == 3 and [f["line"] for f in found] == [line]
+    assert "installs pool 'cpu'" in found[0]["message"]
+
+
+def test_a_commented_or_foreign_line_is_not_flagged(mixed: Path, generated: Path) -> None:
+    script = _rollout(mixed, generated, "talosctl")
+    text = script.read_text()
+    # A commented-out plain upgrade, and one in no pool's section, are not the pool's.
+    text += "# talosctl upgrade --nodes 10.5.0.11 --image ghcr.io/siderolabs/installer:v1.14.0\n"
+    script.write_text("talosctl upgrade --nodes 10.9.9.9\n" + text)
+    _, findings = _lint(generated)
+    assert [f for f in findings if f["code"] == "TS136"] == []
+
+
+def test_a_rollout_without_the_index_says_it_was_not_checked(mixed: Path, tmp_path: Path) -> None:
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    script = _rollout(mixed, alone, "talosctl")
+    code, findings = _lint(script)
+    assert [(f["code"], f["file"]) for f in findings] == [("TS001", str(script))]
+    assert code == 0  # a warning: the run could not judge, and says so

@@ -29,8 +29,8 @@ def lint(
         typer.Argument(
             metavar="PATH...",
             help="YAML files or directories: KubernetesNodes / Kubernetes objects, values "
-            "files, rendered manifests, schematic files, this tool's output; '-' reads "
-            "standard input.",
+            "files, rendered manifests, schematic files, this tool's output and rollout scripts "
+            "(.sh, upgrade -f talosctl|tuppr); '-' reads standard input.",
             show_default=False,
         ),
     ] = None,

@@ -107,6 +107,8 @@ def lint_paths(
 
     release = operator_release() if cozystack is None else operator_release_named(cozystack)
     documents, problems, files = load_counted(paths)
+    scripts = [document for document in documents if document.script]
+    documents = [document for document in documents if not document.script]
     if chart is None:
         chart = generated_for(documents)
     out = Collector()
@@ -189,6 +191,10 @@ def lint_paths(
     check_passthrough(inventory, out)
     check_manifests(inventory, out)
     check_url_listings(documents, out)
+    if scripts:
+        from schematic.doctor.lint.rollout import check_rollout_scripts, indexed_pools
+
+        check_rollout_scripts(scripts, indexed_pools(documents), out)
     for failure in failures:
         out.add("TS005", f"the factory was not asked: {failure}", factory, None)
     files += len(config_patches)

@@ -50,6 +50,8 @@ Path_ = tuple[Key, ...]
 _SUFFIXES = (".yaml", ".yml", ".json")
 # Terraform HCL: not read, but never passed over in silence when it builds a Talos schematic.
 _HCL_SUFFIX = ".tf"
+# A rollout script (upgrade -f talosctl|tuppr): read as text, its upgrade lines checked (TS136).
+_SCRIPT_SUFFIX = ".sh"
 # What only HCL that builds a schematic names ("siderolabs/" alone would take a file that
 # merely pins ghcr.io/siderolabs/installer).
 _HCL_TALOS_WORDS = (
@@ -71,6 +73,8 @@ class Document:
     # Each mapping key written twice: its path, the line of the later one (which lint reads,
     # as PyYAML and Helm do) and of the first. go-yaml, and so Talos, refuses such a config.
     duplicates: tuple[tuple[Path_, int, int], ...] = field(default=(), repr=False)
+    # A shell script (a rollout): only its text is read, by schematic.doctor.lint.rollout.
+    script: bool = False
 
     def line(self, path: Path_ = ()) -> int:
         """The line of ``path``, or of its nearest ancestor the document records."""
@@ -202,7 +206,7 @@ def _entries(paths: Sequence[str]) -> list[tuple[Path, str, str]]:
                 found += [
                     (child, str(child), _unreadable(child))
                     for child in files_below(path)
-                    if child.name.endswith((*_SUFFIXES, _HCL_SUFFIX))
+                    if child.name.endswith((*_SUFFIXES, _HCL_SUFFIX, _SCRIPT_SUFFIX))
                 ]
             except OSError as err:
                 # A folder that cannot be listed holds files nobody checked: passing the rest
@@ -331,6 +335,9 @@ def load_counted(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem
             continue
         except OSError as err:
             raise LintInputError(f"{shown}: {read_problem(err)}") from None
+        if shown.endswith(_SCRIPT_SUFFIX):
+            documents.append(Document(shown, 0, None, {}, text, script=True))
+            continue
         if shown.endswith(_HCL_SUFFIX):
             if hcl_line := _hcl_talos_line(text):
                 problems.append(LoadProblem(shown, hcl_line, "", template=False, hcl=True))
