@@ -483,12 +483,109 @@ def test_against_names_the_node_and_both_ids(tmp_path: Path, committed: Path) ->
     )
     code, out, _ = run("triage", str(tmp_path), "--against", str(committed))
     assert code == 3
-    assert "TS130" in out
+    assert "TS214" in out and "TS130" not in out
     assert "kubernetes-mycluster-cpu-6f7d8c9b5-x7k2p" in out
     assert "q8w2n" not in out
     assert running in out and cpu in out
     # Without --against there is nothing to compare with.
     assert codes(tmp_path) == {}
+
+
+def _running(tmp_path: Path, nodes: dict[str, str]) -> None:
+    """nodes.json with each node annotated with the schematic it runs."""
+    items = [
+        node(
+            name,
+            f"10.5.0.{number}",
+            metadata={"annotations": {"extensions.talos.dev/schematic": schematic}},
+        )
+        for number, (name, schematic) in enumerate(sorted(nodes.items()), 1)
+    ]
+    (tmp_path / "nodes.json").write_text(node_list(*items), encoding="utf-8")
+
+
+def _against(tmp_path: Path, committed: Path) -> list[Any]:
+    return [
+        d
+        for d in triage_paths([str(tmp_path)], against=str(committed)).diagnoses
+        if d.code == "TS214"
+    ]
+
+
+def test_against_matches_the_longest_pool_name(tmp_path: Path) -> None:
+    # Pools gpu and gpu-big: a gpu-big node runs gpu-big's schematic, a gpu node gpu's.
+    example = Path(__file__).parent.parent / "examples" / "cluster.yaml"
+    text = example.read_text(encoding="utf-8")
+    text = text.replace("- name: rtx6000", "- name: gpu").replace("- name: l40s", "- name: gpu-big")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(text, encoding="utf-8")
+    out = tmp_path / "deploy"
+    code, _, err = run("generate", str(cluster), "--out", str(out))
+    assert code == 0, err
+    from schematic.output.outdir import read_index
+
+    index = read_index(out)
+    assert index is not None
+    ids = index.schematic_ids()
+    assert ids["gpu"] != ids["gpu-big"]
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    _running(
+        evidence,
+        {
+            "kubernetes-mycluster-gpu-big-6f7d8c9b5-x7k2p": ids["gpu-big"],
+            "kubernetes-mycluster-gpu-6f7d8c9b5-q8w2n": ids["gpu"],
+        },
+    )
+    # Must not fire: each runs its own pool's schematic.
+    assert _against(evidence, out) == []
+    # Swapped, each is named against its own pool.
+    _running(
+        evidence,
+        {
+            "kubernetes-mycluster-gpu-big-6f7d8c9b5-x7k2p": ids["gpu"],
+            "kubernetes-mycluster-gpu-6f7d8c9b5-q8w2n": ids["gpu-big"],
+        },
+    )
+    found = {d.pools: d for d in _against(evidence, out)}
+    assert set(found) == {("kubernetes-mycluster-gpu",), ("kubernetes-mycluster-gpu-big",)}
+    big = found["kubernetes-mycluster-gpu-big",]
+    assert dict(big.schematics) == {"running": ids["gpu"], "committed": ids["gpu-big"]}
+    # The fix names the KubernetesNodes object, not `<cluster>-kubernetes-mycluster-gpu-big`.
+    assert any("KubernetesNodes `mycluster-gpu-big`" in p for p in big.places)
+    assert not any("<cluster>-kubernetes" in p for p in big.places)
+
+
+def test_against_takes_the_factory_stamped_id_as_the_pools(tmp_path: Path, committed: Path) -> None:
+    # An Enterprise factory's ID (the body with its owner) recorded in index.yaml beside the
+    # offline one: a node running either is the pool's.
+    import shutil
+
+    import yaml
+
+    deploy = tmp_path / "deploy"
+    shutil.copytree(committed, deploy)
+    index_file = deploy / "index.yaml"
+    index = yaml.safe_load(index_file.read_text(encoding="utf-8"))
+    entry = next(p for p in index["pools"] if p["name"] == "cpu")
+    offline = entry["schematicID"]
+    stamped = "5e1f" + offline[4:]
+    entry["offlineSchematicID"], entry["schematicID"] = offline, stamped
+    index_file.write_text(yaml.safe_dump(index, sort_keys=False), encoding="utf-8")
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    _running(
+        evidence,
+        {
+            "kubernetes-mycluster-cpu-6f7d8c9b5-x7k2p": stamped,
+            "kubernetes-mycluster-cpu-6f7d8c9b5-q8w2n": offline,
+        },
+    )
+    assert _against(evidence, deploy) == []
+    # Must fire: a third ID is neither.
+    _running(evidence, {"kubernetes-mycluster-cpu-6f7d8c9b5-x7k2p": "0" * 64})
+    (found,) = _against(evidence, deploy)
+    assert dict(found.schematics)["committed"] == stamped
 
 
 def test_against_a_directory_without_an_index_is_an_input_error(tmp_path: Path) -> None:

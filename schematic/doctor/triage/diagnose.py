@@ -128,15 +128,22 @@ class Committed:
     pools: tuple[CommittedPool, ...]
 
     def pool_of(self, machine: Machine) -> CommittedPool | None:
-        """The committed pool a machine belongs to: its pool (or name) is the pool's name, or
-        ends in ``-<pool>`` (Cozystack's ``kubernetes-<cluster>-<pool>``); the longest wins."""
+        """The committed pool a machine belongs to: its pool is the pool's name as Cozystack
+        (``kubernetes-<cluster>-<pool>``), Cluster API (``<cluster>-<pool>``) or a label spells
+        it; else a name holding ``-<pool>-`` as a whole token, the longest pool name winning
+        (``gpu-big`` before ``gpu``)."""
+        for pool in self.pools:
+            spelled = {pool.name, f"{self.cluster}-{pool.name}"}
+            spelled.add(f"kubernetes-{self.cluster}-{pool.name}")
+            if machine.pool in spelled:
+                return pool
         spellings = [machine.pool, *sorted(machine.names)]
         found = []
         for pool in self.pools:
             token = re.compile(rf"(?:^|-){re.escape(pool.name)}(?:-|$)")
             if any(s == pool.name or (s and token.search(s)) for s in spellings):
                 found.append(pool)
-        return max(found, key=lambda p: len(p.name)) if found else None
+        return max(found, key=lambda p: (len(p.name), p.name)) if found else None
 
 
 def _short_extension(name: str) -> str:
@@ -144,8 +151,8 @@ def _short_extension(name: str) -> str:
 
 
 def _against(model: ClusterModel, committed: Committed) -> list[Finding]:
-    """TS130 on runtime evidence: a node that runs another schematic than its pool commits
-    boots one extension set and upgrades into another."""
+    """TS214: a node that runs another schematic than its pool commits (the factory's stamped
+    ID of the pool's schematic is the pool's own: index.yaml lists both)."""
     found = []
     for machine in model.sorted_machines():
         running = machine.running_schematic()
@@ -158,7 +165,7 @@ def _against(model: ClusterModel, committed: Committed) -> list[Finding]:
         commits = sorted(_short_extension(e) for e in pool.extensions)
         summary = [
             f"{machine.name} runs schematic {running[0]}, pool {pool.name} commits "
-            f"{pool.schematic_ids[0]}: booted from one, it upgrades into the other"
+            f"{pool.schematic_ids[0]}"
         ]
         if runs:
             only_running = sorted(set(runs) - set(commits))
@@ -179,7 +186,7 @@ def _against(model: ClusterModel, committed: Committed) -> list[Finding]:
         ]
         found.append(
             Finding(
-                "TS130",
+                "TS214",
                 machine,
                 [running[1], pool.where],
                 ruled,

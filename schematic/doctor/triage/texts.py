@@ -86,6 +86,7 @@ _WHERE: dict[str, tuple[tuple[str, str], ...]] = {
     "TS105": _SCHEMATIC_WHERE,
     "TS110": _SCHEMATIC_WHERE,
     "TS130": _SCHEMATIC_WHERE,
+    "TS214": _SCHEMATIC_WHERE,
     "TS211": _SCHEMATIC_WHERE,
     "TS123": _MODULES_WHERE,
     "TS155": _MODULES_WHERE,
@@ -108,9 +109,19 @@ _WHERE: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# Cozystack names a pool's machines after its KubernetesNodes object `<cluster>-<pool>`, with
+# `kubernetes-` in front: a pool known from such names is the object's name with the prefix.
+_COZYSTACK_MACHINE_PREFIX = "kubernetes-"
+
+
 def fix_places(code: str, pool: str) -> tuple[str, ...]:
     """Per target, the key and object a fix under ``code`` changes (empty when no key does)."""
-    return tuple(
-        f"{target}: {where.replace('{pool}', pool or '<pool>')}"
-        for target, where in _WHERE.get(code, ())
-    )
+    places = []
+    for target, where in _WHERE.get(code, ()):
+        if pool.startswith(_COZYSTACK_MACHINE_PREFIX) and "`<cluster>-{pool}`" in where:
+            # The object itself, not `<cluster>-kubernetes-<cluster>-<pool>`.
+            where = where.replace("{pool}", pool).replace(
+                f"<cluster>-{pool}", pool.removeprefix(_COZYSTACK_MACHINE_PREFIX)
+            )
+        places.append(f"{target}: {where.replace('{pool}', pool or '<pool>')}")
+    return tuple(places)

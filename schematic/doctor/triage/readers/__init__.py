@@ -13,8 +13,9 @@
 
 A paste is first cleaned (paste.unquote: `> ` quote markers; paste.fenced_paste: the caption
 around a fenced paste; paste.clean: colour, carriage returns, prompts, banners, fences,
-`<details>`, tool warnings) and split at its shell prompts, so a file holding several commands' outputs is read section by
-section. Notes and READMEs (paste.is_prose) are not evidence. A file none of the readers finds
+`<details>`, tool warnings) and split at its shell prompts, so a file holding several
+commands' outputs is read section by section. Notes and READMEs (paste.is_prose) are not
+evidence. A file none of the readers finds
 anything in is *unrecognised*: listed in the report, not an error.
 """
 
