@@ -54,8 +54,16 @@ def talconfig(talos: str, hostname: str, fragment: str, *, as_worker_group: bool
         "    controlPlane: false\n"
     )
     if as_worker_group:
-        return head + "worker:\n" + textwrap.indent(fragment, "  ")
-    return head + textwrap.indent(fragment, "    ")
+        # The keys are indented for a node entry: two spaces less under worker:.
+        keys = "".join(line.removeprefix("  ") + "\n" for line in fragment.splitlines())
+        return head + "worker:\n" + keys
+    # Pasted as written, below the node's lines: no re-indenting.
+    return head + fragment
+
+
+def node_keys(keys: dict[str, Any]) -> str:
+    """Keys as a node entry holds them (what a fragment is, edited)."""
+    return textwrap.indent(yaml.safe_dump(keys), "    ")
 
 
 def lint_talconfig(tmp_path: Path, text: str) -> list[Finding]:
@@ -89,13 +97,8 @@ def test_every_pools_fragment_lints_clean_as_a_talconfig(
 
 
 def _modules(keys: dict[str, Any]) -> list[str]:
-    """The modules a fragment loads: kernelModules, or KernelModuleConfig patches (1.14)."""
-    names = [entry["name"] for entry in keys.get("kernelModules", [])]
-    for patch in keys.get("patches", []):
-        document = yaml.safe_load(patch)
-        if document.get("kind") == "KernelModuleConfig":
-            names.append(document["name"])
-    return names
+    """The modules a fragment loads: talhelper writes kernelModules to machine.kernel.modules."""
+    return [entry["name"] for entry in keys.get("kernelModules", [])]
 
 
 @pytest.mark.parametrize("talos", ["v1.13.9", "v1.14.0"])
@@ -114,11 +117,13 @@ def test_the_gpu_pools_carry_nvidia_and_the_modules_the_cpu_pool_neither(
             assert nvidia == [] and _modules(keys) == [] and "patches" not in keys
 
 
-def test_kernel_modules_are_documents_from_talos_1_14(tmp_path: Path) -> None:
-    keys = yaml.safe_load(fragments(with_talos(tmp_path, "v1.14.0"))["rtx6000"])
-    assert "kernelModules" not in keys
-    older = yaml.safe_load(fragments(EXAMPLE)["rtx6000"])
-    assert "patches" not in older and older["kernelModules"][0]["name"] == "nvidia"
+@pytest.mark.parametrize("talos", ["v1.13.9", "v1.14.0"])
+def test_kernel_modules_are_the_module_list_on_every_release(tmp_path: Path, talos: str) -> None:
+    # talhelper's last release cannot load a KernelModuleConfig document; Talos 1.14 still
+    # takes machine.kernel.modules, which talhelper writes from kernelModules.
+    keys = yaml.safe_load(fragments(with_talos(tmp_path, talos))["rtx6000"])
+    assert "patches" not in keys
+    assert keys["kernelModules"][0] == {"name": "nvidia", "parameters": ["NVreg_NvLinkDisable=1"]}
 
 
 def test_the_sysctl_goes_into_a_patch_up_to_talos_1_12(tmp_path: Path) -> None:
@@ -165,7 +170,7 @@ def test_without_its_modules_the_gpu_fragment_reads_back_as_unloaded(
     keys = yaml.safe_load(fragments(cluster_file)["rtx6000"])
     keys.pop("kernelModules", None)
     keys.pop("patches", None)
-    text = talconfig(talos, "rtx6000-1", yaml.safe_dump(keys), as_worker_group=False)
+    text = talconfig(talos, "rtx6000-1", node_keys(keys), as_worker_group=False)
     assert "TS123" in {f.code for f in lint_talconfig(tmp_path, text)}
 
 
@@ -231,10 +236,10 @@ def test_talhelpers_installer_is_its_mode_installer(tmp_path: Path) -> None:
         schematic = Schematic.from_yaml(yaml.safe_dump(keys["schematic"]))
         assert keys["machineSpec"]["mode"] == "openstack", name
         assert keys["talosImageURL"] == f"factory.talos.dev/installer/{schematic.id}", name
-    assert (
-        "(talhelper derives <factory>/<mode>-installer/<ID>: talosImageURL pins it)"
-        in (fragments(EXAMPLE)["cpu"])
-    )
+    cpu = Schematic.from_yaml(yaml.safe_dump(pools["cpu"]["schematic"])).id
+    # The header names the image talhelper installs: the pinned one, with talosVersion.
+    header = f"# installer factory.talos.dev/installer/{cpu}:v1.13.9 (talosImageURL pins it)"
+    assert header in fragments(EXAMPLE)["cpu"].splitlines()
     # Before Talos 1.10 the factory serves no metal-installer: a metal pool pins installer/.
     old = tmp_path / "old.yaml"
     old.write_text(BOOT_MEDIA.read_text().replace("version: v1.13.9", "version: v1.9.5"))
@@ -254,7 +259,7 @@ def test_lint_checks_the_media_talhelper_derives_from_machine_spec(tmp_path: Pat
     rpi = yaml.safe_load(written["rpi"])
     del rpi["machineSpec"]
     found = lint_talconfig(
-        tmp_path, talconfig("v1.13.9", "rpi-1", yaml.safe_dump(rpi), as_worker_group=False)
+        tmp_path, talconfig("v1.13.9", "rpi-1", node_keys(rpi), as_worker_group=False)
     )
     assert [(f.code, f.severity) for f in found if f.severity != "note"] == [("TS134", "error")]
     # A SecureBoot node pinned to a non-SecureBoot installer (TS132).
@@ -262,6 +267,6 @@ def test_lint_checks_the_media_talhelper_derives_from_machine_spec(tmp_path: Pat
     schematic = Schematic.from_yaml(yaml.safe_dump(secure["schematic"]))
     secure["talosImageURL"] = f"factory.talos.dev/metal-installer/{schematic.id}"
     found = lint_talconfig(
-        tmp_path, talconfig("v1.13.9", "secure-1", yaml.safe_dump(secure), as_worker_group=False)
+        tmp_path, talconfig("v1.13.9", "secure-1", node_keys(secure), as_worker_group=False)
     )
     assert [(f.code, f.severity) for f in found if f.severity != "note"] == [("TS132", "error")]

@@ -177,7 +177,10 @@ def parse_yaml(
     for index, node in enumerate(compose_all(text, _untyped)):
         if node is None:
             continue
-        source = text[node.start_mark.index : node.end_mark.index]
+        start = node.start_mark.index
+        if not text[start - node.start_mark.column : start].strip():
+            start -= node.start_mark.column  # an indented root keeps its indentation
+        source = text[start : node.end_mark.index]
         if only_read and not may_hold_lint_object(source):
             continue
         lines: dict[Path_, int] = {}

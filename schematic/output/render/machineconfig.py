@@ -17,7 +17,7 @@ from typing import Any
 
 from schematic.plan.cluster import PoolPlan
 
-__all__ = ["machine_config_patch", "patch_without_installer"]
+__all__ = ["kernel_module_entries", "machine_config_patch", "patch_without_installer"]
 
 
 def _module(name: str, parameters: tuple[str, ...]) -> dict[str, Any]:
@@ -25,6 +25,12 @@ def _module(name: str, parameters: tuple[str, ...]) -> dict[str, Any]:
     if parameters:
         entry["parameters"] = list(parameters)
     return entry
+
+
+def kernel_module_entries(pool: PoolPlan) -> list[dict[str, Any]]:
+    """The pool's modules in the ``machine.kernel.modules`` form (name, parameters), the form
+    every release up to 1.13 takes and Talos 1.14 still accepts."""
+    return [_module(module.name, module.parameters) for module in pool.kernel_modules]
 
 
 def _mirror_document(host: str, mirror: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,9 +73,7 @@ def machine_config_patch(pool: PoolPlan) -> list[dict[str, Any]]:
                 for module in pool.kernel_modules
             ]
         else:
-            machine["kernel"] = {
-                "modules": [_module(m.name, m.parameters) for m in pool.kernel_modules]
-            }
+            machine["kernel"] = {"modules": kernel_module_entries(pool)}
     if pool.sysctls:
         machine["sysctls"] = dict(pool.sysctls)
     mirrors = pool.registry_mirrors

@@ -16,13 +16,18 @@ to the pool (a talconfig has one ``worker:`` group, and a cluster has several po
   ``InstallerURLTmpl`` default since 6b09d815), e.g. a custom installer repository.
 - ``machineSpec``: the boot media's platform, architecture and SecureBoot, when not
   talhelper's defaults (``metal``, ``amd64``, off).
-- ``kernelModules``: talhelper writes them into ``machine.kernel.modules``, so up to Talos 1.13
-  the modules the extensions install but do not load go there.
+- ``kernelModules``: talhelper writes them into ``machine.kernel.modules`` (``NodeConfigs``'
+  ``[]*v1alpha1.KernelModuleConfig``, the v1alpha1 module entry; ``pkg/talos/nodeconfig.go``).
+  They go there for every release, 1.14 too: talhelper's last release (v3.1.17; the
+  repository is archived) bundles a Talos machinery that predates the ``KernelModuleConfig``
+  document and refuses a patch holding one, while Talos 1.14 still accepts the module list.
 - ``patches``: the rest of the pool's machine-config patch
   (:mod:`schematic.output.render.machineconfig`, the one place that decides it), one inline
-  patch per document: sysctls and pre-1.12 registry mirrors as a v1alpha1 patch, and the typed
-  documents (``KernelModuleConfig`` from Talos 1.14, ``RegistryMirrorConfig`` from 1.12).
-  ``machine.install.image`` is left to talhelper.
+  patch per document: sysctls and pre-1.12 registry mirrors as a v1alpha1 patch, and
+  ``RegistryMirrorConfig`` documents from 1.12. ``machine.install.image`` is left to talhelper.
+
+The keys are indented as a node entry's under ``nodes:`` (four spaces, below its
+``- hostname:`` line), so the block pastes there unchanged.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Any
 from schematic.facts.media import platform_media
 from schematic.facts.talos import TalosVersion, talhelper_installer
 from schematic.output.render import yamltext
-from schematic.output.render.machineconfig import patch_without_installer
+from schematic.output.render.machineconfig import kernel_module_entries, patch_without_installer
 from schematic.plan.cluster import PoolPlan
 
 __all__ = ["talhelper_fragment"]
@@ -83,45 +88,52 @@ def _machine_spec(pool: PoolPlan) -> dict[str, Any]:
     return spec
 
 
-def _modules_and_patches(pool: PoolPlan) -> tuple[list[Any], list[dict[str, Any]]]:
-    """The pool's patch split into talhelper's ``kernelModules`` and its remaining documents."""
-    # talhelper writes the installer from schematic / talosImageURL.
+def _patches(pool: PoolPlan) -> list[dict[str, Any]]:
+    """The pool's patch without what talhelper writes itself: the installer (from
+    ``schematic`` / ``talosImageURL``) and the modules (from ``kernelModules``)."""
     v1alpha1, *documents = patch_without_installer(pool)
     machine = dict(v1alpha1["machine"])
-    kernel = machine.pop("kernel", {})
-    modules: list[Any] = list(kernel.get("modules", ()))
-    patches = [{"machine": machine}] if machine else []
-    return modules, [*patches, *documents]
+    machine.pop("kernel", None)
+    typed = [d for d in documents if d.get("kind") != "KernelModuleConfig"]
+    return [*([{"machine": machine}] if machine else []), *typed]
+
+
+# Where the keys go: a node entry's keys under ``nodes:``, below its ``- hostname:`` line.
+_NODE_ENTRY_INDENT = "    "
 
 
 def talhelper_fragment(pool: PoolPlan) -> str:
-    """The talconfig keys of ``pool``, after a comment naming the pool and where they go."""
-    installer = pool.references.installer
+    """The talconfig keys of ``pool``, indented as a node entry's, after a comment naming the
+    pool, its schematic and the installer talhelper writes from them."""
     version = pool.talos.version
     lines = [
         f"# talhelper keys for pool {pool.name} (talosVersion {version}): paste them into each",
-        "# of the pool's entries under nodes:, or under worker: when every worker is of this pool.",
+        "# of the pool's entries under nodes:, below its - hostname: line, as indented here",
+        "# (under worker:, when every worker is of this pool, two spaces less).",
         f"# schematic {pool.schematic_id}",
-        f"# installer {installer}",
     ]
     fields: dict[str, Any] = {}
     pinned = pool.references.installer_unversioned
     if _talhelper_installs(pool, pinned):
-        lines.append("# (what talhelper derives: <factory>/<mode>-installer[-secureboot]/<ID>)")
+        registry = pool.talos.image_factory_url.split("://", 1)[-1].rstrip("/")
+        mode = platform_media(pool.profile.platform).image_platform
+        derived = talhelper_installer(
+            registry, mode, pool.media.secureboot_enabled, pool.schematic_id
+        )
+        lines.append(f"# installer {derived}:{version} (talhelper derives it from schematic)")
     else:
         # talhelper would install <factory>/<machineSpec.mode>-installer/<ID>: another image.
-        lines.append("# (talhelper derives <factory>/<mode>-installer/<ID>: talosImageURL pins it)")
+        lines.append(f"# installer {pinned}:{version} (talosImageURL pins it)")
         fields["talosImageURL"] = pinned
-    out = "\n".join(lines) + "\n" + _nested("schematic", pool.posted_canonical)
+    keys = _nested("schematic", pool.posted_canonical)
     if pool.boot_canonical is not None:
-        out += _nested("imageSchematic", pool.boot_canonical)
+        keys += _nested("imageSchematic", pool.boot_canonical)
     if spec := _machine_spec(pool):
         fields["machineSpec"] = spec
-    modules, patches = _modules_and_patches(pool)
-    if modules:
+    if modules := kernel_module_entries(pool):
         fields["kernelModules"] = modules
     if fields:
-        out += yamltext.dump(fields)
-    if patches:
-        out += "patches:\n" + "".join(_literal(yamltext.dump(patch)) for patch in patches)
-    return out
+        keys += yamltext.dump(fields)
+    if patches := _patches(pool):
+        keys += "patches:\n" + "".join(_literal(yamltext.dump(patch)) for patch in patches)
+    return "\n".join(lines) + "\n" + textwrap.indent(keys, _NODE_ENTRY_INDENT)
