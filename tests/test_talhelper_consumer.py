@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
 from schematic.core.model import Schematic
+from schematic.doctor.lint.talhelper import NODE_CONFIG_KEYS, NODE_OWN_KEYS
 
 register_all_commands()
 runner = CliRunner()
@@ -38,42 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TALOS = ROOT.parent / "shared" / "reference" / "talos"
 EXAMPLES = ("cluster.yaml", "boot-media.yaml")
 
-# Node's own keys and NodeConfigs' (pkg/config/config.go).
-NODE_KEYS = {
-    "hostname",
-    "ipAddress",
-    "controlPlane",
-    "installDisk",
-    "installDiskSelector",
-    "ignoreHostname",
-    "overridePatches",
-    "overrideExtraManifests",
-    "overrideMachineCertSANs",
-}
-NODE_CONFIG_KEYS = {
-    "nodeLabels",
-    "nodeAnnotations",
-    "nodeTaints",
-    "machineDisks",
-    "machineFiles",
-    "disableSearchDomain",
-    "kernelModules",
-    "nameservers",
-    "networkInterfaces",
-    "extraManifests",
-    "certSANs",
-    "patches",
-    "talosImageURL",
-    "noSchematicValidate",
-    "schematic",
-    "imageSchematic",
-    "machineSpec",
-    "ingressFirewall",
-    "extensionServices",
-    "volumes",
-    "userVolumes",
-    "filenameTmpl",
-}
+# A node's keys are NODE_OWN_KEYS and NODE_CONFIG_KEYS, read by lint (pkg/config/config.go).
 MACHINE_SPEC_KEYS = {"mode", "arch", "secureboot", "useUKI", "bootMethod", "imageSuffix"}
 REGISTRY_URL = "factory.talos.dev"
 
@@ -153,7 +119,7 @@ def test_talhelpers_last_release_loads_every_fragment(
         # Pasted unchanged, the keys are the node's own: the next entry is another node.
         first, second = config["nodes"]
         assert second == {"hostname": f"{pool}-2", "ipAddress": "192.168.200.22"}
-        assert set(first) <= NODE_KEYS | NODE_CONFIG_KEYS, pool
+        assert set(first) <= NODE_OWN_KEYS | NODE_CONFIG_KEYS, pool
         assert set(first.get("machineSpec", {})) <= MACHINE_SPEC_KEYS
         for entry in first.get("kernelModules", []):
             assert list(module_entry.iter_errors(entry)) == [], entry

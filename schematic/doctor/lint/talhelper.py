@@ -30,6 +30,8 @@ from schematic.facts.talos import talhelper_installer
 from schematic.safe_yaml import InputKind, read_text
 
 __all__ = [
+    "NODE_CONFIG_KEYS",
+    "NODE_OWN_KEYS",
     "add_talhelper_fragment_pool",
     "add_talhelper_pools",
     "is_talconfig",
@@ -38,7 +40,7 @@ __all__ = [
 
 _ROLES = ("controlPlane", "worker")
 # talhelper's node keys (pkg/config/config.go NodeConfigs): no Cozystack values key among them.
-_NODE_KEYS = frozenset(
+NODE_CONFIG_KEYS = frozenset(
     {
         "nodeLabels",
         "nodeAnnotations",
@@ -66,8 +68,8 @@ _NODE_KEYS = frozenset(
 )
 
 
-# The keys of a talhelper node besides those it shares with a role (pkg/config/config.go).
-_NODE_OWN_KEYS = frozenset(
+# The keys of a talhelper node besides those it shares with a role (pkg/config/config.go Node).
+NODE_OWN_KEYS = frozenset(
     {
         "hostname",
         "ipAddress",
@@ -75,6 +77,9 @@ _NODE_OWN_KEYS = frozenset(
         "installDisk",
         "installDiskSelector",
         "ignoreHostname",
+        "overridePatches",
+        "overrideExtraManifests",
+        "overrideMachineCertSANs",
     }
 )
 
@@ -83,7 +88,7 @@ def _is_node(item: Any) -> bool:
     return (
         isinstance(item, dict)
         and isinstance(item.get("hostname"), str)
-        and set(item) <= _NODE_KEYS | _NODE_OWN_KEYS
+        and set(item) <= NODE_CONFIG_KEYS | NODE_OWN_KEYS
     )
 
 
@@ -108,7 +113,7 @@ def is_talhelper_fragment(data: Any) -> bool:
     return (
         isinstance(data, dict)
         and isinstance(data.get("schematic"), dict)
-        and set(data) <= _NODE_KEYS
+        and set(data) <= NODE_CONFIG_KEYS
     )
 
 
