@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import coverage
 import pytest
 
 CONTEXT_VARIABLE = "MUTATION_TEST_CONTEXT"
@@ -25,6 +24,8 @@ _durations: dict[str, float] = {}
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    import coverage
+
     measuring = coverage.Coverage.current()
     os.environ[CONTEXT_VARIABLE] = item.nodeid
     if measuring is not None:

@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cosmic_ray.commands.init import init
-from cosmic_ray.work_db import WorkDB, use_db
-
 REPO = Path(__file__).resolve().parent.parent
 SESSION = REPO / ".mutation" / "session.sqlite"
 CACHE = REPO / ".mutation" / "mutants"
@@ -69,7 +66,7 @@ def enumerate_mutants(modules: Sequence[str]) -> list[Mutant]:
     for module in modules:
         text = (REPO / module).read_text()
         lines = text.splitlines()
-        annotations = _annotation_spans(text)
+        annotations = annotation_spans(text)
         for found in _cosmic_ray_mutants(module, text):
             line, column = found["line"], found["column"]
             if not any(start <= (line, column) < end for start, end in annotations):
@@ -83,6 +80,10 @@ def _cosmic_ray_mutants(module: str, text: str) -> list[dict[str, Any]]:
     if cached.exists():
         found: list[dict[str, Any]] = json.loads(cached.read_text())
         return found
+    # Imported here: the tests of these scripts run where cosmic-ray is not installed.
+    from cosmic_ray.commands.init import init
+    from cosmic_ray.work_db import WorkDB, use_db
+
     CACHE.mkdir(parents=True, exist_ok=True)
     with use_db(str(SESSION), WorkDB.Mode.create) as work_db:
         init([REPO / module], work_db, {})
@@ -104,7 +105,8 @@ def _cosmic_ray_mutants(module: str, text: str) -> list[dict[str, Any]]:
     return found
 
 
-def _annotation_spans(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+def annotation_spans(text: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the module's annotations are: (line, column) from, and up to."""
     spans = []
     for node in ast.walk(ast.parse(text)):
         found: list[ast.expr | None] = []

@@ -19,8 +19,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import cosmic_ray.plugins
-from cosmic_ray.mutating import mutate_code
 from mutation_map import TestMap
 from mutation_mutants import REPO, Mutant
 
@@ -62,6 +60,9 @@ def restore_leftovers() -> None:
 
 def mutated_source(mutant: Mutant) -> tuple[str, str | None]:
     """The module's text and the mutant's, or None when the operator no longer applies."""
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import mutate_code
+
     original = (REPO / mutant.module).read_text()
     operator = cosmic_ray.plugins.get_operator(mutant.operator)()
     mutated: str | None = mutate_code(original, operator, mutant.occurrence)
@@ -120,12 +121,17 @@ def run_one(mutant: Mutant, test_map: TestMap) -> Outcome:
         return dataclasses.replace(ran, verdict=TIMEOUT, detail=f"over {limit:.0f} s")
     if returncode == 0:
         return ran
-    killer = _FAILED_TEST.search(output)
+    killers = failed_tests(output)
     # 2: a test file could not be collected, as when the mutant breaks an import.
-    if returncode in (1, 2) and killer:
-        return dataclasses.replace(ran, verdict=KILLED, killer=killer[1])
+    if returncode in (1, 2) and killers:
+        return dataclasses.replace(ran, verdict=KILLED, killer=killers[0])
     detail = f"pytest exited {returncode}: {output[-2000:]}"
     return dataclasses.replace(ran, verdict=ERROR, detail=detail)
+
+
+def failed_tests(output: str) -> list[str]:
+    """The tests pytest's summary says failed (or files it could not collect), in its order."""
+    return _FAILED_TEST.findall(output)
 
 
 def run_tests(
@@ -173,7 +179,7 @@ def confirm_killers(outcomes: list[Outcome]) -> list[Outcome]:
     returncode, output, _ = run_tests(killers, 600.0 + 60 * len(killers), first_failure=False)
     if returncode == 0:
         return outcomes
-    failing = set(_FAILED_TEST.findall(output))
+    failing = set(failed_tests(output))
     if returncode not in (1, 2) or not failing:
         raise SystemExit(f"the killing tests could not be run unmutated:\n{output[-3000:]}")
     unsound = "its killing test fails without the mutant too"
