@@ -82,12 +82,12 @@ PER_AREA ?= 16
 MUTATION = $(BIN)/python scripts/mutation.py
 MUTATION_MAP := .mutation/test-map.json
 
-# Which tests run each line: the whole suite once under coverage, one worker (~15 CPU-minutes);
-# made again when a test file changes.
-$(MUTATION_MAP): $(wildcard tests/*.py) | $(VENV)/.mutation-tools
+# Which tests run each line: the whole suite once under coverage, one worker (the longest step:
+# tens of minutes on a busy machine), so it is made when missing and by `make mutation-map`.
+$(MUTATION_MAP): | $(VENV)/.mutation-tools
 	env -u PYTHONDONTWRITEBYTECODE $(MUTATION) map
 
-## mutation-map: record again which tests run each line (`make mutation` does when tests change)
+## mutation-map: record again which tests run each line (after adding tests: a run says so)
 mutation-map: | $(VENV)/.mutation-tools
 	env -u PYTHONDONTWRITEBYTECODE $(MUTATION) map
 

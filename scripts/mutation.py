@@ -169,6 +169,13 @@ def _run(mutants: list[Mutant], title: str, fail_under: float, notes: list[str])
         print(f"no mutants in {title}", file=sys.stderr)
         return 0
     test_map = mutation_map.load()
+    stale = mutation_map.changed_since_map()
+    if stale:
+        notes.append(
+            f"{len(stale)} test files changed since the map was made ({', '.join(stale[:5])}"
+            f"{', ...' if len(stale) > 5 else ''}): the tests they add are not run until "
+            "`make mutation-map`"
+        )
     print(f"{len(mutants)} mutants: {title}", file=sys.stderr)
     outcomes = run_all(mutants, test_map, lambda line: print(line, file=sys.stderr, flush=True))
     verdicts = (KILLED, TIMEOUT, SURVIVED, UNTESTED, ERROR, INVALID)

@@ -10,8 +10,10 @@ new gets the tests of its whole module.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -76,7 +78,7 @@ def _recorded_line(recorded: Sequence[str], current: Sequence[str], line: int) -
 
 
 @dataclass(frozen=True)
-class TestMap:
+class CoverageMap:
     """Each module's tests, and how long each test took while the map was made."""
 
     modules: dict[str, ModuleTests]
@@ -85,8 +87,34 @@ class TestMap:
     def seconds(self, tests: Iterable[str]) -> float:
         return sum(self.durations.get(test, 1.0) for test in tests)
 
+    def runnable(self, tests: Iterable[str]) -> tuple[str, ...]:
+        """The tests that are still there: one renamed since the map would stop pytest."""
+        return tuple(test for test in tests if _defined(*test.split("::")))
 
-def load() -> TestMap:
+
+@functools.cache
+def _test_source(path: str) -> str:
+    file = REPO / path
+    return file.read_text() if file.is_file() else ""
+
+
+def _defined(path: str, *names: str) -> bool:
+    source = _test_source(path)
+    return bool(source) and all(
+        re.search(rf"^\s*(?:async def|def|class) {re.escape(name)}\b", source, re.M)
+        for name in names
+    )
+
+
+def changed_since_map() -> list[str]:
+    """Test files written after the map was made: tests they added are not run."""
+    made = MAP_FILE.stat().st_mtime
+    return [
+        path.relative_to(REPO).as_posix() for path in test_files() if path.stat().st_mtime > made
+    ]
+
+
+def load() -> CoverageMap:
     """The map: module path (relative to the repository) to its tests, and their durations."""
     if not MAP_FILE.exists():
         raise SystemExit(f"{MAP_FILE.relative_to(REPO)} is missing: run `make mutation-map`")
@@ -99,7 +127,7 @@ def load() -> TestMap:
         )
         for module, entry in raw["modules"].items()
     }
-    return TestMap(modules=modules, durations=dict(raw["durations"]))
+    return CoverageMap(modules=modules, durations=dict(raw["durations"]))
 
 
 def build(files: Sequence[Path]) -> None:

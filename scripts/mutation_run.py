@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mutation_map import TestMap
+from mutation_map import CoverageMap
 from mutation_mutants import REPO, Mutant
 
 BACKUPS = REPO / ".mutation" / "restore"
@@ -83,7 +83,7 @@ def is_valid(mutant: Mutant) -> bool:
     return mutated is not None and is_python(mutated)
 
 
-def run_one(mutant: Mutant, test_map: TestMap) -> Outcome:
+def run_one(mutant: Mutant, test_map: CoverageMap) -> Outcome:
     original, mutated = mutated_source(mutant)
     if mutated is None:
         detail = "the operator no longer applies here"
@@ -100,7 +100,8 @@ def run_one(mutant: Mutant, test_map: TestMap) -> Outcome:
     if not is_python(mutated):
         return Outcome(mutant=mutant, verdict=INVALID, tests=(), seconds=0.0, diff=diff)
     module_tests = test_map.modules.get(mutant.module)
-    tests = module_tests.tests_for(mutant.line, original.splitlines()) if module_tests else ()
+    found = module_tests.tests_for(mutant.line, original.splitlines()) if module_tests else ()
+    tests = test_map.runnable(found)
     if not tests:
         return Outcome(mutant=mutant, verdict=UNTESTED, tests=(), seconds=0.0, diff=diff)
     # The map's timings were taken under coverage, slower than this run: three times them
@@ -192,7 +193,7 @@ def confirm_killers(outcomes: list[Outcome]) -> list[Outcome]:
 
 
 def run_all(
-    mutants: Sequence[Mutant], test_map: TestMap, progress: Callable[[str], None]
+    mutants: Sequence[Mutant], test_map: CoverageMap, progress: Callable[[str], None]
 ) -> list[Outcome]:
     outcomes = []
     for index, mutant in enumerate(mutants, 1):

@@ -15,7 +15,7 @@ import pytest
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
-from mutation_map import ModuleTests  # noqa: E402
+from mutation_map import CoverageMap, ModuleTests  # noqa: E402
 from mutation_mutants import Mutant, annotation_spans, area_of, relocate  # noqa: E402
 from mutation_run import failed_tests  # noqa: E402
 
@@ -124,3 +124,10 @@ def test_annotations_are_found_and_code_is_not() -> None:
 )
 def test_a_module_belongs_to_its_most_specific_area(module: str, area: str | None) -> None:
     assert area_of(module) == area
+
+
+def test_a_test_renamed_since_the_map_is_not_asked_for() -> None:
+    here = "tests/test_mutation_tooling.py"
+    still_there = f"{here}::test_a_passing_run_names_no_test"
+    gone = (f"{here}::test_renamed_away", "tests/test_no_such_file.py::test_a")
+    assert CoverageMap(modules={}, durations={}).runnable((still_there, *gone)) == (still_there,)
