@@ -119,7 +119,7 @@ def test_triage_stderr_summary_keeps_a_file_name_with_a_line_break_on_one_line(
 ) -> None:
     (tmp_path / "a\nb.txt").write_text("nothing here\n")
     code, _, err = run("triage", str(tmp_path))
-    assert code == 0
+    assert code == 4  # nothing read: not judged
     assert err.count("\n") == 1 and "a\\nb.txt" in err
 
 

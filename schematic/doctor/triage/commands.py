@@ -5,7 +5,10 @@ cluster named NAME is the Helm release ``kubernetes-NAME`` in the tenant's names
 Talos machine CA is the cert-manager Secret ``kubernetes-NAME-talos-ca`` (``tls.crt``,
 ``tls.key``); a node group with ``logSerialConsole`` gets a ``guest-console-log`` container
 beside virt-launcher; VictoriaMetrics answers Prometheus queries under
-``/select/0/prometheus/`` of ``vmselect-shortterm`` on port 8481.
+``/select/0/prometheus/`` of ``vmselect-shortterm`` on port 8481, in the namespace of the
+tenant that runs monitoring. A Talos node's OS image reads ``Talos (vX.Y.Z)`` (its
+``status.nodeInfo.osImage``, as ``kubectl get nodes -o wide`` shows it in
+siderolabs/extensions#893).
 """
 
 from __future__ import annotations
@@ -89,6 +92,10 @@ def collection_commands(
         "-o jsonpath='{.data.admin\\.conf}' | base64 -d > tenant.kubeconfig",
         "export KUBECONFIG=$PWD/tenant.kubeconfig",
         "kubectl get nodes -o json > nodes.json",
+        '#    The Talos release the nodes run (their OS image reads "Talos (v1.12.0)"), for the',
+        "#    talosctl image below.",
+        "talos_version=$(kubectl get nodes -o jsonpath='{.items[0].status.nodeInfo.osImage}' "
+        "| sed -n 's/^Talos (\\(v[^)]*\\))$/\\1/p')",
         "kubectl get pods -A -o json > pods.json",
         "kubectl get events -A -o json > events.json   # events expire after an hour",
         "kubectl top nodes > top-nodes.txt",
@@ -111,7 +118,7 @@ def collection_commands(
         f"talosctl --talosconfig ./talosconfig config add {name} "
         "--ca talos-ca.crt --crt reader.crt --key reader.key",
         f"kubectl -n {ns} run talosctl --restart=Never "
-        "--image=ghcr.io/siderolabs/talosctl:TALOS_VERSION --command -- sleep 7200",
+        '--image="ghcr.io/siderolabs/talosctl:$talos_version" --command -- sleep 7200',
         f"kubectl -n {ns} cp ./talosconfig talosctl:/tmp/talosconfig",
         "T="
         + quote(
@@ -130,15 +137,19 @@ def collection_commands(
         f"$T logs ext-nvidia-fabricmanager > {target}.fabricmanager.log   # HGX/DGX only",
         f"kubectl -n {ns} delete pod talosctl",
         "",
-        "# 4. Metrics over the last two days from Cozystack's VictoriaMetrics (the tenant's",
-        "#    monitoring namespace, MONITORING_NAMESPACE): available memory and boot times.",
-        "kubectl -n MONITORING_NAMESPACE port-forward svc/vmselect-shortterm 8481:8481 &",
+        "# 4. Metrics over the last two days from Cozystack's VictoriaMetrics: available memory",
+        "#    and boot times, through the API server's service proxy (nothing left running). The",
+        "#    tenant's own monitoring when it has one, else the first namespace that serves it.",
+        "monitoring=$(kubectl get svc -A --field-selector metadata.name=vmselect-shortterm "
+        "-o jsonpath='{range .items[*]}{.metadata.namespace}{\"\\n\"}{end}')",
+        f"monitoring=$(printf '%s\\n' \"$monitoring\" | grep -x -m1 -e {ns} "
+        "|| printf '%s\\n' \"$monitoring\" | head -n 1)",
         _WINDOW,
         "for metric in node_memory_MemAvailable_bytes node_memory_MemTotal_bytes "
         "node_boot_time_seconds; do",
-        "  curl -s 'http://127.0.0.1:8481/select/0/prometheus/api/v1/query_range' "
-        '--data-urlencode "query=$metric" -d "start=$start" -d "end=$end" -d step=300 '
-        '> "$metric.json"',
+        '  kubectl get --raw "/api/v1/namespaces/$monitoring/services/vmselect-shortterm:8481'
+        "/proxy/select/0/prometheus/api/v1/query_range"
+        '?query=$metric&start=$start&end=$end&step=300" > "$metric.json"',
         "done",
         "",
         "# 5. On a GPU node, NVIDIA's own view (Talos has no shell: run the binary directly",
