@@ -46,7 +46,7 @@ def test_out_holds_the_gpu_path_and_index_lists_it(tmp_path: Path) -> None:
     addons = yaml.safe_load((out / "cluster" / "kubernetes-addons.yaml").read_text())
     # The example's GPU pools run Talos 1.13.9 on Cozystack's GPU Operator v26.3.1: Talos's own
     # operator shape, with no env list to restate.
-    assert addons["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"] == {
+    assert addons["spec"]["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"] == {
         "driver": {"enabled": False},
         "toolkit": {"enabled": False},
         "hostPaths": {"driverInstallDir": "/usr/local"},
@@ -68,7 +68,7 @@ def test_lint_on_the_generated_output_finds_nothing(tmp_path: Path) -> None:
 
 def _with_one_env_var(addons: dict[str, Any]) -> dict[str, Any]:
     """The operator back at its default driver path (the CDI shape), with one variable."""
-    operator = addons["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"]
+    operator = addons["spec"]["addons"]["gpuOperator"]["valuesOverride"]["gpu-operator"]
     del operator["hostPaths"]
     operator["devicePlugin"] = {"env": [{"name": "MY_EXTRA", "value": "1"}]}
     return addons
@@ -95,11 +95,10 @@ def test_check_covers_the_gpu_path_files(tmp_path: Path) -> None:
     assert "changed: v100/smoke-test.yaml" in result.stderr
 
 
-def test_manifests_only_write_the_whole_kubernetes_object(tmp_path: Path) -> None:
+def test_manifests_only_write_the_same_merge_patch(tmp_path: Path) -> None:
     out = generated(tmp_path, "--format", "cozystack")
     document = yaml.safe_load((out / "cluster" / "kubernetes-addons.yaml").read_text())
-    assert document["kind"] == "Kubernetes"
-    assert document["metadata"] == {"name": "mycluster", "namespace": "tenant-ml"}
+    assert list(document) == ["spec"]
     assert document["spec"]["addons"]["gpuOperator"]["enabled"] is True
     assert not (out / "management").exists()
     assert run("check", str(EXAMPLE), "--out", str(out)).exit_code == 0
@@ -108,7 +107,7 @@ def test_manifests_only_write_the_whole_kubernetes_object(tmp_path: Path) -> Non
 def test_stdout_carries_each_kind() -> None:
     addons = run("generate", str(EXAMPLE), "-f", "addons")
     assert addons.exit_code == 0, addons.stderr
-    assert yaml.safe_load(addons.stdout)["addons"]["gpuOperator"]["enabled"] is True
+    assert yaml.safe_load(addons.stdout)["spec"]["addons"]["gpuOperator"]["enabled"] is True
     platform = run("generate", str(EXAMPLE), "-f", "platform")
     assert "pciHostDevices" in yaml.safe_load(platform.stdout)["gpu"]["permittedHostDevices"]
     pods = list(yaml.safe_load_all(run("generate", str(EXAMPLE), "-f", "smoke-test").stdout))
@@ -235,7 +234,7 @@ def test_forced_hami_is_written_with_a_warning(tmp_path: Path) -> None:
     result = run("generate", str(cluster), "-f", "addons")
     assert result.exit_code == 0, result.stderr
     assert "warning:" in result.stderr and "addons.hami.force" in result.stderr
-    addons = yaml.safe_load(result.stdout)["addons"]
+    addons = yaml.safe_load(result.stdout)["spec"]["addons"]
     assert addons["hami"] == {"enabled": True}
     # The chart refuses HAMi without the GPU Operator addon: only its device plugin goes off.
     assert addons["gpuOperator"]["enabled"] is True

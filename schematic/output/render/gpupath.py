@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from schematic.output.render import yamltext
-from schematic.output.render.cozystack import API_VERSION, LayoutOrFit
+from schematic.output.render.cozystack import LayoutOrFit
 from schematic.plan.charts import ChartFit
 from schematic.plan.cluster import ClusterPlan, PoolPlan
 from schematic.plan.gpupath import (
@@ -27,7 +27,6 @@ from schematic.plan.gpupath import (
 __all__ = [
     "SmokeTests",
     "addons_text",
-    "kubernetes_addons_object",
     "operator_release_of",
     "platform_text",
     "smoke_test_text",
@@ -47,22 +46,12 @@ def _wrapped(text: str) -> list[str]:
     return textwrap.wrap(text, width=92, break_on_hyphens=False, break_long_words=False)
 
 
-def kubernetes_addons_object(plan: ClusterPlan, addons: dict[str, Any]) -> dict[str, Any]:
-    """The tenant's ``Kubernetes`` app object carrying only the addons (to merge into yours)."""
-    metadata: dict[str, Any] = {"name": plan.cluster}
-    if plan.namespace:
-        metadata["namespace"] = plan.namespace
-    return {"apiVersion": API_VERSION, "kind": "Kubernetes", "metadata": metadata, "spec": addons}
-
-
 def addons_text(
-    plan: ClusterPlan,
-    release: OperatorRelease,
-    hami: HamiRequest | None = None,
-    *,
-    as_object: bool = False,
+    plan: ClusterPlan, release: OperatorRelease, hami: HamiRequest | None = None
 ) -> str | None:
-    """``cluster/kubernetes-addons.yaml``: the addons values, or the whole object."""
+    """``cluster/kubernetes-addons.yaml``: a merge patch for the tenant's ``Kubernetes`` app,
+    its addons under ``spec`` (where the app reads them; a bare ``addons:`` would land at the
+    object's root, beside ``spec``, and be ignored)."""
     addons = tenant_addons(plan, release, hami)
     if addons is None:
         return None
@@ -84,12 +73,11 @@ def addons_text(
         )
     text = (
         f"GPU Operator addon for {target}, for Talos GPU workers whose driver comes from the "
-        f"system extensions. {shape} Chart shape {release.name}: {release.description}."
+        f"system extensions. {shape} Chart shape {release.name}: {release.description}. "
+        f"A merge patch for the spec of {target} (kubectl patch --type merge --patch-file); "
+        "in a Git repository, merge spec.addons into the app's own file."
     )
-    if as_object:
-        return _comment(_wrapped(text)) + yamltext.dump(kubernetes_addons_object(plan, addons))
-    text += f" Merge into the spec of {target}."
-    return _comment(_wrapped(text)) + yamltext.dump(addons)
+    return _comment(_wrapped(text)) + yamltext.dump({"spec": addons})
 
 
 def platform_text(plan: ClusterPlan) -> str | None:
@@ -135,7 +123,7 @@ class SmokeTests:
             return None
         if yamltext.dump(pool.name) != f"{pool.name}\n" or self._MARKER in pool.name:
             return smoke_test_text(self.plan, pool)
-        key = (pool.gpu_resources, pool.talos.version)
+        key = (pool.gpu_resources, pool.talos.version, pool.tenant_pool)
         if key not in self.texts:
             self.texts[key] = smoke_test_text(self.plan, replace(pool, name=self._MARKER))
         text = self.texts[key]
@@ -149,10 +137,17 @@ def smoke_test_text(plan: ClusterPlan, pool: PoolPlan) -> str | None:
         return None
     name = pod["metadata"]["name"]
     count = len(pool.gpu_resources)
+    # A KubeVirt pool's nodes are in a Cozystack tenant cluster, reached with its own
+    # kubeconfig; a bare-metal pool's are in the cluster itself.
+    cluster, kubeconfig = (
+        ("tenant cluster", "its kubeconfig, not the management cluster's")
+        if pool.tenant_pool
+        else ("cluster", "its kubeconfig")
+    )
     lines = [
-        f'Smoke test for pool "{pool.name}" of tenant cluster "{plan.cluster}": '
+        f'Smoke test for pool "{pool.name}" of {cluster} "{plan.cluster}": '
         f"nvidia-smi -L on {count} GPU{'s' * (count != 1)} of one node.",
-        "Apply it to the tenant cluster (its kubeconfig, not the management cluster's):",
+        f"Apply it to the {cluster} ({kubeconfig}):",
         f"  kubectl apply -f smoke-test.yaml && kubectl logs -f pod/{name}",
         "It lands on any node with that many free GPUs; to test one node of this pool, add",
         "spec.nodeName (the pool's node names carry its name: "

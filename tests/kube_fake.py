@@ -1,0 +1,171 @@
+"""A loopback stand-in for a Kubernetes API server, for running ``APPLY.md``'s kubectl commands
+exactly as printed: it answers discovery for the resources those commands name, answers every
+object as absent (so ``apply`` creates), and records each write kubectl sends.
+
+Discovery lists what Cozystack registers (cozystack/cozystack at 3c780acd):
+``kuberneteses`` and ``kubernetesnodeses`` of ``apps.cozystack.io/v1alpha1``
+(``packages/system/kubernetes-rd/cozyrds/kubernetes.yaml``,
+``packages/system/kubernetes-nodes-rd/cozyrds/kubernetes-nodes.yaml``), the cluster-scoped
+``packages`` of ``cozystack.io/v1alpha1`` (``internal/crdinstall/manifests/
+cozystack.io_packages.yaml``), Flux's ``helmreleases`` of ``helm.toolkit.fluxcd.io/v2`` (the
+version Cozystack's own charts write) and core ``pods``. Nothing is merged here: what a merge
+patch does to an object is shown by ``kubectl patch --local`` itself.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+# group/version → (plural, kind, namespaced)
+RESOURCES: dict[str, list[tuple[str, str, bool]]] = {
+    "v1": [("pods", "Pod", True)],
+    "apps.cozystack.io/v1alpha1": [
+        ("kuberneteses", "Kubernetes", True),
+        ("kubernetesnodeses", "KubernetesNodes", True),
+    ],
+    "cozystack.io/v1alpha1": [("packages", "Package", False)],
+    "helm.toolkit.fluxcd.io/v2": [("helmreleases", "HelmRelease", True)],
+}
+_VERBS = ["get", "list", "create", "update", "patch", "delete"]
+
+
+@dataclass(frozen=True)
+class Write:
+    method: str
+    path: str
+    content_type: str
+    body: Any
+
+
+@dataclass
+class FakeServer:
+    url: str
+    writes: list[Write] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    # Objects that exist, by their API path (a PATCH leaves them as they are).
+    objects: dict[str, Any] = field(default_factory=dict)
+
+    def kubeconfig(self, folder: Path) -> Path:
+        path = folder / "kubeconfig"
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "users": [{"name": "fake", "user": {}}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
+            "current-context": "fake",
+        }
+        path.write_text(json.dumps(config))
+        return path
+
+
+def _resource_list(group_version: str) -> dict[str, Any]:
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": [
+            {
+                "name": plural,
+                "singularName": "",
+                "namespaced": namespaced,
+                "kind": kind,
+                "verbs": _VERBS,
+            }
+            for plural, kind, namespaced in RESOURCES[group_version]
+        ],
+    }
+
+
+def _groups() -> dict[str, Any]:
+    groups = []
+    for group_version in RESOURCES:
+        if "/" not in group_version:
+            continue
+        group, version = group_version.split("/")
+        entry = {"groupVersion": group_version, "version": version}
+        groups.append({"name": group, "versions": [entry], "preferredVersion": entry})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+_NOT_FOUND = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "status": "Failure",
+    "reason": "NotFound",
+    "code": 404,
+}
+
+
+def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def reply(self, code: int, body: Any) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            path = self.path.split("?")[0]
+            server.reads.append(path)
+            if path == "/api":
+                self.reply(200, {"kind": "APIVersions", "versions": ["v1"]})
+            elif path == "/api/v1":
+                self.reply(200, _resource_list("v1"))
+            elif path == "/apis":
+                self.reply(200, _groups())
+            elif path.startswith("/apis/") and path[len("/apis/") :] in RESOURCES:
+                self.reply(200, _resource_list(path[len("/apis/") :]))
+            elif path == "/openapi/v3":
+                self.reply(200, {"paths": {}})
+            elif path == "/openapi/v2":
+                # No schema for any kind: kubectl's client-side validation then checks only
+                # that each document is an object with apiVersion and kind.
+                self.reply(200, {"swagger": "2.0", "info": {}, "paths": {}, "definitions": {}})
+            elif path in server.objects:
+                self.reply(200, server.objects[path])
+            else:  # every object is absent, and so is the OpenAPI document
+                self.reply(404, _NOT_FOUND)
+
+        def write(self, code: int) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"null")
+            content_type = self.headers.get("Content-Type", "")
+            server.writes.append(Write(self.command, self.path.split("?")[0], content_type, body))
+            self.reply(code, server.objects.get(self.path.split("?")[0], body))
+
+        def do_POST(self) -> None:
+            self.write(201)
+
+        def do_PATCH(self) -> None:
+            self.write(200)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
+
+
+@contextmanager
+def fake_api_server() -> Iterator[FakeServer]:
+    """A server on 127.0.0.1 for the duration of the block."""
+    server = FakeServer(url="")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(server))
+    server.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
