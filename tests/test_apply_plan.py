@@ -98,8 +98,8 @@ def test_the_plan_names_cluster_object_and_command_for_each_cozystack_file(
     )
     # A tenant pool's patch is made by the chart: never a talosctl command for it.
     assert not [line for line in lines if line.startswith("talosctl")]
-    assert "Management cluster: the platform Package" in plan
-    assert "Tenant cluster: the smoke tests" in plan
+    assert "Cozystack management cluster: the platform Package" in plan
+    assert "Cozystack tenant cluster: the smoke tests" in plan
 
 
 def test_a_helmrelease_is_applied_in_place_of_the_object(tmp_path: Path) -> None:
@@ -190,7 +190,7 @@ def test_gpus_the_defaults_do_not_permit_are_named_when_their_values_are_not_her
     assert run("generate", str(EXAMPLE), "--out", str(out), "-f", "cozystack").exit_code == 0
     plan = (out / "APPLY.md").read_text()
     # 10de:2bb5 is not in Cozystack's default list; L40S and V100 are.
-    assert "Management cluster: the GPUs to permit first" in plan
+    assert "Cozystack management cluster: the GPUs to permit first" in plan
     assert "10de:2bb5 (NVIDIA RTX PRO 6000 Blackwell Server Edition) (pools rtx6000)" in plan
     assert "10de:26b9" not in plan
     assert "talos-schematic generate CLUSTER_FILE --out . -f platform" in commands(plan)
@@ -272,3 +272,60 @@ def test_a_pool_run_rewrites_the_plan_and_names_the_pools_it_held_back(tmp_path:
     assert run("check", str(cluster), "--out", str(out), "--pool", "l40s").exit_code == 0
     assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
     assert "Not regenerated" not in (out / "APPLY.md").read_text()
+
+
+# What only a Cozystack (KubeVirt) pool's output may say.
+COZYSTACK_WORDS = re.compile(
+    r"cozystack|kubevirt|kubernetesnodes|tenant|management cluster|kubernetes-addons|"
+    r"osimage|chart|platform package",
+    re.IGNORECASE,
+)
+
+
+def test_a_metal_only_cluster_gets_no_cozystack_file_step_or_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    made = run("init", "c.yaml", "--pool", "gpu=metal-hgx-b200-8x", "--pool", "cpu=metal-intel")
+    assert made.exit_code == 0, made.stderr
+    said = run("generate", "c.yaml", "--out", "d")
+    assert said.exit_code == 0, said.stderr
+    out = tmp_path / "d"
+    written = files_of(out)
+    assert "gpu/machine-config-patch.yaml" in written and "gpu/smoke-test.yaml" in written
+    assert not [path for path in written if path.startswith(("cluster/", "management/"))]
+    assert "kustomization.yaml" not in written
+    for path in written:
+        text = (out / path).read_text()
+        assert not COZYSTACK_WORDS.findall(text), path
+    assert not COZYSTACK_WORDS.findall(said.stdout + said.stderr)
+    # The plan's steps are talosctl's, and the smoke test's kubectl uses the cluster's own
+    # kubeconfig; `check` agrees with the directory it recorded.
+    lines = commands((out / "APPLY.md").read_text())
+    patch = "talosctl patch mc --nodes NODE[,NODE...] --patch @gpu/machine-config-patch.yaml"
+    assert patch in lines
+    assert "kubectl apply -f gpu/smoke-test.yaml" in lines
+    assert [line for line in lines if line.startswith("kubectl")] == [
+        "kubectl apply -f gpu/smoke-test.yaml",
+        "kubectl logs -f pod/gpu-smoke-test-gpu",
+    ]
+    assert run("check", "c.yaml", "--out", "d").exit_code == 0
+    # The other outputs of the same file say nothing of Cozystack either.
+    for kind in ("talhelper", "omni", "terraform", "json", "machine-config", "smoke-test"):
+        printed = run("generate", "c.yaml", "-f", kind, "--pool", "gpu")
+        assert printed.exit_code == 0, (kind, printed.stderr)
+        assert not COZYSTACK_WORDS.findall(printed.stdout + printed.stderr), kind
+
+
+def test_an_upgrade_of_metal_pools_says_nothing_of_cozystack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    made = run("init", "c.yaml", "--pool", "gpu=metal-hgx-b200-8x", "--pool", "cpu=metal-intel")
+    assert made.exit_code == 0, made.stderr
+    Path("c.yaml").write_text(Path("c.yaml").read_text().replace("v1.14.0", "v1.13.9"))
+    report = run("upgrade", "c.yaml", "--to", "v1.14.0")
+    assert report.exit_code in (0, 3), report.stderr
+    assert "talosctl upgrade --nodes <node> --image" in report.stdout
+    assert not COZYSTACK_WORDS.findall(report.stdout + report.stderr)
+    assert "values gain" not in report.stdout

@@ -178,9 +178,11 @@ def generate(
     state = "written to" if written.changed else "already up to date in"
     target = f"chart {fit.target.name}" + (" (assumed)" if fit.assumption else "")
     target += "" if fit.target.verified else ", unverified"
+    # The chart is named only where a Cozystack (KubeVirt) pool's values are written for it.
+    chart = f" ({target})" if any(pool.tenant_pool for pool in plan.pools) else ""
     print(
         f"{pools} pool{'s' * (pools != 1)}, {written.files} files {state} "
-        f"{printable(str(out), one_line=True)} ({target})",
+        f"{printable(str(out), one_line=True)}{chart}",
         file=sys.stderr,
     )
     for line in decision_lines(plan):

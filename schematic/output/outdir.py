@@ -77,7 +77,7 @@ class OutputIndex:
     cluster: str
     talos: str
     image_factory_url: str
-    layout: str
+    layout: str  # the values' layout; "" when no pool is a Cozystack pool (nothing has one)
     kinds: tuple[str, ...]
     # One entry per pool (name, schematicID, media options...), in the cluster file's order.
     pools: tuple[Mapping[str, Any], ...]
@@ -121,7 +121,8 @@ def index_text(index: OutputIndex) -> str:
         document["cozystack"] = index.chart
     if index.allow_ignored_keys:
         document["allowIgnoredKeys"] = True
-    document["layout"] = index.layout
+    if index.layout:
+        document["layout"] = index.layout
     document["kinds"] = list(index.kinds)
     if index.profiles:
         document["profiles"] = [{"path": p.path, "digest": p.digest} for p in index.profiles]
@@ -166,7 +167,7 @@ def parse_index(text: bytes, source: str = INDEX) -> OutputIndex:
         raise _foreign(source)
     strings: dict[str, str] = {}
     for key in ("cluster", "talos", "imageFactoryURL", "layout"):
-        value = document.get(key)
+        value = document.get(key, "" if key == "layout" else None)  # no chart: no layout
         if not isinstance(value, str):
             raise _edited(source, key, f"must be a string, not {_kind(value)}")
         strings[key] = value

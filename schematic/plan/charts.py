@@ -322,6 +322,9 @@ def fit_plan(
         # written for an assumed release can boot every GPU pool without its driver.
         raise ClusterFileError(no_release_message(plan.at("cozystack"), tenants))
     target, chosen, assumption = resolve_target(named, layout, source=source)
+    if not tenants:
+        # No pool is a Cozystack pool: no chart reads anything this run writes.
+        assumption = None
     warnings: list[str] = []
     notes: list[str] = []
     said = release_note(named) if named is not None else None
@@ -330,7 +333,7 @@ def fit_plan(
     if objects and tenants and plan.namespace is None:
         raise ClusterFileError(no_namespace_message(plan, tenants))
     # Only values the chart reads can be unverified: talhelper or machine-config output is not.
-    if not target.verified and values:
+    if not target.verified and values and tenants:
         warnings.append(
             f"{source}: chart {target.name} ({target.title}) is unverified: no chart in the "
             "sources this tool was checked against reads these keys, so the values follow the "

@@ -462,22 +462,25 @@ def merged_operator_values(
     return merge_overwrite(release.chart_defaults, release.hami_defaults if hami else {}, override)
 
 
-def _gpu_pools(plan: ClusterPlan) -> list[PoolPlan]:
-    return [pool for pool in plan.pools if pool.nvidia is not None]
+def _tenant_gpu_pools(plan: ClusterPlan) -> list[PoolPlan]:
+    # The addon belongs to the Cozystack Kubernetes app, which only KubeVirt pools join.
+    return [pool for pool in plan.pools if pool.nvidia is not None and pool.tenant_pool]
 
 
 def tenant_addons(
     plan: ClusterPlan, release: OperatorRelease, hami: HamiRequest | None = None
 ) -> dict[str, Any] | None:
-    """The ``Kubernetes`` app's ``addons`` values for the plan's GPU pools; None without any.
+    """The ``Kubernetes`` app's ``addons`` values for the plan's KubeVirt GPU pools; None
+    without any (a cluster of bare-metal pools has no Cozystack app).
 
     Planning refuses HAMi on Talos GPU pools unless forced
     (:func:`schematic.plan.cluster.hami_notes`): here it is written when asked.
     """
-    if not _gpu_pools(plan):
+    pools = _tenant_gpu_pools(plan)
+    if not pools:
         return None
     with_hami = hami is not None and hami.enabled
-    upstream = upstream_shape_fits(release, [pool.release.version for pool in _gpu_pools(plan)])
+    upstream = upstream_shape_fits(release, [pool.release.version for pool in pools])
     addons: dict[str, Any] = {
         "gpuOperator": {
             "enabled": True,

@@ -370,19 +370,23 @@ def _actions(
 ) -> list[NodeAction]:
     actions: list[NodeAction] = []
     image = new.references.installer
-    # On Cozystack a new boot-disk URL (schematic or release) rolls the pool: its machines are
-    # replaced, booting the new image with the new machine config.
-    rolls = new.references.boot_image != old.references.boot_image
+    # Cozystack words only for a Cozystack (KubeVirt) pool: a new boot-disk URL (schematic or
+    # release) rolls it, its machines replaced, booting the new image with the new config.
+    tenant = new.tenant_pool
+    rolls = tenant and new.references.boot_image != old.references.boot_image
     if image != old.references.installer:
-        actions.append(
-            NodeAction(
-                "image",
-                "new image: on Cozystack the boot-disk URL changes and the pool's machines are "
-                "replaced from it; on plain Talos upgrade each node to the new installer",
-                f"talosctl upgrade --nodes <node> --image {image}",
-            )
+        text = (
+            "new image: on Cozystack the boot-disk URL changes and the pool's machines are "
+            "replaced from it; on plain Talos upgrade each node to the new installer"
+            if tenant
+            else "new image: upgrade each node to the new installer"
         )
-    if old.kernel_modules != new.kernel_modules:
+        actions.append(
+            NodeAction("image", text, f"talosctl upgrade --nodes <node> --image {image}")
+        )
+    # A node of the user's own loads its modules from its patch (below); a chart's pool from
+    # the machine config the chart makes.
+    if tenant and old.kernel_modules != new.kernel_modules:
         if rolls:
             text = (
                 "kernelModules change: the roll the new image starts recreates them all with "
@@ -400,7 +404,9 @@ def _actions(
         actions.append(
             NodeAction(
                 "patch",
-                "machine config changes: on plain Talos apply the new patch to each node",
+                "machine config changes: on plain Talos apply the new patch to each node"
+                if tenant
+                else "machine config changes: apply the new patch to each node",
                 f"talosctl patch machineconfig --nodes <node> --patch @{new.name}/"
                 "machine-config-patch.yaml",
             )
@@ -415,7 +421,7 @@ def _replacement(old: PoolPlan, new: PoolPlan) -> tuple[str, ...]:
         return ()
     why = []
     if old.schematic_id != new.schematic_id:
-        why.append(f"schematic {old.schematic_id[:12]} → {new.schematic_id[:12]}")
+        why.append(f"schematic {old.schematic_id} → {new.schematic_id}")
     if old.talos.version != new.talos.version:
         why.append(f"Talos {old.talos.version} → {new.talos.version}")
     return (
@@ -452,6 +458,8 @@ def _output_changes(
                 "arguments"
             )
         changes.append(line)
+    if not new.tenant_pool:
+        return tuple(changes)  # values are a Cozystack pool's: no chart reads this one's
     before = _value_keys(values_of(old, layout))
     after = _value_keys(values_of(new, layout))
     for key, inner in after.items():

@@ -84,6 +84,11 @@ MANIFEST_KINDS: tuple[Kind, ...] = tuple(kind.name for kind in OUTPUT_KINDS if k
 # What only a Cozystack tenant pool (KubeVirt) gets: a bare-metal or board pool is no
 # KubernetesNodes object, so it gets neither the object, its values, nor a HelmRelease.
 TENANT_KINDS: frozenset[Kind] = frozenset(kind.name for kind in OUTPUT_KINDS if kind.tenant_only)
+# What only a cluster with a Cozystack pool gets: the pool objects and values, the tenant's
+# Kubernetes app addons and the management cluster's platform values.
+COZYSTACK_KINDS: frozenset[Kind] = TENANT_KINDS | {
+    kind.name for kind in OUTPUT_KINDS if {ADDONS_FILE, PLATFORM_FILE} & set(kind.cluster_files)
+}
 
 
 def _indented(text: str) -> str:
@@ -215,12 +220,12 @@ class _PoolTexts:
 def _gpu_path_files(
     plan: ClusterPlan, wanted: tuple[Kind, ...], layout: LayoutOrFit
 ) -> dict[str, str]:
-    """The GPU path's files among ``wanted``: the addons values (the whole Kubernetes object
-    when only the manifests are asked for), the platform values, the smoke tests."""
+    """The GPU path's files among ``wanted``: the addons patch (also when only the manifests
+    are asked for: the GPUs are advertised only with it), the platform values, the smoke tests."""
     files: dict[str, str] = {}
     release = operator_release_of(layout)
     if "addons" in wanted or "cozystack" in wanted:
-        text = addons_text(plan, release, plan.hami, as_object="addons" not in wanted)
+        text = addons_text(plan, release, plan.hami)
         if text is not None:
             files[ADDONS_FILE] = text
     if "platform" in wanted:
@@ -286,16 +291,19 @@ def render_tree(
     ]
     if kustomization and manifests:
         files[KUSTOMIZATION] = _kustomization(manifests).encode()
+    # A chart, its layout and the Cozystack kinds are recorded only where a pool is a
+    # Cozystack pool: a run of bare-metal pools writes nothing of Cozystack's.
+    cozystack = any(pool.tenant_pool for pool in plan.pools)
     index = OutputIndex(
         cluster=plan.cluster,
         talos=plan.talos.version,
         image_factory_url=plan.talos.image_factory_url,
-        layout=layout_and_keys(layout)[0],
-        kinds=wanted,
+        layout=layout_and_keys(layout)[0] if cozystack else "",
+        kinds=wanted if cozystack else tuple(k for k in wanted if k not in COZYSTACK_KINDS),
         pools=tuple(pool_record(pool) for pool in plan.pools),
         files={},
         # What `check` needs to regenerate the same files without being told again.
-        chart=layout.target.name if isinstance(layout, ChartFit) else None,
+        chart=layout.target.name if isinstance(layout, ChartFit) and cozystack else None,
         allow_ignored_keys=isinstance(layout, ChartFit) and bool(layout.insisted),
     )
     return Tree(
@@ -310,7 +318,7 @@ def _covered(kinds: tuple[Kind, ...]) -> Callable[[str], bool]:
     pool_files = {row.pool_file for row in rows if row.pool_file is not None}
     paths = {path for row in rows for path in row.cluster_files}
     if "cozystack" in kinds:
-        paths.add(ADDONS_FILE)  # the whole Kubernetes object when only manifests are written
+        paths.add(ADDONS_FILE)  # written with the manifests too
     if any(row.manifest for row in rows):
         paths.add(KUSTOMIZATION)
     paths.add(LOCK)  # every run says whether the lock holds: written with --live-catalogue only

@@ -185,8 +185,7 @@ OUTPUT_KINDS: tuple[OutputKind, ...] = (
     ),
     OutputKind(
         name="addons",
-        help="the tenant Kubernetes app's GPU Operator values (with --out -f cozystack, the "
-        "whole Kubernetes object)",
+        help="a merge patch of the tenant Kubernetes app: its GPU Operator addon under spec",
         cluster_files=(ADDONS_FILE,),
     ),
     OutputKind(

@@ -46,10 +46,13 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
     ``gpuPath`` holds the tenant addons values, each passed-through GPU and whether Cozystack's
     default list permits it, and the platform values for those it does not (or null)."""
     head: dict[str, Any] = {"cluster": plan.cluster, "talos": plan.talos.version}
-    if isinstance(layout, ChartFit):
+    # The chart and the GPU path (the tenant's addons, KubeVirt passthrough) are Cozystack's:
+    # left out where no pool is a Cozystack pool.
+    cozystack = any(pool.tenant_pool for pool in plan.pools)
+    if isinstance(layout, ChartFit) and cozystack:
         head["cozystack"] = layout.target.name
         head["chart"] = chart_summary(layout)
-    return head | {
+    body: dict[str, Any] = {
         "pools": [
             {
                 "name": pool.name,
@@ -72,13 +75,13 @@ def summary(plan: ClusterPlan, layout: LayoutOrFit = "osimage") -> dict[str, Any
                 "media": {medium.kind: medium.url for medium in pool.references.media},
                 # A bare-metal or board pool is no KubernetesNodes object: no values.
                 "values": pool_values(plan.cluster, pool, layout) if pool.tenant_pool else None,
-                # The tenant-cluster Pod that proves the pool's GPUs work (None: no GPU).
+                # The Pod that proves the pool's GPUs work (None: no GPU).
                 "smokeTest": smoke_test_pod(plan, pool),
             }
             for pool in plan.pools
         ],
-        "gpuPath": _gpu_path(plan, layout),
     }
+    return head | body | ({"gpuPath": _gpu_path(plan, layout)} if cozystack else {})
 
 
 def pool_decision(pool: PoolPlan) -> dict[str, Any] | None:
