@@ -282,12 +282,17 @@ COZYSTACK_WORDS = re.compile(
 )
 
 
-def test_a_metal_only_cluster_gets_no_cozystack_file_step_or_word(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def metal_cluster_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``c.yaml`` in ``tmp_path`` (the working directory): a GPU and a CPU bare-metal pool."""
     monkeypatch.chdir(tmp_path)
     made = run("init", "c.yaml", "--pool", "gpu=metal-hgx-b200-8x", "--pool", "cpu=metal-intel")
     assert made.exit_code == 0, made.stderr
+
+
+def test_a_metal_only_cluster_gets_no_cozystack_file_step_or_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metal_cluster_file(tmp_path, monkeypatch)
     said = run("generate", "c.yaml", "--out", "d")
     assert said.exit_code == 0, said.stderr
     out = tmp_path / "d"
@@ -320,9 +325,7 @@ def test_a_metal_only_cluster_gets_no_cozystack_file_step_or_word(
 def test_an_upgrade_of_metal_pools_says_nothing_of_cozystack(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    made = run("init", "c.yaml", "--pool", "gpu=metal-hgx-b200-8x", "--pool", "cpu=metal-intel")
-    assert made.exit_code == 0, made.stderr
+    metal_cluster_file(tmp_path, monkeypatch)
     Path("c.yaml").write_text(Path("c.yaml").read_text().replace("v1.14.0", "v1.13.9"))
     report = run("upgrade", "c.yaml", "--to", "v1.14.0")
     assert report.exit_code in (0, 3), report.stderr
