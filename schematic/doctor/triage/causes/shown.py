@@ -405,6 +405,9 @@ def known_gpus(machine: Machine) -> list[Gpu]:
         known[gpu.id] = gpu
     if not known:
         names = {s.value for s in machine.of(Kind.GPU_LISTED) if s.value}
+        # A pcidevices table names the GPU as pci.ids does ("GA100 [A100 SXM4 80GB]"), the
+        # way `gpu` takes a copied lspci line.
+        names |= {s.get("product_name") for s in gpus_shown(machine) if s.get("product_name")}
         labelled = machine.labelled_hardware()
         if labelled is not None and labelled.product:
             # GPU Feature Discovery writes NVML's name with dashes for spaces; a shared GPU

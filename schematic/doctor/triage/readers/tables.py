@@ -256,7 +256,12 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                 node,
                 evidence,
                 vendor,
-                (("address", cells.get("ID", "")), ("class_name", cells.get("CLASS", ""))),
+                (
+                    ("address", cells.get("ID", "")),
+                    ("class_name", cells.get("CLASS", "")),
+                    # pci.ids' name ("GA100 [A100 SXM4 80GB]"): the GPU, looked up by name.
+                    ("product_name", cells.get("PRODUCT", "")),
+                ),
             )
         elif kind == "LoadedKernelModule":
             yield Signal(Kind.MODULES_LISTED, node, evidence)
