@@ -114,31 +114,48 @@ def lint_paths(
     out = Collector()
     for problem in problems:
         if problem.skipped:
-            out.add("TS190", problem.message, problem.file, None)
+            out.add("TS190", message=problem.message, file=problem.file, line=None)
         elif problem.hcl:
             out.add(
                 "TS192",
-                "Terraform HCL builds a Talos schematic here; lint does not read HCL, so its "
+                message="Terraform HCL builds a Talos schematic here; lint does not read HCL, "
+                "so its "
                 "extensions are not checked",
-                problem.file,
-                problem.line,
+                file=problem.file,
+                line=problem.line,
             )
         elif problem.unread:
-            out.add("TS002", f"not read: {problem.message}", problem.file, None, fix=problem.fix)
+            out.add(
+                "TS002",
+                message=f"not read: {problem.message}",
+                file=problem.file,
+                line=None,
+                fix=problem.fix,
+            )
         elif problem.template:
             out.add(
                 "TS003",
-                "Helm/Go template directives ({{ ... }}): not YAML until rendered; skipped",
-                problem.file,
-                None,
+                message="Helm/Go template directives ({{ ... }}): not YAML until rendered; skipped",
+                file=problem.file,
+                line=None,
                 fix="lint what it renders: helm template RELEASE CHART -f VALUES"
                 " | talos-schematic lint - (a talhelper patch: the configs talhelper genconfig"
                 " writes to clusterconfig/)",
             )
         elif not problem.relevant:
-            out.add("TS191", f"not valid YAML: {problem.message}", problem.file, problem.line)
+            out.add(
+                "TS191",
+                message=f"not valid YAML: {problem.message}",
+                file=problem.file,
+                line=problem.line,
+            )
         else:
-            out.add("TS002", f"not valid YAML: {problem.message}", problem.file, problem.line)
+            out.add(
+                "TS002",
+                message=f"not valid YAML: {problem.message}",
+                file=problem.file,
+                line=problem.line,
+            )
     inventory = read_tool_formats(documents)
     patches = []
     for name, text in config_patches:
@@ -147,7 +164,12 @@ def lint_paths(
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None
-            out.add("TS002", f"not valid YAML: {getattr(err, 'problem', err)}", name, line)
+            out.add(
+                "TS002",
+                message=f"not valid YAML: {getattr(err, 'problem', err)}",
+                file=name,
+                line=line,
+            )
     if patches:
         shown = ", ".join(dict.fromkeys(doc.file for doc in patches))
         patched = config_patch_pool(patches, f"config patches {shown}")
@@ -180,7 +202,7 @@ def lint_paths(
         line = place.line + error.line - 1 if error.line else place.line
         field = f"{error.path}: " if error.path else ""
         code = "TS135" if is_meta_key_problem(error.path) else "TS004"
-        out.add(code, f"schematic: {field}{error.reason}", place.file, line)
+        out.add(code, message=f"schematic: {field}{error.reason}", file=place.file, line=line)
     failures: list[str] = []
     ctx = LintContext(
         SchematicResolver(local, _guarded(fetch, failures)), talos, out, hardware, chart
@@ -196,7 +218,7 @@ def lint_paths(
 
         check_rollout_scripts(scripts, indexed_pools(documents), out)
     for failure in failures:
-        out.add("TS005", f"the factory was not asked: {failure}", factory, None)
+        out.add("TS005", message=f"the factory was not asked: {failure}", file=factory, line=None)
     files += len(config_patches)
     return LintReport(findings=tuple(out.findings), files=files)
 

@@ -82,16 +82,16 @@ def _check_env(
         cdi_kept = "cdi-" in given.get("DEVICE_LIST_STRATEGY", "")
         out.add(
             "TS140",
-            f"{where}: devicePlugin.env {replaced} and lacks {', '.join(missing)}"
+            message=f"{where}: devicePlugin.env {replaced} and lacks {', '.join(missing)}"
             + (
                 "; it keeps a CDI list strategy, so the plugin still hands out CDI devices: "
                 "restate the rest to run with the values this tool checked"
                 if cdi_kept
                 else ""
             ),
-            doc.file,
-            doc.line(env_path),
-            obj,
+            file=doc.file,
+            line=doc.line(env_path),
+            obj=obj,
             certain=not cdi_kept,
         )
 
@@ -110,11 +110,12 @@ def _check_operator_values(
             if doc.get(enabled_path) is True:
                 out.add(
                     "TS141",
-                    f"{where}: {component}.enabled: true; on Talos the {component} comes from "
+                    message=f"{where}: {component}.enabled: true; on Talos the {component} "
+                    "comes from "
                     "the system extensions",
-                    doc.file,
-                    doc.line(enabled_path),
-                    obj,
+                    file=doc.file,
+                    line=doc.line(enabled_path),
+                    obj=obj,
                 )
 
 
@@ -160,10 +161,10 @@ def _check_app_operator(
             )
         out.add(
             "TS141",
-            f"{where}: {text}; on Talos the {component} comes from the system extensions",
-            doc.file,
-            line,
-            cluster.name,
+            message=f"{where}: {text}; on Talos the {component} comes from the system extensions",
+            file=doc.file,
+            line=line,
+            obj=cluster.name,
         )
 
 
@@ -177,11 +178,11 @@ def _check_cluster(cluster: Cluster, out: Collector, release: OperatorRelease) -
     if doc.get(hami) is True and gpu_pools:
         out.add(
             "TS142",
-            f"cluster {cluster.name!r}: addons.hami.enabled with Talos GPU pools "
+            message=f"cluster {cluster.name!r}: addons.hami.enabled with Talos GPU pools "
             f"({', '.join(gpu_pools)}); HAMi is not wired for CDI on Talos",
-            doc.file,
-            doc.line(hami),
-            cluster.name,
+            file=doc.file,
+            line=doc.line(hami),
+            obj=cluster.name,
         )
 
 

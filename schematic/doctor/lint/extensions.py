@@ -38,17 +38,21 @@ def check_extension_names(
         release = resolve_version(talos)
     except CatalogError as err:
         out.add(
-            "TS003", f"{where}: extension names not checked: {err}", place.file, place.line, obj
+            "TS003",
+            message=f"{where}: extension names not checked: {err}",
+            file=place.file,
+            line=place.line,
+            obj=obj,
         )
         return False
     for unknown in unoffered_extensions(extensions, offered, factory_aliases=True):
         out.add(
             "TS150",
-            f"{where}: extension {unknown.name!r} is not offered by Talos {release} "
+            message=f"{where}: extension {unknown.name!r} is not offered by Talos {release} "
             f"({unknown.hint()})",
-            place.file,
-            place.line,
-            obj,
+            file=place.file,
+            line=place.line,
+            obj=obj,
         )
     return True
 
@@ -66,10 +70,10 @@ def check_extensions_together(
         listed = "; ".join(f"{name} (Talos {releases})" for name, releases in apart)
         out.add(
             "TS150",
-            f"{where}: no Talos release offers these extensions together: {listed}",
-            place.file,
-            place.line,
-            obj,
+            message=f"{where}: no Talos release offers these extensions together: {listed}",
+            file=place.file,
+            line=place.line,
+            obj=obj,
         )
 
 
@@ -89,9 +93,10 @@ def check_extension_order(
         )
         out.add(
             "TS151",
-            f"{where}: extensions are not in the factory UI's sorted order; sorted, the same "
+            message=f"{where}: extensions are not in the factory UI's sorted order; sorted, "
+            "the same "
             f"schematic has ID {short_id(resorted.id)}",
-            place.file,
-            place.line,
-            obj,
+            file=place.file,
+            line=place.line,
+            obj=obj,
         )

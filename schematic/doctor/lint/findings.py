@@ -47,7 +47,8 @@ class Rule(BaseModel):
 
 
 class Finding(BaseModel):
-    """One problem found in one place of the input."""
+    """One problem found in one place of the input (frozen; built with keywords only, as
+    pydantic models are)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -105,11 +106,11 @@ class Collector:
     def add(
         self,
         code: str,
+        *,
         message: str,
         file: str,
-        line: int | None = None,
+        line: int | None,
         obj: str = "",
-        *,
         fix: str | None = None,
         certain: bool = True,
     ) -> None:

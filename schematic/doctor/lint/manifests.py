@@ -60,11 +60,11 @@ def check_manifests(inventory: Inventory, out: Collector) -> None:
             name = str(place.doc.get(("metadata", "name")) or "")
             out.add(
                 "TS131",
-                f"Service {name!r} serves the tenant API server but not port {TRUSTD_PORT} "
+                message=f"Service {name!r} serves the tenant API server but not port {TRUSTD_PORT} "
                 "(trustd); Talos workers cannot get their certificates",
-                place.file,
-                place.doc.line(("spec", "ports")),
-                name,
+                file=place.file,
+                line=place.doc.line(("spec", "ports")),
+                obj=name,
                 certain=certain,
             )
     for place in inventory.control_planes:
@@ -74,10 +74,10 @@ def check_manifests(inventory: Inventory, out: Collector) -> None:
             name = str(place.doc.get(("metadata", "name")) or "")
             out.add(
                 "TS131",
-                f"KamajiControlPlane {name!r}: spec.network.additionalServicePorts lacks "
+                message=f"KamajiControlPlane {name!r}: spec.network.additionalServicePorts lacks "
                 f"{TRUSTD_PORT} (talos-trustd); Talos workers cannot get their certificates",
-                place.file,
-                place.doc.line(path),
-                name,
+                file=place.file,
+                line=place.doc.line(path),
+                obj=name,
                 certain=certain,
             )

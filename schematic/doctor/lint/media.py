@@ -64,12 +64,13 @@ def check_url_listings(documents: Iterable[Document], out: Collector) -> None:
         if isinstance(boot_id, str) and boot_id != data["schematicID"]:
             out.add(
                 "TS133",
-                f"pool {pool!r}: boot media carry schematic {short_id(boot_id)}, the installer "
+                message=f"pool {pool!r}: boot media carry schematic {short_id(boot_id)}, the "
+                "installer "
                 f"{short_id(data['schematicID'])}: nodes booted from the disk image run the "
                 "boot schematic until their first upgrade",
-                doc.file,
-                doc.line(("bootSchematicID",)),
-                pool,
+                file=doc.file,
+                line=doc.line(("bootSchematicID",)),
+                obj=pool,
             )
         media = {
             key: value
@@ -87,11 +88,11 @@ def check_url_listings(documents: Iterable[Document], out: Collector) -> None:
                 if is_secureboot_medium(url) != install_secure:
                     out.add(
                         "TS132",
-                        f"pool {pool!r}: {medium_key} is "
+                        message=f"pool {pool!r}: {medium_key} is "
                         f"{'' if is_secureboot_medium(url) else 'not '}a SecureBoot medium "
                         f"but {key} is {'' if install_secure else 'not '}a SecureBoot installer",
-                        doc.file,
-                        doc.line((key,)),
-                        pool,
+                        file=doc.file,
+                        line=doc.line((key,)),
+                        obj=pool,
                     )
                     break

@@ -44,9 +44,10 @@ def check_passthrough(inventory: Inventory, out: Collector) -> None:
             use = next(use for use in pool.nvidia_gpus if use.name == gpu)
             out.add(
                 "TS143",
-                f"pool {pool.name!r}: GPU {gpu} is not permitted by the management cluster's "
+                message=f"pool {pool.name!r}: GPU {gpu} is not permitted by the management "
+                "cluster's "
                 f"platform values ({where}); KubeVirt refuses the pool's VMs",
-                use.place.file,
-                use.place.line,
-                pool.name,
+                file=use.place.file,
+                line=use.place.line,
+                obj=pool.name,
             )

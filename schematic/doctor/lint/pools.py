@@ -189,7 +189,7 @@ class _PoolCheck:
         where = place if place is not None else self.pool.place
         file = getattr(where, "file", self.pool.place.file)
         line = getattr(where, "line", self.pool.place.line)
-        self.out.add(code, message, file, line, self.pool.name)
+        self.out.add(code, message=message, file=file, line=line, obj=self.pool.name)
 
     def need_version(self, what: str) -> str | None:
         if self.talos is None and not self._version_noted:
@@ -208,11 +208,11 @@ class _PoolCheck:
             # config; read here as the later one wins, which is not what any node runs.
             self.out.add(
                 "TS002",
-                f"machine config: key {key} is written twice (lines {first} and {line}); "
+                message=f"machine config: key {key} is written twice (lines {first} and {line}); "
                 "Talos refuses the config",
-                file,
-                line,
-                pool.name,
+                file=file,
+                line=line,
+                obj=pool.name,
                 fix="merge the two into one key",
             )
         if pool.modules.state == "null":
@@ -271,11 +271,12 @@ class _PoolCheck:
                 continue
             self.out.add(
                 "TS181",
-                f"pool {self.pool.name!r}: {key}: {chart.title}'s kubernetes-nodes chart has no "
+                message=f"pool {self.pool.name!r}: {key}: {chart.title}'s kubernetes-nodes "
+                "chart has no "
                 f"{key} value and ignores it, so {ignored_consequence(key)}",
-                place.file,
-                place.line,
-                self.pool.name,
+                file=place.file,
+                line=place.line,
+                obj=self.pool.name,
                 fix=f"remove {key}, or target a chart with it ({charts_with(key)})",
             )
 
@@ -491,13 +492,14 @@ class _PoolCheck:
             return
         self.out.add(
             "TS123",
-            f"{where}: {chart.title}'s chart loads no nvidia module ({listed}); the extensions "
+            message=f"{where}: {chart.title}'s chart loads no nvidia module ({listed}); the "
+            "extensions "
             "do not load it themselves, and the talos-reconcile Job rewrites the "
             "TalosConfigTemplate from a fixed template, so there is no durable way to load it "
             "on this chart",
-            pool.place.file,
-            pool.place.line,
-            pool.name,
+            file=pool.place.file,
+            line=pool.place.line,
+            obj=pool.name,
             fix="move to a chart with kernelModules (--chart pr3571 or osimage)",
         )
 
@@ -520,11 +522,12 @@ class _PoolCheck:
             # A machine config alone may be one patch of several.
             self.out.add(
                 "TS123",
-                f"{where}: the machine config loads no nvidia module; the extensions do not "
+                message=f"{where}: the machine config loads no nvidia module; the extensions "
+                "do not "
                 "load it themselves",
-                getattr(modules.place, "file", self.pool.place.file),
-                getattr(modules.place, "line", self.pool.place.line),
-                self.pool.name,
+                file=getattr(modules.place, "file", self.pool.place.file),
+                line=getattr(modules.place, "line", self.pool.place.line),
+                obj=self.pool.name,
                 fix=fix,
                 certain=self.has_nvidia_gpu or self.pool.config_complete,
             )
@@ -704,12 +707,13 @@ def check_pools(inventory: Inventory, ctx: LintContext) -> None:
             # pool at all, so what it says is not checked as one.
             ctx.out.add(
                 "TS182",
-                f"pool {pool.name!r}: {chart.title}'s Kubernetes app has no spec.nodeGroups "
+                message=f"pool {pool.name!r}: {chart.title}'s Kubernetes app has no "
+                "spec.nodeGroups "
                 "(cozystack/cozystack#3315 removed them), so this node group creates no "
                 "workers; its GPUs, schematic and kernel modules apply to nothing",
-                pool.place.file,
-                pool.place.line,
-                pool.name,
+                file=pool.place.file,
+                line=pool.place.line,
+                obj=pool.name,
             )
             continue
         _PoolCheck(pool, ctx).run()
@@ -729,11 +733,12 @@ def _check_cluster(cluster: Cluster, ctx: LintContext) -> None:
             return
         ctx.out.add(
             "TS001",
-            f"cluster {cluster.name!r}: cluster-wide talos.schematicID {use.id} is not resolved; "
+            message=f"cluster {cluster.name!r}: cluster-wide talos.schematicID {use.id} is not "
+            "resolved; "
             "its extensions are not checked",
-            use.place.file,
-            use.place.line,
-            cluster.name,
+            file=use.place.file,
+            line=use.place.line,
+            obj=cluster.name,
         )
         return
     nvidia = _nvidia_extensions(resolution.schematic)
@@ -743,12 +748,13 @@ def _check_cluster(cluster: Cluster, ctx: LintContext) -> None:
     if nvidia and plain:
         ctx.out.add(
             "TS102",
-            f"cluster {cluster.name!r}: cluster-wide talos.schematicID {short_id(use.id)} carries "
+            message=f"cluster {cluster.name!r}: cluster-wide talos.schematicID "
+            f"{short_id(use.id)} carries "
             f"{', '.join(nvidia)}, and the cluster has pools without an NVIDIA GPU: "
             f"{', '.join(plain)}",
-            use.place.file,
-            use.place.line,
-            cluster.name,
+            file=use.place.file,
+            line=use.place.line,
+            obj=cluster.name,
         )
 
 
