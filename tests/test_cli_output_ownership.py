@@ -342,3 +342,21 @@ def test_check_notes_profiles_changed_since_generate_and_only_then(tmp_path: Pat
     )
     edited = run("check", str(cluster), "--out", str(out))
     assert note in edited.stderr
+
+
+@pytest.mark.parametrize("cluster_name", ["mycluster", "other"])
+def test_force_never_replaces_a_file_the_index_does_not_list(home: Path, cluster_name: str) -> None:
+    # --force replaces edited files the tool wrote and takes over another cluster's directory;
+    # a file of the user's where this run would write stays refused and untouched.
+    out = home / "out"
+    cluster = home / "again.yaml"
+    cluster.write_text(
+        EXAMPLE.read_text().replace("cluster: mycluster", f"cluster: {cluster_name}")
+    )
+    (out / "cpu" / "talhelper.yaml").write_text("the user's talhelper keys\n")
+    before = snapshot(home)
+    result = run("generate", str(cluster), "--out", str(out), "-f", "talhelper", "--force")
+    assert result.exit_code == 1
+    assert "cpu/talhelper.yaml" in errors(result)[0]
+    assert "not written" in errors(result)[0]
+    assert snapshot(home) == before

@@ -434,3 +434,37 @@ def test_a_machine_with_its_own_extensions_shares_its_sets_patches(tmp_path: Pat
     found = codes(path)
     assert [code for code, _ in found] == ["TS123"]
     assert "omni Machine 430d882a" in found[0][1]
+
+
+# The releases where Omni renames extensions, read at siderolabs/omni
+# internal/backend/extensions/extensions.go (b1ea5df26e4ea80857a444c1c982387863cadbd9):
+# MapNamesByVersion renames forward from talosVersion.GTE(1.7.0 / 1.8.0 / 1.9.0) and backward
+# before it, comparing semantic versions (a pre-release of the first release is before it).
+# Each rename at exactly its first release, the last release before it and that release's
+# pre-release: (name written, Talos release, the name Omni installs).
+_RENAME_EDGES = [
+    ("siderolabs/xe-guest-utilities", "v1.7.0", "siderolabs/xen-guest-agent"),
+    ("siderolabs/xe-guest-utilities", "v1.7.0-rc.0", "siderolabs/xe-guest-utilities"),
+    ("siderolabs/xen-guest-agent", "v1.6.7", "siderolabs/xe-guest-utilities"),
+    ("siderolabs/xen-guest-agent", "v1.7.0", "siderolabs/xen-guest-agent"),
+    ("siderolabs/nvidia-container-toolkit", "v1.8.0", "siderolabs/nvidia-container-toolkit-lts"),
+    ("siderolabs/nvidia-container-toolkit", "v1.7.7", "siderolabs/nvidia-container-toolkit"),
+    ("siderolabs/nvidia-container-toolkit-lts", "v1.7.7", "siderolabs/nvidia-container-toolkit"),
+    ("siderolabs/nonfree-kmod-nvidia", "v1.8.0", "siderolabs/nonfree-kmod-nvidia-lts"),
+    ("siderolabs/nonfree-kmod-nvidia-lts", "v1.8.0-beta.1", "siderolabs/nonfree-kmod-nvidia"),
+    ("siderolabs/i915-ucode", "v1.9.0", "siderolabs/i915"),
+    ("siderolabs/i915-ucode", "v1.8.4", "siderolabs/i915-ucode"),
+    ("siderolabs/i915", "v1.8.4", "siderolabs/i915-ucode"),
+    ("siderolabs/i915", "v1.9.0-alpha.1", "siderolabs/i915-ucode"),
+    ("siderolabs/amdgpu", "v1.9.0", "siderolabs/amdgpu"),
+    ("siderolabs/amdgpu-firmware", "v1.9.0", "siderolabs/amdgpu"),
+]
+
+
+@pytest.mark.parametrize(("written", "talos", "installed"), _RENAME_EDGES)
+def test_omni_renames_extensions_from_exactly_the_first_release_of_a_rename(
+    written: str, talos: str, installed: str
+) -> None:
+    from schematic.doctor.lint.omni import omni_extension_name
+
+    assert omni_extension_name(written, talos) == installed

@@ -653,3 +653,21 @@ def test_nvidia_services_held_on_a_gpu_with_its_module_is_unsure_not_silent(
         ("gpu-a-4hx8d",),
     )
     assert any("logs ext-nvidia" in item for item in diagnosis.collect)
+
+
+# apid waits for its certificates in every boot's first seconds; still waiting ten minutes into
+# the boot (600 s of uptime, the kernel's timestamp) it is held: both sides of the edge.
+@pytest.mark.parametrize(
+    ("uptime", "held"),
+    [("  599.999999", False), ("  600.000000", True), ("  600.000001", True)],
+)
+def test_apid_waiting_ten_minutes_into_the_boot_is_held_and_not_before(
+    tmp_path: Path, uptime: str, held: bool
+) -> None:
+    (tmp_path / "console.log").write_text(
+        EARLY_APID.replace("    5.913501", uptime), encoding="utf-8"
+    )
+    found = codes(tmp_path)
+    assert ("TS131" in found) is held
+    if not held:
+        assert found == {}

@@ -134,13 +134,16 @@ def omni_extension_name(name: str, talos: str | None) -> str:
 
     name = _OMNI_MISNAMED.get(name, name)
     try:
-        line = TalosVersion.parse(talos).minor_line if talos else None
+        version = TalosVersion.parse(talos) if talos else None
     except CatalogError:
-        line = None
-    if line is None:
+        version = None
+    if version is None:
         return name
-    for since, renames in _OMNI_RENAMES:
-        table = renames if line >= since else {new: old for old, new in renames.items()}
+    for (major, minor), renames in _OMNI_RENAMES:
+        # Omni compares semantic versions (talosVersion.GTE(1.9.0)): a pre-release of the
+        # first release of a rename is still before it.
+        after = version >= TalosVersion(major, minor, 0)
+        table = renames if after else {new: old for old, new in renames.items()}
         renamed = table.get(name)
         if renamed is not None and extension_releases(renamed):
             return renamed
