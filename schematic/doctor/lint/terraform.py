@@ -11,6 +11,7 @@ are literals is a node config of its own, whose GPUs are unknown. An expression 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import yaml
@@ -53,6 +54,13 @@ def _literal(value: Any) -> str | None:
     return unescaped.replace("\0", "${").replace("\1", "%{")
 
 
+def _on_one_line(parsed: Document, line: int) -> Document:
+    """``parsed`` with every key placed on ``line``: a JSON string holds no line break, so all
+    of a patch written as one sits on the string's line of the file."""
+    duplicates = tuple((path, line, line) for path, _, _ in parsed.duplicates)
+    return replace(parsed, lines=dict.fromkeys(parsed.lines, line), duplicates=duplicates)
+
+
 def _patches(doc: Document, path: Path_) -> list[Document]:
     found: list[Document] = []
     patches = doc.get(path)
@@ -61,9 +69,10 @@ def _patches(doc: Document, path: Path_) -> list[Document]:
         if text is None:
             continue
         try:
-            found += parse_yaml(text, doc.file, line_offset=doc.line((*path, index)) - 1)
+            parsed = parse_yaml(text, doc.file)
         except yaml.YAMLError:
             continue  # the provider refuses a patch it cannot read
+        found += [_on_one_line(one, doc.line((*path, index))) for one in parsed]
     return found
 
 
@@ -93,6 +102,8 @@ def _schematic_pool(doc: Document, name: str, inventory: Inventory) -> Pool | No
     try:
         schematic = Schematic.from_yaml(text, source=f"{doc.file}:{place.line}")
     except SchematicError as err:
+        # The schematic is one JSON string on the place's line: no line within it to add.
+        err.line = None
         inventory.schematic_problems.append((err, place))
         return pool
     inventory.schematic_files.append((schematic, place))
