@@ -138,10 +138,10 @@ def check_rollout_scripts(
             ):
                 out.add(
                     "TS001",
-                    "rollout script: no index.yaml of this tool among the inputs, so its "
+                    message="rollout script: no index.yaml of this tool among the inputs, so its "
                     "upgrade images are not held against the pools' schematics",
-                    script.file,
-                    None,
+                    file=script.file,
+                    line=None,
                     fix="lint the script with the output directory it was made for: "
                     "talos-schematic lint OUT rollout.sh",
                 )
@@ -165,8 +165,8 @@ def check_rollout_scripts(
                 what, problem = checked
                 out.add(
                     "TS136",
-                    f"pool {pool.name!r}: {what} {problem}; the pool runs schematic "
+                    message=f"pool {pool.name!r}: {what} {problem}; the pool runs schematic "
                     f"{pool.schematic_id[:12]}…",
-                    script.file,
-                    number,
+                    file=script.file,
+                    line=number,
                 )
