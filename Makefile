@@ -98,9 +98,11 @@ mutation-map: | $(VENV)/.mutation-tools
 mutation: $(MUTATION_MAP)
 	$(MUTATION) run --base $(BASE) --seed $(SEED) $(if $(MAX),--max $(MAX)) $(MODULES)
 
-## mutation-sample: run the committed sample (scripts/mutation_sample.json); under 85 % fails
+## mutation-sample: run the committed sample (scripts/mutation_sample.json); under 85 % fails.
+##   ONLY="12 40" runs those of its mutants (the report's #), TESTS="tests/x.py::test_y" runs
+##   that test instead of the map's: how a new test is shown to kill a survivor.
 mutation-sample: $(MUTATION_MAP)
-	$(MUTATION) sample --fail-under 85
+	$(MUTATION) sample --fail-under 85 $(if $(ONLY),--only $(ONLY)) $(if $(TESTS),--tests $(TESTS))
 
 ## mutation-draw: draw a new sample: PER_AREA mutants of each pipeline area, seeded by SEED
 mutation-draw: $(VENV)/.mutation-tools

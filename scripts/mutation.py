@@ -73,9 +73,12 @@ def main(arguments: Sequence[str] | None = None) -> int:
         if options.command == "sample":
             mutants, notes = _sample()
             title = f"the sample in {SAMPLE.relative_to(REPO)}"
+            if options.only:
+                mutants = [mutants[index - 1] for index in options.only]
+                title += f", mutants {' '.join(map(str, options.only))}"
         else:
             mutants, title = _chosen(options)
-        return _run(mutants, title, options.fail_under, notes)
+        return _run(mutants, title, options.fail_under, notes, tuple(options.tests))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,8 +95,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max", type=int, default=0, help="draw at most this many mutants")
     run.add_argument("--seed", type=int, default=46, help="the draw's seed")
     sample = commands.add_parser("sample", help="run the committed sample")
+    sample.add_argument("--only", type=int, nargs="+", help="these mutants (the report's #)")
     for command in (run, sample):
         command.add_argument("--fail-under", type=float, default=0.0, help="score, percent")
+        command.add_argument(
+            "--tests", nargs="+", default=[], help="run these tests, not the map's (a new test)"
+        )
     draw = commands.add_parser("draw", help="draw a new sample and write it")
     draw.add_argument("--seed", type=int, required=True)
     draw.add_argument("--per-area", type=int, required=True)
@@ -164,7 +171,9 @@ def _sample() -> tuple[list[Mutant], list[str]]:
     return found, gone
 
 
-def _run(mutants: list[Mutant], title: str, fail_under: float, notes: list[str]) -> int:
+def _run(
+    mutants: list[Mutant], title: str, fail_under: float, notes: list[str], tests: tuple[str, ...]
+) -> int:
     if not mutants:
         print(f"no mutants in {title}", file=sys.stderr)
         return 0
@@ -177,7 +186,9 @@ def _run(mutants: list[Mutant], title: str, fail_under: float, notes: list[str])
             "`make mutation-map`"
         )
     print(f"{len(mutants)} mutants: {title}", file=sys.stderr)
-    outcomes = run_all(mutants, test_map, lambda line: print(line, file=sys.stderr, flush=True))
+    outcomes = run_all(
+        mutants, test_map, lambda line: print(line, file=sys.stderr, flush=True), tests
+    )
     verdicts = (KILLED, TIMEOUT, SURVIVED, UNTESTED, ERROR, INVALID)
     counts = {verdict: sum(o.verdict == verdict for o in outcomes) for verdict in verdicts}
     judged = len(outcomes) - counts[ERROR] - counts[INVALID]
@@ -207,15 +218,15 @@ def _report(
     ]
     lines += [f"- {verdict}: {count}" for verdict, count in counts.items()]
     if notes:
-        lines += ["", "## Not run", "", *(f"- {note}" for note in notes)]
+        lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
     for heading, verdicts in (("Survivors", (SURVIVED, UNTESTED)), ("Not judged", (ERROR,))):
-        shown = [o for o in outcomes if o.verdict in verdicts]
+        shown = [(n, o) for n, o in enumerate(outcomes, 1) if o.verdict in verdicts]
         if shown:
             lines += ["", f"## {heading}", ""]
-        for outcome in shown:
+        for number, outcome in shown:
             mutant = outcome.mutant
             lines += [
-                f"### {mutant.where} {mutant.operator} (occurrence {mutant.occurrence}) in "
+                f"### {number}. {mutant.where} {mutant.operator} ({mutant.occurrence}) in "
                 f"`{mutant.definition or '<module>'}`: {outcome.verdict}",
                 "",
                 f"{len(outcome.tests)} tests ran. {outcome.detail}".rstrip(),
@@ -228,12 +239,13 @@ def _report(
         "",
         "## Every mutant",
         "",
-        "| mutant | operator | verdict | killed by |",
-        "| --- | --- | --- | --- |",
+        "| # | mutant | operator (occurrence) | verdict | killed by |",
+        "| --- | --- | --- | --- | --- |",
     ]
-    for o in outcomes:
+    for number, o in enumerate(outcomes, 1):
         why = o.killer or (o.detail.splitlines()[0] if o.detail else "")
-        cells = (o.mutant.where, f"{o.mutant.operator} #{o.mutant.occurrence}", o.verdict, why)
+        operator = f"{o.mutant.operator} ({o.mutant.occurrence})"
+        cells = (str(number), o.mutant.where, operator, o.verdict, why)
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines) + "\n"
 

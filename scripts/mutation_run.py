@@ -83,7 +83,7 @@ def is_valid(mutant: Mutant) -> bool:
     return mutated is not None and is_python(mutated)
 
 
-def run_one(mutant: Mutant, test_map: CoverageMap) -> Outcome:
+def run_one(mutant: Mutant, test_map: CoverageMap, chosen_tests: Sequence[str] = ()) -> Outcome:
     original, mutated = mutated_source(mutant)
     if mutated is None:
         detail = "the operator no longer applies here"
@@ -101,7 +101,7 @@ def run_one(mutant: Mutant, test_map: CoverageMap) -> Outcome:
         return Outcome(mutant=mutant, verdict=INVALID, tests=(), seconds=0.0, diff=diff)
     module_tests = test_map.modules.get(mutant.module)
     found = module_tests.tests_for(mutant.line, original.splitlines()) if module_tests else ()
-    tests = test_map.runnable(found)
+    tests = tuple(chosen_tests) or test_map.runnable(found)
     if not tests:
         return Outcome(mutant=mutant, verdict=UNTESTED, tests=(), seconds=0.0, diff=diff)
     # The map's timings were taken under coverage, slower than this run: three times them
@@ -193,11 +193,15 @@ def confirm_killers(outcomes: list[Outcome]) -> list[Outcome]:
 
 
 def run_all(
-    mutants: Sequence[Mutant], test_map: CoverageMap, progress: Callable[[str], None]
+    mutants: Sequence[Mutant],
+    test_map: CoverageMap,
+    progress: Callable[[str], None],
+    chosen_tests: Sequence[str] = (),
 ) -> list[Outcome]:
+    """Each mutant against its tests (or ``chosen_tests``, as when a new test is checked)."""
     outcomes = []
     for index, mutant in enumerate(mutants, 1):
-        outcome = run_one(mutant, test_map)
+        outcome = run_one(mutant, test_map, chosen_tests)
         progress(
             f"[{index}/{len(mutants)}] {mutant.where} {mutant.operator} occurrence "
             f"{mutant.occurrence}: {outcome.verdict} ({outcome.seconds:.1f} s, "
