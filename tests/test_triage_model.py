@@ -671,3 +671,21 @@ def test_apid_waiting_ten_minutes_into_the_boot_is_held_and_not_before(
     assert ("TS131" in found) is held
     if not held:
         assert found == {}
+
+
+def test_against_an_index_whose_extensions_are_no_list_is_an_input_error(
+    tmp_path: Path, committed: Path
+) -> None:
+    import shutil
+
+    edited = tmp_path / "gpu"
+    shutil.copytree(committed, edited)
+    index = edited / "index.yaml"
+    lines = index.read_text(encoding="utf-8").splitlines()
+    at = lines.index("  extensions:")  # the first pool's list, replaced by a number
+    end = next(i for i in range(at + 1, len(lines)) if not lines[i].startswith("  - "))
+    lines[at:end] = ["  extensions: 5"]
+    index.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = run("triage", str(BUNDLES / "ts201-lldpd-waits"), "--against", str(edited))
+    assert code == 1
+    assert "pools[0].extensions: must be a list of names, not 5" in err.replace("\n", " ")

@@ -212,6 +212,11 @@ def _pools(value: object, source: str) -> tuple[Mapping[str, Any], ...]:
                 )
         if "schematicID" not in entry:
             raise _edited(source, where, "has no schematicID")
+        extensions = entry.get("extensions", [])
+        if not isinstance(extensions, list) or not all(isinstance(e, str) for e in extensions):
+            raise _edited(
+                source, f"{where}.extensions", f"must be a list of names, not {_kind(extensions)}"
+            )
     return tuple(value)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schematic.doctor.triage.diagnose import Committed, CommittedPool, Diagnosis, diagnose
-from schematic.doctor.triage.readers import DocumentError, Reading, read_evidence
+from schematic.doctor.triage.readers import DocumentError, Reading, file_reading, read_evidence
 from schematic.doctor.triage.readers.documents import read_json_chunks
 from schematic.doctor.triage.signals import Evidence
 from schematic.errors import TriageInputError, printable
@@ -165,8 +165,8 @@ def _read(file: str, max_json_size: int) -> Reading:
     try:
         if _json_start(file):
             try:
-                signals = tuple(read_json_chunks(_chunks(file, max_json_size), file))
-                return Reading(file, "json" if signals else "", signals)
+                signals = list(read_json_chunks(_chunks(file, max_json_size), file))
+                return file_reading(file, "json", signals, [])
             except DocumentError as err:
                 if err.fatal:
                     raise
@@ -219,7 +219,7 @@ def committed_output(directory: str) -> Committed:
             f"--against {shown}: no {INDEX} (give a directory `generate --out` wrote)"
         )
     file = str(Path(directory) / INDEX)
-    lines = decode_text(read_bytes(file, kind=InputKind.OUTPUT_RECORD)).splitlines()
+    lines = _schematic_lines(decode_text(read_bytes(file, kind=InputKind.OUTPUT_RECORD)))
     pools = []
     for entry in index.pools:
         name = str(entry["name"])
@@ -228,20 +228,28 @@ def committed_output(directory: str) -> Committed:
                 str(entry[key]) for key in ("schematicID", "offlineSchematicID") if entry.get(key)
             )
         )
-        number = _line_of(lines, f"- name: {name}", f"schematicID: {ids[0]}" if ids else "")
-        where = Evidence(file, number, f"pool {name} schematicID: {ids[0] if ids else '?'}")
+        where = Evidence(
+            file, lines.get(name, 1), f"pool {name} schematicID: {ids[0] if ids else '?'}"
+        )
         extensions = tuple(str(e) for e in entry.get("extensions") or ())
         pools.append(CommittedPool(name, ids, extensions, where))
     return Committed(index.cluster, tuple(pools))
 
 
-def _line_of(lines: list[str], entry: str, key: str) -> int:
-    """The line of ``key`` within the list entry that starts with ``entry`` (1-based)."""
-    start = next((i for i, line in enumerate(lines) if line.strip() == entry), 0)
-    for number in range(start, len(lines)):
-        if key and lines[number].strip() == key:
-            return number + 1
-    return start + 1
+def _schematic_lines(text: str) -> dict[str, int]:
+    """Pool name → the line of its ``schematicID`` in the index (else of its ``- name:``), read
+    in one pass: an index of thousands of pools is not searched once per pool."""
+    found: dict[str, int] = {}
+    pool = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("- name: "):
+            pool = stripped.removeprefix("- name: ")
+            found.setdefault(pool, number)
+        elif pool and stripped.startswith("schematicID: "):
+            found[pool] = number
+            pool = ""
+    return found
 
 
 def triage_paths(

@@ -48,9 +48,10 @@ from schematic.doctor.triage.causes.runtime import (
 )
 from schematic.doctor.triage.causes.shown import Finding
 from schematic.doctor.triage.causes.unknown import unknown_failures
-from schematic.doctor.triage.model import ClusterModel, Machine, build_model, is_address
+from schematic.doctor.triage.model import ClusterModel, Machine, build_model
 from schematic.doctor.triage.signals import Evidence, Signal
 from schematic.doctor.triage.texts import fix_places, rule_text
+from schematic.doctor.triage.values import is_address
 
 __all__ = ["Committed", "CommittedPool", "Diagnosis", "diagnose", "diagnose_model"]
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}

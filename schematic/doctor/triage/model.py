@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import PurePath
 
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.doctor.triage.values import age_minutes, is_address, number, parse_time
 from schematic.facts.nvidia import NVIDIA_VENDOR
 
 __all__ = [
@@ -27,10 +28,7 @@ __all__ = [
     "ClusterModel",
     "LabelledHardware",
     "Machine",
-    "age_minutes",
     "build_model",
-    "is_address",
-    "parse_time",
     "pool_of_name",
 ]
 
@@ -66,35 +64,6 @@ SCHEMATIC = "schematic"
 # Kubernetes' random-suffix alphabet (apimachinery util/rand): no vowels, no 0, 1, 3. Cluster API
 # machine names and KubeVirt VM names end in one or two such segments.
 _RANDOM_ALPHABET = frozenset("bcdfghjklmnpqrstvwxz2456789")
-_ADDRESS = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9a-fA-F:]*:[0-9a-fA-F:]+)$")
-_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(\.\d{1,6})?\d*(Z|[+-]\d\d:?\d\d)?$")
-
-
-def parse_time(text: str) -> datetime | None:
-    """An RFC 3339 time as Kubernetes and talosctl print it (nanoseconds cut to microseconds;
-    no zone is taken as UTC)."""
-    found = _RFC3339.match(text.strip())
-    if not found:
-        return None
-    zone = found[4] or "Z"
-    zone = "+00:00" if zone == "Z" else (zone if ":" in zone else zone[:3] + ":" + zone[3:])
-    try:
-        return datetime.fromisoformat(f"{found[1]}T{found[2]}{found[3] or ''}{zone}")
-    except ValueError:
-        return None
-
-
-def age_minutes(text: str) -> float | None:
-    """A Kubernetes or talosctl age (``19h``, ``2d3h``, ``69m52s``, ``45s``) in minutes."""
-    parts = re.findall(r"(\d+)([dhms])", text)
-    if not parts or "".join(n + u for n, u in parts) != text.strip():
-        return None
-    scale = {"d": 1440.0, "h": 60.0, "m": 1.0, "s": 1 / 60}
-    return sum(int(n) * scale[u] for n, u in parts)
-
-
-def is_address(name: str) -> bool:
-    return bool(_ADDRESS.match(name))
 
 
 def _random_segment(segment: str) -> bool:
@@ -147,9 +116,9 @@ class Boot:
         last = self.last_wait_line()
         if not last:
             return None
-        uptime = last[0].get("uptime")
-        if uptime:
-            return float(uptime)
+        uptime = number(last[0].get("uptime"))
+        if uptime is not None:
+            return uptime
         first = parse_time(self.waits[0].get("time")) if self.waits else None
         end = parse_time(last[0].get("time"))
         if first and end:
@@ -170,8 +139,9 @@ class Boot:
 
     def failure_uptime(self) -> float | None:
         for signal in self.failures:
-            if signal.kind is Kind.BOOT_FAILED and signal.get("uptime"):
-                return float(signal.get("uptime"))
+            uptime = number(signal.get("uptime"))
+            if signal.kind is Kind.BOOT_FAILED and uptime is not None:
+                return uptime
         return None
 
 
@@ -443,6 +413,7 @@ def build_model(signals: Iterable[Signal]) -> ClusterModel:
                 if alias.strip():
                     names.join(signal.node, alias.strip())
         elif signal.kind is Kind.IDENTITY and signal.node:
+            names.add(signal.node)
             for alias in signal.get("aliases").split(","):
                 if alias.strip() and alias.strip() not in shared:
                     names.join(signal.node, alias.strip())
@@ -529,7 +500,7 @@ def _boots(machine: Machine) -> list[Boot]:
         ordered = sorted(by_file[file], key=lambda s: s.evidence.line)
         boot = Boot(file)
         for signal in ordered:
-            uptime = float(signal.get("uptime")) if signal.get("uptime") else None
+            uptime = number(signal.get("uptime"))
             when = parse_time(signal.get("time"))
             restarted = (
                 uptime is not None

@@ -96,6 +96,8 @@ class Kind(Enum):
     MEMORY_AVAILABLE = "available memory over the window"
     MEMORY_USED_PERCENT = "memory use as kubectl top shows it"
     BOOT_TIME = "node boot times"
+    # a value no reader could hold (value: what it was; evidence: where); reported, not judged
+    UNREADABLE_VALUE = "unreadable value"
 
 
 @dataclass(frozen=True, slots=True)

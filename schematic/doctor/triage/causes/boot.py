@@ -24,6 +24,7 @@ from schematic.doctor.triage.causes.shown import (
 )
 from schematic.doctor.triage.model import ClusterModel, Machine
 from schematic.doctor.triage.signals import Kind, Signal
+from schematic.doctor.triage.values import number
 
 __all__ = [
     "memory_causes",
@@ -45,7 +46,7 @@ def _apid_long_wait(machine: Machine) -> list[Signal]:
     return [
         s
         for s in machine.of(Kind.APID_WAITING_CERTIFICATES)
-        if s.get("uptime") and float(s.get("uptime")) >= 600
+        if (number(s.get("uptime")) or 0) >= 600
     ]
 
 

@@ -25,6 +25,7 @@ from schematic.doctor.triage.causes.shown import (
 )
 from schematic.doctor.triage.model import ClusterModel, Machine
 from schematic.doctor.triage.signals import Kind, Signal
+from schematic.doctor.triage.values import count
 
 __all__ = [
     "driver_unreachable",
@@ -449,9 +450,9 @@ def gpus_out_of_service(model: ClusterModel) -> list[Finding]:
         short = [
             s
             for s in machine.of(Kind.NODE)
-            if s.get("capacity").isdigit()
-            and s.get("gpus").isdigit()
-            and int(s.get("gpus")) < int(s.get("capacity"))
+            if (gpus := count(s.get("gpus"))) is not None
+            and (capacity := count(s.get("capacity"))) is not None
+            and gpus < capacity
         ]
         if not (xids or unhealthy or short):
             continue
@@ -461,7 +462,7 @@ def gpus_out_of_service(model: ClusterModel) -> list[Finding]:
         none_left = bool(short) and all(s.get("gpus") == "0" for s in short)
         if short:
             node = short[0]
-            lost = int(node.get("capacity")) - int(node.get("gpus"))
+            lost = (count(node.get("capacity")) or 0) - (count(node.get("gpus")) or 0)
             summary.append(
                 f"{lost} of the node's {node.get('capacity')} GPUs "
                 f"{'is' if lost == 1 else 'are'} out of service: capacity "

@@ -14,8 +14,9 @@ from schematic.doctor.triage.causes.shown import (
     no_nvidia,
     nvidia_shown,
 )
-from schematic.doctor.triage.model import ClusterModel, Machine, parse_time
+from schematic.doctor.triage.model import ClusterModel, Machine
 from schematic.doctor.triage.signals import Kind, Signal
+from schematic.doctor.triage.values import parse_time
 
 __all__ = [
     "device_plugin",

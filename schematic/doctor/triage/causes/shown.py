@@ -14,10 +14,9 @@ from schematic.doctor.triage.model import (
     BOOT_TIMEOUT_SECONDS,
     ClusterModel,
     Machine,
-    age_minutes,
-    parse_time,
 )
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.doctor.triage.values import age_minutes, count, number, parse_time
 
 if TYPE_CHECKING:
     from schematic.facts.nvidia import Gpu
@@ -299,12 +298,11 @@ def _rebooted_events(machine: Machine, timer: Timer) -> None:
 def _pod_restarts(machine: Machine, timer: Timer) -> None:
     """Every pod of a rebooting machine dies at once: identical restart counts. Once is any
     reboot (an upgrade, a drain); the timer needs restarts about every 70 minutes."""
-    pods = [s for s in machine.of(Kind.POD) if int(s.get("restarts") or 0) > 0]
+    pods = [s for s in machine.of(Kind.POD) if (count(s.get("restarts")) or 0) > 0]
     if len(pods) < 3:
         return
-    counts = Counter(s.get("restarts") for s in pods)
-    count, same = counts.most_common(1)[0]
-    restarts = int(count)
+    counts = Counter(count(s.get("restarts")) or 0 for s in pods)
+    restarts, same = counts.most_common(1)[0]
     if same != len(pods) or restarts < 2:
         return
     timer.reboots = True
@@ -328,7 +326,7 @@ def pending(machine: Machine, names: Iterable[str]) -> list[str]:
     said = []
     for name in names:
         waits = machine.waits_of(name)
-        uptimes = [float(s.get("uptime")) for s in waits if s.get("uptime")]
+        uptimes = [u for s in waits if (u := number(s.get("uptime"))) is not None]
         times = [t for t in (parse_time(s.get("time")) for s in waits) if t is not None]
         timed_out = any(b.timed_out and name in b.held() for b in machine.boots)
         at = " when the boot timer gave up" if timed_out else ""
@@ -423,10 +421,8 @@ def known_gpus(machine: Machine) -> list[Gpu]:
 
 
 def float_of(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return 0.0
+    """A number a reader took, 0 when there is none."""
+    return number(text) or 0.0
 
 
 def is_toolkit_extension(name: str) -> bool:

@@ -36,9 +36,9 @@ from schematic.doctor.triage.readers.documents import DocumentError, read_json, 
 from schematic.doctor.triage.readers.logs import read_log
 from schematic.doctor.triage.readers.paste import fenced_paste, is_prose, sections, unquote
 from schematic.doctor.triage.readers.tables import read_table, recognise_table
-from schematic.doctor.triage.signals import Signal
+from schematic.doctor.triage.signals import Kind, Signal
 
-__all__ = ["DocumentError", "Reading", "read_evidence"]
+__all__ = ["DocumentError", "Reading", "file_reading", "read_evidence"]
 
 # YAML of the shapes the document reader knows: a Kubernetes object or list, a talosctl
 # resource, a query answer. Logs that happen to parse as YAML are not mistaken for it.
@@ -55,6 +55,25 @@ class Reading:
     signals: tuple[Signal, ...]
     # why a file that looked like JSON or YAML was not read, or what of a file was not
     problem: str = ""
+
+
+# Unreadable values named one by one, up to this many per file; the rest are counted.
+_UNREADABLE_SHOWN = 5
+
+
+def file_reading(file: str, kind: str, signals: list[Signal], problems: list[str]) -> Reading:
+    """What a file was read as: its signals, and what of it was not read (the values no reader
+    could hold among them, by line)."""
+    unread = [s for s in signals if s.kind is Kind.UNREADABLE_VALUE]
+    if unread:
+        signals = [s for s in signals if s.kind is not Kind.UNREADABLE_VALUE]
+        shown = [f"line {s.evidence.line}: {s.evidence.text}" for s in unread[:_UNREADABLE_SHOWN]]
+        more = len(unread) - _UNREADABLE_SHOWN
+        problems = [
+            *problems,
+            "unreadable value at " + "; ".join(shown) + (f"; and {more} more" if more > 0 else ""),
+        ]
+    return Reading(file, kind if signals else "", tuple(signals), "; ".join(problems))
 
 
 def read_evidence(text: str, file: str) -> Reading:
@@ -81,9 +100,7 @@ def read_evidence(text: str, file: str) -> Reading:
             signals += [s if s.node else replace(s, node=section.node) for s in reading.signals]
         else:
             signals += reading.signals
-    if not signals:
-        return Reading(file, "", (), "; ".join(problems))
-    return Reading(file, "+".join(dict.fromkeys(formats)), tuple(signals), "; ".join(problems))
+    return file_reading(file, "+".join(dict.fromkeys(formats)), signals, problems)
 
 
 def _read_section(text: str, file: str) -> Reading:

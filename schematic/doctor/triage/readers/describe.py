@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
 from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
+from schematic.doctor.triage.values import count, unreadable
 
 __all__ = [
     "read_describe",
@@ -176,8 +177,12 @@ def _pod(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
                     reason = reason or value
                 elif container_key == "Exit Code" and state == "Last State:Terminated":
                     exit_code = exit_code or value
-                elif container_key == "Restart Count" and value.isdigit():
-                    restarts = max(restarts, int(value))
+                elif container_key == "Restart Count" and value.strip():
+                    held = count(value)
+                    if held is None:
+                        yield unreadable(file, number, "Restart Count", value)
+                    else:
+                        restarts = max(restarts, held)
                 elif container_key == "Message":
                     messages.append((number, line))
             elif container_key == "Message":

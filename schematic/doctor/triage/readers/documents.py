@@ -18,6 +18,7 @@ import yaml
 
 from schematic.doctor.triage.readers.interpret import Located, interpret
 from schematic.doctor.triage.signals import Signal
+from schematic.doctor.triage.values import json_decoder
 from schematic.safe_yaml import (
     InputKind,
     InputTooLargeError,
@@ -143,7 +144,7 @@ def read_json(text: str, file: str) -> Iterator[Signal]:
 
 def read_json_chunks(chunks: Iterable[str], file: str) -> Iterator[Signal]:
     """Signals of every JSON value in the text ``chunks`` make up, read as they come."""
-    decoder = json.JSONDecoder()
+    decoder = json_decoder()
     window = _Window(chunks)
     position = window.skip(0)
     while window.char(position):

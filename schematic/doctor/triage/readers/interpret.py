@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from schematic.doctor.triage import values
 from schematic.doctor.triage.readers.messages import message_kinds
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
 from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
@@ -257,8 +258,14 @@ def _pod(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
     for container in _list(status.get("containerStatuses")):
         container = _dict(container)
         count = container.get("restartCount")
-        if isinstance(count, (int, str)) and str(count).isdigit():
-            restarts = max(restarts, int(count))
+        if isinstance(count, (int, str)) and not isinstance(count, bool):
+            held = values.count(str(count))
+            if held is None:
+                yield values.unreadable(
+                    file, where.locate("restartCount"), "restartCount", str(count)
+                )
+            else:
+                restarts = max(restarts, held)
         terminated = _dict(_dict(container.get("lastState")).get("terminated"))
         if terminated and not exit_code:
             exit_code = _text(terminated.get("exitCode"))
@@ -420,19 +427,16 @@ def _series_node(metric: dict[str, Any]) -> str:
 
 def _samples(series: dict[str, Any]) -> list[Any]:
     """[time, value] pairs of a query answer, or the export form's two lists zipped."""
-    values = _list(series.get("values"))
+    pairs = _list(series.get("values"))
     stamps = _list(series.get("timestamps"))
-    if stamps and len(stamps) == len(values):
-        return [[stamp, value] for stamp, value in zip(stamps, values, strict=True)]
-    return values or [series.get("value")]
+    if stamps and len(stamps) == len(pairs):
+        return [[stamp, value] for stamp, value in zip(stamps, pairs, strict=True)]
+    return pairs or [series.get("value")]
 
 
 def _number(sample: Any) -> float | None:
-    if isinstance(sample, list) and len(sample) == 2:
-        try:
-            return float(sample[1])
-        except (TypeError, ValueError):
-            return None
+    if isinstance(sample, list) and len(sample) == 2 and isinstance(sample[1], (str, int, float)):
+        return values.number(str(sample[1]))
     return None
 
 
@@ -442,7 +446,9 @@ def _last_time(samples: list[Any]) -> str:
     stamps: list[float] = []
     for sample in samples:
         if isinstance(sample, list) and sample and isinstance(sample[0], (int, float)):
-            stamps.append(float(sample[0]))
+            stamp = values.number(str(sample[0]))
+            if stamp is not None:
+                stamps.append(stamp)
     if not stamps:
         return ""
     last = max(stamps)
@@ -456,11 +462,17 @@ def _metrics(data: dict[str, Any], file: str, where: Located) -> Iterator[Signal
         name = _text(metric.get("__name__"))
         samples = _samples(series)
         numbers = [n for n in (_number(s) for s in samples) if n is not None]
+        line = where.locate("metric")
+        if len(numbers) < len(samples):
+            # NaN, +Inf, a stale marker: the sample is no number the rules could weigh.
+            unread = [s[1] for s in samples if isinstance(s, list) and len(s) == 2]
+            unread = [v for v in unread if values.number(_text(v)) is None]
+            if unread:
+                yield values.unreadable(file, line, f"{name} sample", _text(unread[0]))
         if not numbers:
             continue
         names = _series_names(metric)
         node = names[0] if names else ""
-        line = where.locate("metric")
         if len(names) > 1:
             yield Signal(
                 Kind.IDENTITY,

@@ -13,11 +13,9 @@ plain kernel log's continuation line (indented, without its own stamp).
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections import deque
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from itertools import islice
 
 from schematic.doctor.triage.readers.messages import (
@@ -27,8 +25,18 @@ from schematic.doctor.triage.readers.messages import (
     unknown_failure,
 )
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.doctor.triage.values import (
+    epoch_time,
+    json_decoder,
+    number,
+    parse_time,
+    unreadable,
+    utc_stamp,
+)
 
 __all__ = ["read_log", "recognise_log"]
+
+_JSON = json_decoder()
 
 # A node as talosctl prefixes it: an IPv4 address, or a host name with a digit, dot or dash
 # (so words such as "State" or "Fabric" in nvidia-smi output are not taken for nodes).
@@ -55,10 +63,6 @@ _GO_LOG = re.compile(
 _ISO_LINE = re.compile(
     r"^(?P<date>\d{4}-\d\d-\d\d)[T ](?P<clock>\d\d:\d\d:\d\d(?:\.\d+)?)"
     r"(?P<zone>Z|[+-]\d\d:?\d\d)?\s+(?P<msg>.*)$"
-)
-_RFC3339 = re.compile(
-    r"^(?P<date>\d{4}-\d\d-\d\d)[T ](?P<clock>\d\d:\d\d:\d\d)(?:\.\d+)?"
-    r"(?P<zone>Z|[+-]\d\d:\d\d)?$"
 )
 # nvidia-smi -L ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)") and -q ("Product Name : ...").
 _SMI_GPU = re.compile(r"^GPU \d+: (?P<name>.+?) \(UUID: (?P<uuid>GPU-[0-9a-fA-F-]+)\)")
@@ -189,21 +193,8 @@ def _split(number: int, raw: str) -> _Line:
 def iso_time(text: str) -> str:
     """An RFC 3339 time as UTC with whole seconds ("2025-10-30T18:20:10Z"); "" if it is not
     one. Times without a zone are taken as UTC, as talosctl and Go's log print them."""
-    found = _RFC3339.match(text.strip())
-    if not found:
-        return ""
-    if found["zone"] in (None, "Z", "+00:00") and found["clock"] < "24":
-        # UTC already: no arithmetic (a log repeats this for every line).
-        return f"{found['date']}T{found['clock']}Z"
-    try:
-        when = datetime.fromisoformat(
-            f"{found['date']}T{found['clock']}{found['zone'] or ''}".replace("Z", "+00:00")
-        )
-    except ValueError:
-        return ""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = parse_time(text)
+    return utc_stamp(when) if when else ""
 
 
 def _json_message(message: str) -> str:
@@ -214,7 +205,7 @@ def _json_line(line: str) -> tuple[str, str]:
     """The message and time of a structured log line (zap/slog JSON, as kubelet, machined
     and the NVIDIA operators print it)."""
     try:
-        value = json.loads(line)
+        value = _JSON.decode(line)
     except ValueError:
         return line, ""
     if not isinstance(value, dict):
@@ -222,7 +213,8 @@ def _json_line(line: str) -> tuple[str, str]:
     parts = [str(value.get(key)) for key in ("msg", "message", "error", "err") if value.get(key)]
     stamp = value.get("ts") or value.get("time") or value.get("timestamp") or ""
     if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
-        time = datetime.fromtimestamp(float(stamp), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = epoch_time(stamp)
+        time = utc_stamp(when) if when else ""
     else:
         time = iso_time(str(stamp))
     return (" ".join(parts) or line), time
@@ -401,7 +393,9 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
         before, previous = (previous if line.follows else None), line
         evidence = Evidence(file, line.number, _cut(line.raw))
         data: tuple[tuple[str, str], ...] = ()
-        if line.uptime:
+        if line.uptime and number(line.uptime) is None:
+            yield unreadable(file, line.number, "kernel uptime", line.uptime)
+        elif line.uptime:
             data = (("uptime", line.uptime),)
         elif line.time:
             # A year-less journal stamp is a clock reading, not a time.
@@ -519,8 +513,8 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
             yield Signal(kind, line.node, evidence, "", extra)
         if not kinds and (origin := unknown_failure(message)):
             yield Signal(Kind.UNKNOWN_FAILURE, line.node, evidence, origin, data)
-    for node, number in listed_modules.items():
-        yield Signal(Kind.MODULES_LISTED, node, Evidence(file, number, "/proc/modules"))
+    for node, listed_at in listed_modules.items():
+        yield Signal(Kind.MODULES_LISTED, node, Evidence(file, listed_at, "/proc/modules"))
 
 
 def _device_list_strategy(following: list[_Line]) -> tuple[_Line, list[str]] | None:
@@ -540,7 +534,7 @@ def _device_list_strategy(following: list[_Line]) -> tuple[_Line, list[str]] | N
                 if "]" in more.message:
                     break
         try:
-            value = json.loads(collected.rstrip(","))
+            value = _JSON.decode(collected.rstrip(","))
         except ValueError:
             return None
         values = [value] if isinstance(value, str) else value

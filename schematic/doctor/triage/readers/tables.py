@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.doctor.triage.values import count, unreadable
 
 __all__ = ["read_table", "recognise_table"]
 
@@ -286,13 +287,15 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
             name = cells.get("NAME", "")
             if cells.get("NAMESPACE"):
                 name = f"{cells['NAMESPACE']}/{name}"
+            if restarts.isdigit() and count(restarts) is None:
+                yield unreadable(file, evidence.line, "RESTARTS", restarts)
             yield Signal(
                 Kind.POD,
                 cells["NODE"] if cells["NODE"] != "<none>" else "",
                 evidence,
                 name,
                 (
-                    ("restarts", restarts if restarts.isdigit() else "0"),
+                    ("restarts", str(count(restarts) or 0)),
                     ("age", cells.get("AGE", "")),
                     ("last_restart_ago", ago[1] if ago else ""),
                     ("ip", cells.get("IP", "") if cells.get("IP") != "<none>" else ""),
