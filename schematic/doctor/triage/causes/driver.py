@@ -429,7 +429,7 @@ def _xid(text: str) -> int | None:
     """The Xid a kernel line (``NVRM: Xid (PCI:...): 79``) or the device plugin's
     (``Xid=94``) names; None for a line without one."""
     found = _XID_NUMBER.search(text) or _PLUGIN_XID.search(text)
-    return int(found["xid"]) if found else None
+    return count(found["xid"]) if found else None
 
 
 def gpus_out_of_service(model: ClusterModel) -> list[Finding]:

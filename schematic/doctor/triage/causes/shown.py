@@ -211,7 +211,7 @@ def boot_timer(machine: Machine) -> Timer:
             times = "once" if len(timeouts) == 1 else f"{len(timeouts)} times"
             timer.said.append(f"the boot sequence failed {times}")
     for signal in machine.of(Kind.BOOT_TIME):
-        boots = sorted({int(b) for b in signal.get("boots").split(",") if b.strip().isdigit()})
+        boots = sorted({n for b in signal.get("boots").split(",") if (n := count(b)) is not None})
         gaps = [b - a for a, b in pairwise(boots)]
         cycles = [gap for gap in gaps if _CYCLE[0] <= gap <= _CYCLE[1]]
         trailing = 0
