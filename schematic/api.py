@@ -105,7 +105,7 @@ def generate(request: Request) -> Result[Written | None]:
             from schematic.output.render.files import render_stream
 
             assert kind is not None  # streamed_kind names one where there is no --out
-            text = render_stream(plan, kind, fit)
+            text = render_stream(plan, kind, fit, asked.lock)
             said += emit.run_notes(plan, fit, kind == "platform")
             return Result(None, 0, text, {}, tuple(said), asked.lock, plan, fit)
         settings = (asked.lock, request.pools, request.profiles, request.force)

@@ -271,7 +271,7 @@ def write_plan(
 
     old = read_index(directory)
     kustomization = _own_kustomization(directory, old)
-    tree = render_tree(plan, kinds, fit, kustomization=kustomization)
+    tree = render_tree(plan, kinds, fit, kustomization=kustomization, lock=lock)
     files = dict(tree.files)
     if lock is not None:
         files[LOCK] = lock.encode()
@@ -284,6 +284,15 @@ def write_plan(
         for name, why in written.kept
     ]
     return tree, written, notes
+
+
+def _held_lock(path: Path) -> str | None:
+    from schematic.safe_yaml import InputKind, read_text
+
+    try:
+        return read_text(path, kind=InputKind.OUTPUT_RECORD)
+    except OSError:
+        return None
 
 
 def expected_tree(
@@ -304,7 +313,10 @@ def expected_tree(
 
     names = [pool.name for pool in plan.pools if not pools or pool.name in pools]
     plan = with_factory_schematics(plan, recorded_registrations(directory, recorded, names))
-    tree = render_tree(plan, kinds, fit, kustomization=_own_kustomization(directory, recorded))
+    # Offline, the mirror kinds were written from the lock the directory holds.
+    held = lock if lock is not None else _held_lock(directory / LOCK)
+    own = _own_kustomization(directory, recorded)
+    tree = render_tree(plan, kinds, fit, kustomization=own, lock=held)
     if lock is not None:
         tree = dataclasses.replace(tree, files={**tree.files, LOCK: lock.encode()})
     else:

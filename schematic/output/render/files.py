@@ -133,9 +133,10 @@ class _RenderedAlike:
 class _Renderer:
     """Renders one plan; pools that render alike (see :class:`_RenderedAlike`) share texts."""
 
-    def __init__(self, plan: ClusterPlan, layout: LayoutOrFit) -> None:
+    def __init__(self, plan: ClusterPlan, layout: LayoutOrFit, lock: str | None = None) -> None:
         self.plan = plan
         self.layout = layout
+        self.lock = lock
         self.patches: dict[tuple[Any, ...], str] = {}
         self.tool_texts: dict[tuple[Any, ...], str] = {}
         self.documents: dict[tuple[Any, ...], str] = {}
@@ -211,6 +212,9 @@ class _PoolTexts:
     def machine_config(self) -> str:
         return self.renderer.patch(self.pool, self.alike)
 
+    def lock(self) -> str | None:
+        return self.renderer.lock
+
     def urls(self) -> str:
         urls = pool_urls(self.pool)
         name = yamltext.dump({"pool": urls.pop("pool")})
@@ -256,6 +260,7 @@ def render_tree(
     layout: LayoutOrFit = "osimage",
     *,
     kustomization: bool = True,
+    lock: str | None = None,
 ) -> Tree:
     """The ``--out`` tree: ``<pool>/<file>`` per pool and kind, the GPU path's files
     (each kind's ``cluster_files``, ``<pool>/smoke-test.yaml``), ``summary.json``, and
@@ -263,7 +268,8 @@ def render_tree(
     every YAML file otherwise, and values, patches, schematics and the index are not objects);
     with the index describing them (:mod:`schematic.output.outdir` adds each file's digest).
 
-    ``kustomization=False`` leaves it out (the directory holds the user's own)."""
+    ``kustomization=False`` leaves it out (the directory holds the user's own); ``lock`` is the
+    lock file's text, whose digests the mirror kinds name."""
     wanted = tuple(kind for kind in KINDS if kind in set(kinds))
     # A pool's HelmRelease replaces its KubernetesNodes object: both would manage the release
     # kubernetes-nodes-<cluster>-<pool> (Cozystack makes one from the object).
@@ -272,7 +278,7 @@ def render_tree(
         for kind in wanted
         if kind in POOL_FILES and not (kind == "cozystack" and "helmrelease" in wanted)
     ]
-    renderer = _Renderer(plan, layout)
+    renderer = _Renderer(plan, layout, lock)
     files: dict[str, bytes] = {}
     for pool in plan.pools:
         kinds_here = _pool_kinds(pool, per_pool)
@@ -357,13 +363,16 @@ def _pool_kinds(pool: PoolPlan, kinds: Iterable[Kind]) -> list[Kind]:
     return [kind for kind in kinds if pool.tenant_pool or kind not in TENANT_KINDS]
 
 
-def render_stream(plan: ClusterPlan, kind: Kind, layout: LayoutOrFit = "osimage") -> str:
-    """What ``generate --format KIND`` prints: one multi-document YAML stream, or JSON."""
+def render_stream(
+    plan: ClusterPlan, kind: Kind, layout: LayoutOrFit = "osimage", lock: str | None = None
+) -> str:
+    """What ``generate --format KIND`` prints: one multi-document YAML stream, or JSON
+    (``lock``: the lock file's text, whose digests the mirror kinds name)."""
     if kind == "json":
         return summary_json(plan, layout)
     if kind in ("addons", "platform", "smoke-test"):
         return _gpu_path_stream(plan, kind, layout)
-    renderer = _Renderer(plan, layout)
+    renderer = _Renderer(plan, layout, lock)
     documents = []
     pools = [pool for pool in plan.pools if _pool_kinds(pool, (kind,))]
     if not pools:

@@ -52,6 +52,7 @@ class PoolTexts(Protocol):
     def helm_release(self) -> str: ...
     def machine_config(self) -> str: ...
     def urls(self) -> str: ...
+    def lock(self) -> str | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +110,24 @@ def _terraform(texts: PoolTexts) -> str:
     from schematic.output.render.terraform import terraform_json
 
     return terraform_json(texts.pool)
+
+
+def _mirror(texts: PoolTexts) -> str:
+    from schematic.output.render.mirror import mirror_list
+
+    return mirror_list(texts.pool, texts.lock())
+
+
+def _mirror_script(texts: PoolTexts) -> str:
+    from schematic.output.render.mirror import mirror_script
+
+    return mirror_script(texts.pool, texts.lock())
+
+
+def _imager_profile(texts: PoolTexts) -> str:
+    from schematic.output.render.mirror import imager_profile
+
+    return imager_profile(texts.pool, texts.lock())
 
 
 def _talhelper_step(pool: PoolPlan, path: str) -> ApplyStep:
@@ -243,6 +262,30 @@ OUTPUT_KINDS: tuple[OutputKind, ...] = (
         one_document=True,
         apply=_terraform_step,
         lint_format="terraform-json",
+    ),
+    OutputKind(
+        name="mirror",
+        help="what a disconnected site mirrors for the pool: installer, extension images "
+        "(digests from the lock), imager, installer-base, boot media",
+        pool_file="mirror.txt",
+        render=_mirror,
+        default=False,
+    ),
+    OutputKind(
+        name="mirror-script",
+        help="the mirror list as a skopeo copy script into $REGISTRY, with the boot media",
+        pool_file="mirror.sh",
+        render=_mirror_script,
+        default=False,
+        one_document=True,
+    ),
+    OutputKind(
+        name="imager-profile",
+        help="an imager profile that builds the pool's installer offline (same schematic ID)",
+        pool_file="imager-profile.yaml",
+        render=_imager_profile,
+        default=False,
+        one_document=True,
     ),
 )
 
