@@ -16,6 +16,7 @@ severity, how to confirm, the fix) come from the rule data
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -23,9 +24,10 @@ from dataclasses import dataclass
 
 from schematic.doctor.triage.causes.boot import (
     memory_causes,
+    nvidia_service_restart_loops,
     nvidia_waits_not_held,
+    other_service_restart_loops,
     reboots,
-    service_restart_loops,
     upgrade_reverted,
 )
 from schematic.doctor.triage.causes.driver import (
@@ -46,14 +48,23 @@ from schematic.doctor.triage.causes.runtime import (
     plugin_without_driver,
     runtime_handler_missing,
 )
-from schematic.doctor.triage.causes.shown import Finding
+from schematic.doctor.triage.causes.shown import GPU_PATH_EXPLAINED, Finding
 from schematic.doctor.triage.causes.unknown import unknown_failures
 from schematic.doctor.triage.model import ClusterModel, Machine, build_model
 from schematic.doctor.triage.signals import Evidence, Signal
 from schematic.doctor.triage.texts import fix_places, rule_text
 from schematic.doctor.triage.values import is_address
 
-__all__ = ["Committed", "CommittedPool", "Diagnosis", "diagnose", "diagnose_model"]
+__all__ = [
+    "CAUSES",
+    "Cause",
+    "Committed",
+    "CommittedPool",
+    "Diagnosis",
+    "diagnose",
+    "diagnose_model",
+    "weigh",
+]
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}
 # How many machines' own lines a grouped finding quotes; the rest are counted.
 _QUOTED_MACHINES = 3
@@ -90,22 +101,81 @@ def _sentence(text: str) -> str:
     return (text if name else text[:1].upper() + text[1:]) + "."
 
 
-_RULES: tuple[Callable[[ClusterModel], list[Finding]], ...] = (
-    operator_driver_on_talos,
-    module_not_loaded,
-    reboots,
-    modules_not_loaded,
-    wrong_flavour,
-    device_plugin,
-    runtime_handler_missing,
-    host_device_not_permitted,
-    operator_validator,
-    plugin_scheduled_nowhere,
-    version_mismatch,
-    fabric_causes,
-    upgrade_reverted,
-    memory_causes,
+# --- the causes and which explains which ------------------------------------------------------
+
+# Sentinels of ``Cause.explained_by``: any finding on the machine, or any error.
+ANY_FINDING = "any finding"
+ANY_ERROR = "any error"
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One rule over the model, and the causes that explain its findings away.
+
+    A finding of ``rule`` on a machine is not reported when a cause earlier in :data:`CAUSES`
+    has a finding on the same machine (or naming it among its nodes) whose code is in
+    ``explained_by`` (or, with :data:`ANY_FINDING` / :data:`ANY_ERROR`, any finding / error).
+    """
+
+    rule: Callable[[ClusterModel], list[Finding]]
+    explained_by: frozenset[str] = frozenset()
+
+
+# Every cause triage weighs, in precedence order: a cause can only be explained by one above it.
+# The rules at the top stand on their own; each below names what explains it.
+CAUSES: tuple[Cause, ...] = (
+    Cause(operator_driver_on_talos),
+    Cause(module_not_loaded),
+    Cause(reboots),
+    Cause(modules_not_loaded),
+    Cause(wrong_flavour),
+    Cause(device_plugin),
+    Cause(runtime_handler_missing),
+    Cause(host_device_not_permitted),
+    Cause(operator_validator),
+    Cause(plugin_scheduled_nowhere),
+    Cause(version_mismatch),
+    Cause(fabric_causes),
+    Cause(upgrade_reverted),
+    Cause(memory_causes),
+    # An NVIDIA service shown waiting without time: any finding on the machine says more.
+    Cause(nvidia_waits_not_held, frozenset({ANY_FINDING})),
+    # The plugin and the runtime see no driver: a cause on the GPU path already says why.
+    Cause(plugin_without_driver, GPU_PATH_EXPLAINED),
+    Cause(driver_unreachable, GPU_PATH_EXPLAINED),
+    Cause(gpus_out_of_service),
+    # An NVIDIA service that keeps restarting: the GPU-path cause (or NVLink 5's) is why.
+    Cause(nvidia_service_restart_loops, GPU_PATH_EXPLAINED | {"TS155"}),
+    Cause(other_service_restart_loops),
+    # An error line no rule knows: a known error on the machine comes first.
+    Cause(unknown_failures, frozenset({ANY_ERROR})),
 )
+
+
+def _explains(finding: Finding, codes: frozenset[str]) -> bool:
+    if ANY_FINDING in codes:
+        return True
+    if ANY_ERROR in codes:
+        return (finding.severity or rule_text(finding.code).severity) == "error"
+    return finding.code in codes
+
+
+def weigh(model: ClusterModel, causes: tuple[Cause, ...]) -> list[Finding]:
+    """The findings of ``causes`` over ``model``, each cause's findings without those an
+    earlier cause explains (:class:`Cause`)."""
+    kept: list[Finding] = []
+    for cause in causes:
+        explained: set[str] = set()
+        if cause.explained_by:
+            for earlier in kept:
+                if _explains(earlier, cause.explained_by):
+                    if earlier.machine is not None:
+                        explained.add(earlier.machine.name)
+                    explained.update(earlier.nodes or ())
+        kept += [
+            f for f in cause.rule(model) if f.machine is None or f.machine.name not in explained
+        ]
+    return kept
 
 
 # --- running vs committed (`triage --against DIR`) --------------------------------------------
@@ -151,7 +221,7 @@ def _short_extension(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
-def _against(model: ClusterModel, committed: Committed) -> list[Finding]:
+def _against(model: ClusterModel, *, committed: Committed) -> list[Finding]:
     """TS214: a node that runs another schematic than its pool commits (the factory's stamped
     ID of the pool's schematic is the pool's own: index.yaml lists both)."""
     found = []
@@ -283,15 +353,11 @@ def diagnose_model(model: ClusterModel, committed: Committed | None = None) -> l
     """Every diagnosis the model supports, one per cause and pool, errors first; with
     ``committed``, also the nodes that run another schematic than their pool commits."""
     groups: dict[tuple[str, str, str], list[Finding]] = defaultdict(list)
-    findings = [f for rule in _RULES for f in rule(model)]
-    findings += nvidia_waits_not_held(model, findings)
-    findings += plugin_without_driver(model, findings)
-    findings += driver_unreachable(model, findings)
-    findings += gpus_out_of_service(model)
-    findings += service_restart_loops(model, findings)
+    causes = CAUSES
     if committed is not None:
-        findings += _against(model, committed)
-    findings += unknown_failures(model, findings)
+        # Running vs committed stands on its own: nothing explains it, it explains nothing.
+        causes = (*CAUSES, Cause(functools.partial(_against, committed=committed)))
+    findings = weigh(model, causes)
     for finding in findings:
         severity = finding.severity or rule_text(finding.code).severity
         pool = finding.machine.pool if finding.machine is not None else ""

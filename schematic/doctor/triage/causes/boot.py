@@ -8,7 +8,6 @@ import re
 from collections import defaultdict
 
 from schematic.doctor.triage.causes.shown import (
-    GPU_PATH_EXPLAINED,
     NVIDIA_SERVICES,
     Finding,
     Timer,
@@ -28,9 +27,10 @@ from schematic.doctor.triage.values import number
 
 __all__ = [
     "memory_causes",
+    "nvidia_service_restart_loops",
     "nvidia_waits_not_held",
+    "other_service_restart_loops",
     "reboots",
-    "service_restart_loops",
     "upgrade_reverted",
 ]
 
@@ -301,19 +301,16 @@ def _nvidia_image_without_gpu(
     return Finding("TS101", machine, evidence, ruled, summary, collect, schematics=schematics)
 
 
-def nvidia_waits_not_held(model: ClusterModel, findings: list[Finding]) -> list[Finding]:
+def nvidia_waits_not_held(model: ClusterModel) -> list[Finding]:
     """An NVIDIA service shown waiting, with nothing to say how long (one pasted line, a
     `talosctl services` row of minutes ago): on a node without an NVIDIA GPU it never starts
     (TS101, certain); otherwise it is a candidate, said with what to collect — never silence.
-    Machines another finding already explains, and those whose driver answered (the wait was
-    the boot's first seconds), are left alone."""
-    explained = {f.machine.name for f in findings if f.machine is not None}
-    explained |= {n for f in findings for n in f.nodes or []}
+    Machines whose driver answered (the wait was the boot's first seconds) are left alone."""
     with_port, _ = held_and_waited(model)
     found = []
     for machine in model.sorted_machines():
         waited = {n: s for n, s in machine.waited_services().items() if n.startswith("ext-nvidia")}
-        if not waited or machine.name in explained or driver_answered(machine):
+        if not waited or driver_answered(machine):
             continue
         names = sorted(waited)
         lines = [waited[n].evidence for n in names]
@@ -478,15 +475,19 @@ def memory_causes(model: ClusterModel) -> list[Finding]:
 _RESTART_LOOP = 3
 
 
-def service_restart_loops(model: ClusterModel, findings: list[Finding]) -> list[Finding]:
-    """TS209: a Talos service that exits and is restarted again and again. An NVIDIA service
-    in that loop leaves the GPUs unusable (an error); another service a warning. Its own log
-    names why; machines another NVIDIA finding explains are left to it."""
-    explained = {
-        f.machine.name
-        for f in findings
-        if f.machine is not None and f.code in GPU_PATH_EXPLAINED | {"TS155"}
-    }
+def nvidia_service_restart_loops(model: ClusterModel) -> list[Finding]:
+    """TS209 as an error: an NVIDIA service in a restart loop leaves the GPUs unusable."""
+    return _service_restart_loops(model, nvidia=True)
+
+
+def other_service_restart_loops(model: ClusterModel) -> list[Finding]:
+    """TS209 as a warning: another Talos service in a restart loop."""
+    return _service_restart_loops(model, nvidia=False)
+
+
+def _service_restart_loops(model: ClusterModel, *, nvidia: bool) -> list[Finding]:
+    """TS209: a Talos service (NVIDIA's, or the others) that exits and is restarted again and
+    again; its own log names why."""
     found = []
     for machine in model.sorted_machines():
         restarts: dict[str, list[Signal]] = defaultdict(list)
@@ -494,8 +495,7 @@ def service_restart_loops(model: ClusterModel, findings: list[Finding]) -> list[
             if signal.get("restart"):
                 restarts[signal.value].append(signal)
         for service, lines in sorted(restarts.items()):
-            nvidia = service.startswith("ext-nvidia")
-            if len(lines) < _RESTART_LOOP or (nvidia and machine.name in explained):
+            if service.startswith("ext-nvidia") is not nvidia or len(lines) < _RESTART_LOOP:
                 continue
             node = machine.name or "<node>"
             summary = [

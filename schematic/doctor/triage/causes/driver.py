@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 from schematic.doctor.triage.causes.shown import (
-    GPU_PATH_EXPLAINED,
     NVIDIA_SERVICES,
     Finding,
     boot_timer,
@@ -383,17 +382,14 @@ def _module_not_found(machine: Machine, failed: list[Signal]) -> Finding:
     return Finding("TS204", machine, evidence, ruled, summary, collect)
 
 
-def driver_unreachable(model: ClusterModel, findings: list[Finding]) -> list[Finding]:
+def driver_unreachable(model: ClusterModel) -> list[Finding]:
     """TS123 as a warning: nvidia-smi or the NVIDIA container runtime says the driver does not
     answer, and nothing else among the inputs says why. On Talos the usual cause is a machine
     config that loads no NVIDIA modules; what to collect tells it from its look-alikes."""
-    explained = {
-        f.machine.name for f in findings if f.machine is not None and f.code in GPU_PATH_EXPLAINED
-    }
     found = []
     for machine in model.sorted_machines():
         lines = machine.of(Kind.NO_DRIVER)
-        if not lines or machine.name in explained or no_nvidia(machine) is not None:
+        if not lines or no_nvidia(machine) is not None:
             continue
         loaded = nvidia_modules(machine)
         if loaded:

@@ -7,7 +7,6 @@ import re
 from datetime import datetime
 
 from schematic.doctor.triage.causes.shown import (
-    GPU_PATH_EXPLAINED,
     Finding,
     driver_answered,
     is_toolkit_extension,
@@ -257,18 +256,14 @@ def _registered_after(machine: Machine, failure: Signal) -> bool:
     )
 
 
-def plugin_without_driver(model: ClusterModel, findings: list[Finding]) -> list[Finding]:
+def plugin_without_driver(model: ClusterModel) -> list[Finding]:
     """TS205: the device plugin cannot load NVML or finds no device. On a node shown with an
     NVIDIA GPU the GPU is lost to Kubernetes (an error); on a node shown without one the lines
     are normal (nothing); with nothing about the hardware it is said with what to collect."""
-    explained = {
-        f.machine.name for f in findings if f.machine is not None and f.code in GPU_PATH_EXPLAINED
-    }
-    explained |= {n for f in findings if f.code in GPU_PATH_EXPLAINED for n in f.nodes or []}
     found = []
     for machine in model.sorted_machines():
         lines = machine.of(Kind.PLUGIN_NO_NVML) + machine.of(Kind.PLUGIN_NO_DEVICES)
-        if not lines or machine.name in explained or no_nvidia(machine) is not None:
+        if not lines or no_nvidia(machine) is not None:
             continue
         lines.sort(key=lambda s: (s.evidence.file, s.evidence.line))
         if _registered_after(machine, lines[-1]):

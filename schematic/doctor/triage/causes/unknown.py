@@ -6,7 +6,6 @@ from __future__ import annotations
 from schematic.doctor.triage.causes.shown import Finding
 from schematic.doctor.triage.model import ClusterModel
 from schematic.doctor.triage.signals import Kind
-from schematic.doctor.triage.texts import rule_text
 
 __all__ = ["unknown_failures"]
 
@@ -36,19 +35,13 @@ _COLLECT = {
 }
 
 
-def unknown_failures(model: ClusterModel, findings: list[Finding]) -> list[Finding]:
-    """TS213 for each machine whose logs hold an error line no known message matches, unless
-    a known error is diagnosed on it or a finding already quotes the line."""
-    quoted = {e for f in findings for e in f.evidence}
-    explained = {
-        f.machine.name
-        for f in findings
-        if f.machine is not None and (f.severity or rule_text(f.code).severity) == "error"
-    }
+def unknown_failures(model: ClusterModel) -> list[Finding]:
+    """TS213 for each machine whose logs hold an error line no known message matches (a known
+    error on the machine explains it: see the causes' precedence in diagnose.py)."""
     found = []
     for machine in model.sorted_machines():
-        lines = [s for s in machine.of(Kind.UNKNOWN_FAILURE) if s.evidence not in quoted]
-        if not lines or machine.name in explained:
+        lines = machine.of(Kind.UNKNOWN_FAILURE)
+        if not lines:
             continue
         lines = list({s.evidence.text: s for s in lines}.values())
         sources = sorted({s.value for s in lines})

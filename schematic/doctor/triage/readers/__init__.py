@@ -1,27 +1,23 @@
 """Evidence readers: one per source format, each chosen by what a file holds, never its name.
 
-    JSON (``{`` or ``[`` first)      documents.read_json   talosctl -o json, kubectl -o json,
-                                                           Prometheus query answers,
-                                                           VictoriaMetrics export lines
-    a known table header, or         tables.read_table     talosctl get / services / service ID,
-    talosctl rows without one                              kubectl top / get pods|events|nodes|vmi
-    ``Name:`` then ``Roles:``        describe.read_describe  kubectl describe node
-    ``Name:`` then ``Namespace:``    describe.read_describe_pod  kubectl describe pod
-    YAML documents of known shape    documents.read_yaml   talosctl -o yaml, kubectl -o yaml
-    anything else                    logs.read_log         consoles, dmesg, service logs,
-                                                           nvidia-smi, /proc/modules, ...
+A JSON document (``{`` or ``[`` first) is read by documents.read_json (talosctl and kubectl
+``-o json``, Prometheus answers, VictoriaMetrics export lines); every other paste by the first
+row of :data:`TEXT_READERS` that recognises it (tables, ``kubectl describe``, YAML of known
+shape, ...); what none recognises by logs.read_log (consoles, dmesg, service logs,
+nvidia-smi, /proc/modules, ...).
 
 A paste is first cleaned (paste.unquote: `> ` quote markers; paste.fenced_paste: the caption
 around a fenced paste; paste.clean: colour, carriage returns, prompts, banners, fences,
 `<details>`, tool warnings) and split at its shell prompts, so a file holding several
 commands' outputs is read section by section. Notes and READMEs (paste.is_prose) are not
-evidence. A file none of the readers finds
-anything in is *unrecognised*: listed in the report, not an error.
+evidence. A file none of the readers finds anything in is *unrecognised*: listed in the report,
+not an error.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from schematic.doctor.triage.readers.describe import (
@@ -38,12 +34,44 @@ from schematic.doctor.triage.readers.paste import fenced_paste, is_prose, sectio
 from schematic.doctor.triage.readers.tables import read_table, recognise_table
 from schematic.doctor.triage.signals import Kind, Signal
 
-__all__ = ["DocumentError", "Reading", "file_reading", "read_evidence"]
+__all__ = [
+    "TEXT_READERS",
+    "DocumentError",
+    "Reading",
+    "TextReader",
+    "file_reading",
+    "read_evidence",
+]
 
 # YAML of the shapes the document reader knows: a Kubernetes object or list, a talosctl
 # resource, a query answer. Logs that happen to parse as YAML are not mistaken for it.
 _YAML_SHAPE = re.compile(r"^(?:apiVersion|kind|node|metadata|status|machine):", re.MULTILINE)
 _FIRST_CHARACTER = re.compile(r"\S")
+
+
+@dataclass(frozen=True)
+class TextReader:
+    """How a cleaned paste is recognised, and the reader that reads it."""
+
+    format: str  # what the report says the file was read as
+    recognise: Callable[[str], bool]
+    read: Callable[[str, str], Iterable[Signal]]  # (text, file) -> signals
+
+
+def _yaml_shaped(text: str) -> bool:
+    return bool(_YAML_SHAPE.search(text[:4096]))
+
+
+# The text readers, first match wins; JSON (a "{" or "[" first) is tried before them, and what
+# none recognises is read as a log. To add a reader: a module with its recognise and read
+# functions, a row here, a row in the guide's table (docs/guides/when-broken.md).
+TEXT_READERS: tuple[TextReader, ...] = (
+    TextReader("table", recognise_table, read_table),
+    TextReader("describe", recognise_describe, read_describe),
+    TextReader("describe", recognise_describe_daemonset, read_describe_daemonset),
+    TextReader("describe", recognise_describe_pod, read_describe_pod),
+    TextReader("yaml", _yaml_shaped, read_yaml),
+)
 
 
 @dataclass(frozen=True)
@@ -131,16 +159,9 @@ def _read_section(text: str, file: str) -> Reading:
                 if not logged:
                     raise
                 return Reading(file, "log", tuple(logged), "; ".join(notes))
-        if recognise_table(text):
-            return _reading(file, "table", list(read_table(text, file)))
-        if recognise_describe(text):
-            return _reading(file, "describe", list(read_describe(text, file)))
-        if recognise_describe_daemonset(text):
-            return _reading(file, "describe", list(read_describe_daemonset(text, file)))
-        if recognise_describe_pod(text):
-            return _reading(file, "describe", list(read_describe_pod(text, file)))
-        if _YAML_SHAPE.search(text[:4096]):
-            return _reading(file, "yaml", list(read_yaml(text, file)))
+        for reader in TEXT_READERS:
+            if reader.recognise(text):
+                return _reading(file, reader.format, list(reader.read(text, file)))
     except DocumentError as err:
         if err.fatal:
             raise
