@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +116,28 @@ def test_a_one_document_kind_of_two_pools_needs_a_pool(tmp_path: Path) -> None:
     assert err.value.option == "--format" and "has 2 pools (plain, secure)" in str(err.value)
     one = generate(Request(cluster, kinds=("machine-config",), pools=("secure",)))
     assert "installer-secureboot/" in one.text
+
+
+def test_a_run_reads_the_index_once_to_plan_and_once_under_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The directory's index is read before rendering (which files are the tool's) and once
+    # under the directory's lock (what it holds now): never again by a later step.
+    from schematic.output import disk
+
+    cluster = EXAMPLE
+    out = tmp_path / "out"
+    generate(Request(cluster, out=out))
+    reads: list[str] = []
+    real = disk.read_file
+
+    def counted(root: Path, name: str, **options: Any) -> bytes | None:
+        reads.append(name)
+        return real(root, name, **options)
+
+    monkeypatch.setattr(disk, "read_file", counted)
+    generate(Request(cluster, out=out, kinds=("platform", "urls")))
+    assert reads.count("index.yaml") == 2
+    reads.clear()
+    assert check(Request(cluster, out=out)).status == 0
+    assert reads.count("index.yaml") == 2

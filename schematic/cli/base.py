@@ -18,7 +18,7 @@ from schematic.errors import TalosSchematicError, UsageError, printable, termina
 from schematic.facts.chart_targets import chart_choices
 
 if TYPE_CHECKING:
-    from schematic.api import Detail, Request, Result
+    from schematic.api.requests import Detail, Request, Result
 
 __all__ = [
     "CREDENTIALS_HELP",

@@ -61,7 +61,7 @@ def _regenerate_hint(
 ) -> str:
     """The generate command that rewrites DIR as check expects it: every option that shapes the
     output (or was needed to read the input), quoted so a path with a space pastes whole."""
-    from schematic.output.emit import kinds_of
+    from schematic.api.planning import kinds_of
 
     request, fit = result.request, result.fit
     assert request is not None and fit is not None  # check sets both

@@ -244,11 +244,15 @@ def _profiles(value: object, source: str) -> tuple[ProfileRecord, ...]:
     return tuple(records)
 
 
-def _read_locked(root: Path) -> OutputIndex | None:
+def _index_text(root: Path) -> bytes | None:
     try:
-        text = output.read_file(root, INDEX, kind=InputKind.OUTPUT_RECORD)
+        return output.read_file(root, INDEX, kind=InputKind.OUTPUT_RECORD)
     except OSError as err:
         raise OutputError(f"{root / INDEX}: cannot read: {err.strerror or err}") from None
+
+
+def _read_locked(root: Path) -> OutputIndex | None:
+    text = _index_text(root)
     return None if text is None else parse_index(text, str(root / INDEX))
 
 
@@ -338,6 +342,8 @@ class Written:
     removed: list[str] = field(default_factory=list)
     # Files the run would have removed but kept (not provably the tool's), and why.
     kept: list[tuple[str, str]] = field(default_factory=list)
+    # The index the directory holds now: what this run and earlier ones left there.
+    index: OutputIndex | None = None
 
 
 def _pool_of(path: str, pools: frozenset[str]) -> str | None:
@@ -419,8 +425,10 @@ def write_directory(
     with output.locked(root, shared=False):
         exists = os.path.lexists(root)
         unreadable: OutputError | None = None
+        text: bytes | None = None
         try:
-            old = _read_locked(root) if exists else None
+            text = _index_text(root) if exists else None
+            old = None if text is None else parse_index(text, str(root / INDEX))
         except OutputError as err:
             old, unreadable = None, err
         # The journal is read with what the old index lists: only those paths may be claimed
@@ -436,15 +444,14 @@ def write_directory(
                 f"{tree.index.cluster!r}; give another directory, or pass --force to replace "
                 "the other cluster's files"
             )
-        files, remove, _ = _compose(old, tree, selected)
+        files, remove, index = _compose(old, tree, selected)
         # What a killed run wrote and this one does not: the journal's word, checked by digest.
         remove += sorted(set(claims) - set(files) - set(remove) - {INDEX})
         owned: dict[str, frozenset[str]] = dict(claims)
         for name, digest in (old.files if old else {}).items():
             owned[name] = owned.get(name, frozenset()) | {digest}
-        if old is not None:
+        if old is not None and text is not None:
             # The index's own digest is not recorded: it is owned by its marker.
-            text = output.read_file(root, INDEX, kind=InputKind.OUTPUT_RECORD) or b""
             owned[INDEX] = owned.get(INDEX, frozenset()) | {output.digest(text)}
         applied = output.apply(root, files, remove, owned, last=INDEX, force=force)
     names = frozenset(str(entry["name"]) for entry in tree.index.pools)
@@ -459,6 +466,7 @@ def write_directory(
         removed_pools=sorted(gone),
         removed=applied.removed,
         kept=applied.kept,
+        index=index,
     )
 
 

@@ -1,0 +1,121 @@
+"""What the library plans before the output layer writes: the cluster file read and planned,
+the pools and kinds asked for, the plan held against its chart. :mod:`schematic.api` chains
+these; :mod:`schematic.output.emit` writes or compares what they decided.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from schematic.errors import UsageError
+
+if TYPE_CHECKING:
+    from schematic.output.render.kinds import Kind
+    from schematic.plan.charts import ChartFit
+    from schematic.plan.cluster import ClusterPlan
+
+__all__ = [
+    "fit_chart",
+    "kinds_of",
+    "load_plan",
+    "one_document_check",
+    "select_pools",
+    "streamed_kind",
+]
+
+
+def load_plan(cluster_file: Path, profiles: Sequence[Path]) -> ClusterPlan:
+    """The cluster file read and planned (relative profile paths from its directory)."""
+    from schematic.inputs.cluster_file import load_cluster
+    from schematic.plan.cluster import plan_cluster
+
+    return plan_cluster(
+        load_cluster(cluster_file),
+        source=str(cluster_file),
+        base_dir=cluster_file.parent,
+        profile_dirs=tuple(profiles),
+    )
+
+
+def streamed_kind(formats: Sequence[str], out: Path | None) -> Kind | None:
+    """The one kind ``generate`` prints without ``--out`` (``cozystack`` when none is named);
+    None when files are written. Several kinds without a directory is a UsageError."""
+    if out is not None:
+        return None
+    if len(set(formats)) > 1:
+        raise UsageError(
+            "several kinds go to files: add --out DIR, or print one at a time", "--format"
+        )
+    return kinds_of(formats or ("cozystack",))[0]
+
+
+def kinds_of(formats: Sequence[str] | None) -> tuple[Kind, ...]:
+    """The kinds of file named (in the renderers' order); the default kinds for none. An
+    unknown name is a UsageError."""
+    from schematic.output.render.kinds import DEFAULT_KINDS, KINDS
+
+    if not formats:
+        return DEFAULT_KINDS
+    unknown = [name for name in formats if name not in KINDS]
+    if unknown:
+        raise UsageError(f"unknown format {unknown[0]!r}; one of {', '.join(KINDS)}", "--format")
+    return tuple(kind for kind in KINDS if kind in formats)
+
+
+def select_pools(plan: ClusterPlan, pools: Sequence[str]) -> ClusterPlan:
+    """The plan of the named pools (all for none); a name the cluster file does not have is a
+    UsageError listing the ones it has."""
+    if not pools:
+        return plan
+    from schematic.plan.cluster import check_pool_names
+
+    check_pool_names(plan.source, [pool.name for pool in plan.pools], pools)
+    wanted = set(pools)
+    return dataclasses.replace(plan, pools=tuple(p for p in plan.pools if p.name in wanted))
+
+
+def one_document_check(plan: ClusterPlan, kind: Kind) -> None:
+    """A UsageError when ``kind`` is one document per pool and ``plan`` has several pools:
+    its consumer takes the stream as one whole (talosctl patch mc --patch @file, a factory
+    POST, a .tf.json file), so several pools' documents would patch or register the wrong pool,
+    or not parse."""
+    from schematic.output.render.kinds import kind_named
+
+    if kind_named(kind).one_document and len(plan.pools) > 1:
+        names = ", ".join(pool.name for pool in plan.pools)
+        raise UsageError(
+            f"{kind} is one document per pool, and {plan.source} has {len(plan.pools)} pools "
+            f"({names}); pick one with --pool NAME, or write each to its file with --out DIR",
+            "--format",
+        )
+
+
+def fit_chart(
+    plan: ClusterPlan,
+    chart: str | None,
+    layout: str | None,
+    insist: bool,
+    kinds: Sequence[str] = ("cozystack",),
+) -> ChartFit:
+    """The plan held against its chart, for an output of ``kinds``: only one carrying the
+    chart's values is held to what the chart can load. A bad ``chart`` is a UsageError (a bad
+    ``cozystack.version`` in the cluster file is the file's error)."""
+    from schematic.facts.chart_targets import LAYOUTS
+    from schematic.output.render.kinds import kind_named
+
+    values = any(kind_named(kind).values for kind in kinds)
+    objects = any(kind_named(kind).manifest for kind in kinds)
+    from schematic.plan.charts import check_chart_name, fit_plan
+
+    if chart is not None:
+        try:
+            check_chart_name(chart)
+        except ValueError as err:
+            raise UsageError(str(err), "--chart") from None
+    chosen = next((known for known in LAYOUTS if known == layout), None)
+    if layout is not None and chosen is None:
+        raise UsageError(f"{layout!r} is not a layout: one of {', '.join(LAYOUTS)}", "--layout")
+    return fit_plan(plan, chart=chart, layout=chosen, insist=insist, values=values, objects=objects)
