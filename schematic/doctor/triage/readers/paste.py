@@ -31,6 +31,8 @@ _TOOLS = (
 _PROMPT_BODY = (
     r"[ \t]*(?:\[[^\]\n]*\][ \t]*)?"  # "[22:22:18] " time stamps some prompts carry
     r"(?:(?:(?:\([\w.-]+\)[ \t]*)?[\w.-]+@[\w.-]+(?::[^\s$#%]*)?[ \t]*[$#%]|PS [A-Za-z]:\\[^>\n]*>"
+    # "u18-1:~$ ": a host and its working directory, no user
+    r"|[\w.-]+:[^\s$#%]*[$#%]"
     # oh-my-zsh's default theme: "➜  k8s-prod git:(main) ✗ talosctl ..."
     r"|➜[ \t]+[^\s]+(?:[ \t]+git:\([^)\n]*\))?(?:[ \t]+✗)?"
     r"|[$#%\u276f➜»>])[ \t]+"

@@ -1,6 +1,6 @@
 """Tables as talosctl and kubectl print them (columns aligned by Go's tabwriter):
 ``talosctl get <resource>``, ``talosctl services``, ``talosctl service <id>``,
-``kubectl top nodes``, ``kubectl get pods -o wide``.
+``kubectl top nodes``, ``kubectl get pods [-o wide]``, ``kubectl get svc``.
 
 A column starts where its header starts; headers are set apart by at least two spaces (the
 writers pad with three), while cells may hold single spaces ("Display controller").
@@ -20,8 +20,15 @@ __all__ = ["read_table", "recognise_table"]
 _TALOS_RESOURCES = re.compile(r"^(?:\*\s+)?NODE\s{2,}NAMESPACE\s{2,}TYPE\s{2,}ID\s{2,}VERSION\b")
 _TALOS_SERVICES = re.compile(r"^NODE\s{2,}SERVICE\s{2,}STATE\s{2,}HEALTH\b")
 _KUBECTL_TOP = re.compile(r"^NAME\s{2,}CPU\(cores\)\s{2,}CPU\(?%\)?\s{2,}MEMORY\(bytes\)")
-_KUBECTL_PODS_WIDE = re.compile(
-    r"^(?:NAMESPACE\s{2,})?NAME\s{2,}READY\s{2,}STATUS\s{2,}RESTARTS\s{2,}AGE\s{2,}IP\s{2,}NODE\b"
+# kubectl get pods [-A] [-o wide]: without -o wide the table names no node (nor IP).
+_KUBECTL_PODS = re.compile(
+    r"^(?:NAMESPACE\s{2,})?NAME\s{2,}READY\s{2,}STATUS\s{2,}RESTARTS\s{2,}AGE"
+    r"(?:\s{2,}IP\s{2,}NODE\b|\s*$)"
+)
+# kubectl get svc [-A] [-o wide] (kubectl's service printer, k8s.io/kubernetes
+# pkg/printers/internalversion: PORT(S) as "6443/TCP" or, with a node port, "6443:31443/TCP").
+_KUBECTL_SERVICES = re.compile(
+    r"^(?:NAMESPACE\s{2,})?NAME\s{2,}TYPE\s{2,}CLUSTER-IP\s{2,}EXTERNAL-IP\s{2,}PORT\(S\)"
 )
 # kubectl get events [-A] [-o wide]: "LAST SEEN" leads, NAMESPACE first with -A.
 _KUBECTL_EVENTS = re.compile(r"^(?:NAMESPACE\s{2,})?LAST SEEN\s{2,}TYPE\s{2,}REASON\s{2,}OBJECT\b")
@@ -38,7 +45,8 @@ _HEADERS = (
     _TALOS_RESOURCES,
     _TALOS_SERVICES,
     _KUBECTL_TOP,
-    _KUBECTL_PODS_WIDE,
+    _KUBECTL_PODS,
+    _KUBECTL_SERVICES,
     _KUBECTL_EVENTS,
     _KUBECTL_NODES,
     _KUBECTL_VMIS,
@@ -207,6 +215,24 @@ def _rows(text: str) -> Iterator[tuple[int, str, dict[str, str]]]:
         yield number, line, cells
 
 
+def _service_row(cells: dict[str, str], evidence: Evidence) -> Iterator[Signal]:
+    """A Service row serving the Kubernetes API (6443) is a control plane's: whether it also
+    serves trustd (50001)."""
+    ports = {item.split("/", 1)[0].split(":", 1)[0] for item in cells["PORT(S)"].split(",")}
+    if "6443" not in ports:
+        return
+    name = cells.get("NAME", "")
+    if cells.get("NAMESPACE"):
+        name = f"{cells['NAMESPACE']}/{name}"
+    yield Signal(
+        Kind.CONTROL_PLANE_SERVICE,
+        "",
+        evidence,
+        name,
+        (("trustd", "1" if "50001" in ports else ""),),
+    )
+
+
 def read_table(text: str, file: str) -> Iterator[Signal]:
     """The signals of a talosctl or kubectl table."""
     first = _FIRST_LINE.search(text)
@@ -280,7 +306,9 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                 cells.get("STAGE", ""),
                 (("ready", cells.get("READY", "")),),
             )
-        elif "RESTARTS" in cells and "NODE" in cells:
+        elif "PORT(S)" in cells:
+            yield from _service_row(cells, evidence)
+        elif "RESTARTS" in cells:
             # "14 (61m ago)": the count, then when the last restart was.
             restarts = cells["RESTARTS"].split(" ", 1)[0]
             ago = re.search(r"\(([^\s()]+) ago\)", cells["RESTARTS"])
@@ -291,7 +319,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                 yield unreadable(file, evidence.line, "RESTARTS", restarts)
             yield Signal(
                 Kind.POD,
-                cells["NODE"] if cells["NODE"] != "<none>" else "",
+                cells.get("NODE", "") if cells.get("NODE") != "<none>" else "",
                 evidence,
                 name,
                 (
