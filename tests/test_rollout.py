@@ -417,3 +417,23 @@ def test_a_rollout_without_the_index_says_it_was_not_checked(mixed: Path, tmp_pa
     code, findings = _lint(script)
     assert [(f["code"], f["file"]) for f in findings] == [("TS001", str(script))]
     assert code == 0  # a warning: the run could not judge, and says so
+
+
+def test_the_report_says_the_order_to_change_cozystack_pools_in(mixed: Path) -> None:
+    document = json.loads(_run("upgrade", str(mixed), "--to", TO, "--json").stdout)
+    (order,) = [note for note in document["notes"] if note.startswith("on Cozystack")]
+    # The two tenant pools: the one without a GPU first; the metal pool is not Cozystack's.
+    assert "one pool at a time (cpu, gpu)" in order
+    gpu = next(pool for pool in document["pools"] if pool["name"] == "gpu")
+    assert any("hash of its content" in why for why in gpu["machinesReplaced"]["why"])
+
+
+def test_one_replaced_pool_needs_no_order(tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        "cluster: one\ntalos: {version: v1.13.9}\n"
+        "pools:\n  - name: cpu\n    profile: kubevirt-cpu\n"
+    )
+    document = json.loads(_run("upgrade", str(cluster), "--to", TO, "--json").stdout)
+    assert not [note for note in document["notes"] if note.startswith("on Cozystack")]
+    assert document["pools"][0]["machinesReplaced"]["replaced"] is True

@@ -424,9 +424,15 @@ def _replacement(old: PoolPlan, new: PoolPlan) -> tuple[str, ...]:
         why.append(f"schematic {old.schematic_id} → {new.schematic_id}")
     if old.talos.version != new.talos.version:
         why.append(f"Talos {old.talos.version} → {new.talos.version}")
+    # Every kubernetes-nodes chart read (v1.6.2, main 3c780acd, PR #3571: nodegroup.yaml) names
+    # the KubevirtMachineTemplate holding the disk URL by a hash of its content and rolls the
+    # MachineDeployment with maxSurge: maxReplicas, maxUnavailable: 1.
     return (
         f"the boot-disk URL changes ({', '.join(why) or 'another image'}): Cozystack "
         "replaces every machine of the pool with one booting the new disk",
+        "the chart names its KubevirtMachineTemplate by a hash of its content, so the "
+        "MachineDeployment rolls onto a new one: up to maxReplicas new VMs at once, one old "
+        "VM removed at a time (a GPU VM waits for a free GPU, which each removal frees)",
     )
 
 
@@ -645,8 +651,28 @@ def compare_plans(
         talos_before=old.talos.version,
         talos_after=new.talos,
         pools=tuple(changes),
-        notes=(*new.notes, *direction_notes(old.talos.version, new.talos)),
+        notes=(
+            *new.notes,
+            *direction_notes(old.talos.version, new.talos),
+            *_roll_order(changes),
+        ),
     )
+
+
+def _roll_order(changes: Sequence[PoolChange]) -> list[str]:
+    """The order to change Cozystack pools in, when more than one is replaced: values applied
+    together roll every pool at once."""
+    replaced = [pool for pool in changes if pool.replaced]
+    if len(replaced) < 2:
+        return []
+    plain = [pool.name for pool in replaced if pool.driver_after is None]
+    gpu = [pool.name for pool in replaced if pool.driver_after is not None]
+    order = ", ".join([*plain, *gpu])
+    return [
+        f"on Cozystack, apply the pools' new values one pool at a time ({order}): the pools "
+        "without a GPU first, then each GPU pool once its smoke test passes on the first new VM "
+        "(upgrade -f talosctl writes the order)"
+    ]
 
 
 def _contradictions(
