@@ -215,20 +215,23 @@ def _rows(text: str) -> Iterator[tuple[int, str, dict[str, str]]]:
         yield number, line, cells
 
 
+def _namespaced(cells: dict[str, str]) -> str:
+    """A row's object as ``[namespace/]name`` (the namespace when the table has one: -A)."""
+    name = cells.get("NAME", "")
+    return f"{cells['NAMESPACE']}/{name}" if cells.get("NAMESPACE") else name
+
+
 def _service_row(cells: dict[str, str], evidence: Evidence) -> Iterator[Signal]:
     """A Service row serving the Kubernetes API (6443) is a control plane's: whether it also
     serves trustd (50001)."""
     ports = {item.split("/", 1)[0].split(":", 1)[0] for item in cells["PORT(S)"].split(",")}
     if "6443" not in ports:
         return
-    name = cells.get("NAME", "")
-    if cells.get("NAMESPACE"):
-        name = f"{cells['NAMESPACE']}/{name}"
     yield Signal(
         Kind.CONTROL_PLANE_SERVICE,
         "",
         evidence,
-        name,
+        _namespaced(cells),
         (("trustd", "1" if "50001" in ports else ""),),
     )
 
@@ -312,9 +315,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
             # "14 (61m ago)": the count, then when the last restart was.
             restarts = cells["RESTARTS"].split(" ", 1)[0]
             ago = re.search(r"\(([^\s()]+) ago\)", cells["RESTARTS"])
-            name = cells.get("NAME", "")
-            if cells.get("NAMESPACE"):
-                name = f"{cells['NAMESPACE']}/{name}"
+            name = _namespaced(cells)
             if restarts.isdigit() and count(restarts) is None:
                 yield unreadable(file, evidence.line, "RESTARTS", restarts)
             yield Signal(
@@ -330,9 +331,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
                 ),
             )
         elif "DESIRED" in cells and "CURRENT" in cells:
-            name = cells.get("NAME", "")
-            if cells.get("NAMESPACE"):
-                name = f"{cells['NAMESPACE']}/{name}"
+            name = _namespaced(cells)
             yield Signal(
                 Kind.DAEMONSET,
                 "",
