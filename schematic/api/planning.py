@@ -49,20 +49,24 @@ def streamed_kind(formats: Sequence[str], out: Path | None) -> Kind | None:
         raise UsageError(
             "several kinds go to files: add --out DIR, or print one at a time", "--format"
         )
-    return kinds_of(formats or ("cozystack",))[0]
+    name = formats[0] if formats else "cozystack"
+    kinds_of((name,))  # an unknown name is a UsageError
+    return name
 
 
 def kinds_of(formats: Sequence[str] | None) -> tuple[Kind, ...]:
     """The kinds of file named (in the renderers' order); the default kinds for none. An
     unknown name is a UsageError."""
-    from schematic.output.render.kinds import DEFAULT_KINDS, KINDS
+    from schematic.output.render.kinds import DEFAULT_KINDS, KINDS, kind_named
 
     if not formats:
         return DEFAULT_KINDS
     unknown = [name for name in formats if name not in KINDS]
     if unknown:
         raise UsageError(f"unknown format {unknown[0]!r}; one of {', '.join(KINDS)}", "--format")
-    return tuple(kind for kind in KINDS if kind in formats)
+    # A kind's file may refer to another kind's (topf's node entry to schematic.yaml).
+    named = {*formats, *(also for name in formats for also in kind_named(name).writes_too)}
+    return tuple(kind for kind in KINDS if kind in named)
 
 
 def select_pools(plan: ClusterPlan, pools: Sequence[str]) -> ClusterPlan:

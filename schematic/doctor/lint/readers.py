@@ -25,6 +25,7 @@ from schematic.doctor.lint.talhelper import (
     is_talhelper_fragment,
 )
 from schematic.doctor.lint.terraform import add_terraform_pools, is_terraform_json
+from schematic.doctor.lint.topf import add_topf_pools, is_topf_config
 
 __all__ = ["LINT_FORMATS", "LintFormat", "format_named", "read_tool_formats"]
 
@@ -63,6 +64,8 @@ LINT_FORMATS: tuple[LintFormat, ...] = (
         read=_each(add_talhelper_fragment_pool),
         own=True,
     ),
+    # topf.yaml, with the patch folders and schematic files it names.
+    LintFormat(name="topf", recognise=is_topf_config, read=_each(add_topf_pools), own=True),
     LintFormat(
         name="omni-template",
         recognise=is_omni_template,

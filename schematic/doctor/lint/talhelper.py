@@ -100,6 +100,8 @@ def is_talconfig(data: Any) -> bool:
         return bool(data) and all(_is_node(item) for item in data)
     if not isinstance(data, dict) or "kind" in data or "apiVersion" in data:
         return False
+    if "clusterEndpoint" in data:
+        return False  # topf's topf.yaml (talhelper's key is endpoint)
     nodes = data.get("nodes")
     if not isinstance(nodes, list):
         return False

@@ -73,7 +73,8 @@ class OutputKind:
     chart's values (held to what the chart loads); ``manifest``: an object
     ``kustomization.yaml`` lists; ``stream_label``: printed, each pool's text is headed by a
     comment naming its pool; ``apply``: the step ``APPLY.md`` gives for a tool's file;
-    ``lint_format``: the name of the lint input format that reads the file back."""
+    ``lint_format``: the name of the lint input format that reads the file back;
+    ``writes_too``: the kinds written with it, whose files its own refer to."""
 
     name: str
     help: str
@@ -88,6 +89,7 @@ class OutputKind:
     stream_label: bool = False
     apply: Callable[[PoolPlan, str], ApplyStep] | None = None
     lint_format: str | None = None
+    writes_too: tuple[str, ...] = ()
 
 
 def _schematic(texts: PoolTexts) -> str:
@@ -130,6 +132,12 @@ def _imager_profile(texts: PoolTexts) -> str:
     return imager_profile(texts.pool, texts.lock())
 
 
+def _topf(texts: PoolTexts) -> str:
+    from schematic.output.render.topf import topf_patch
+
+    return topf_patch(texts.pool)
+
+
 def _talhelper_step(pool: PoolPlan, path: str) -> ApplyStep:
     return ApplyStep(
         goes_to=f"`talconfig.yaml` of the talhelper repository: the keys of each node of "
@@ -138,6 +146,25 @@ def _talhelper_step(pool: PoolPlan, path: str) -> ApplyStep:
             "talhelper genconfig",
             "talhelper gencommand apply | bash",
             "talhelper gencommand upgrade | bash",
+        ),
+    )
+
+
+def _topf_step(pool: PoolPlan, path: str) -> ApplyStep:
+    import json
+
+    from schematic.output.render.topf import linked_patch_name, topf_node
+
+    # topf reads @paths relative to topf.yaml: with topf.yaml in this directory, as here.
+    node = topf_node(pool, f"{path.rsplit('/', 1)[0]}/schematic.yaml")
+    return ApplyStep(
+        goes_to=f"topf's `all/`, linked as `{linked_patch_name(pool.name)}`: the patch of "
+        f"every node whose `schematicId` is the pool's schematic. In `topf.yaml` (beside "
+        f"this file), each node of pool `{pool.name}` is, under `nodes:` (its `host` yours): "
+        f"`- {json.dumps(node)}`",
+        commands=(
+            "mkdir -p all",
+            f"ln -sf ../{path} all/{linked_patch_name(pool.name)}",
         ),
     )
 
@@ -242,6 +269,17 @@ OUTPUT_KINDS: tuple[OutputKind, ...] = (
         default=False,
         apply=_talhelper_step,
         lint_format="talhelper-fragment",
+    ),
+    OutputKind(
+        name="topf",
+        help="each pool's topf patch (a template topf applies to the nodes of the pool's "
+        "schematic) and its schematic.yaml, read by topf as @path",
+        pool_file="topf-patch.yaml.tpl",
+        render=_topf,
+        default=False,
+        apply=_topf_step,
+        lint_format="topf",
+        writes_too=("schematic",),
     ),
     OutputKind(
         name="omni",

@@ -17,7 +17,12 @@ from typing import Any
 
 from schematic.plan.cluster import PoolPlan
 
-__all__ = ["kernel_module_entries", "machine_config_patch", "patch_without_installer"]
+__all__ = [
+    "kernel_module_entries",
+    "machine_config_patch",
+    "patch_with_module_list",
+    "patch_without_installer",
+]
 
 
 def _module(name: str, parameters: tuple[str, ...]) -> dict[str, Any]:
@@ -97,3 +102,16 @@ def patch_without_installer(pool: PoolPlan) -> list[dict[str, Any]]:
         documents = documents[1:]
     rest = [d for d in documents if d.get("kind") != "UnattendedInstallConfig"]
     return [{"machine": machine}, *rest]
+
+
+def patch_with_module_list(pool: PoolPlan) -> list[dict[str, Any]]:
+    """:func:`patch_without_installer` with the modules as ``machine.kernel.modules`` on every
+    release: for tools whose bundled Talos machinery predates the ``KernelModuleConfig``
+    document and refuses a patch holding one (talhelper's last release, topf), while Talos
+    1.14 still accepts the module list."""
+    v1alpha1, *documents = patch_without_installer(pool)
+    machine = dict(v1alpha1["machine"])
+    if pool.kernel_modules:
+        machine["kernel"] = {"modules": kernel_module_entries(pool)}
+    typed = [d for d in documents if d.get("kind") != "KernelModuleConfig"]
+    return [{"machine": machine}, *typed]

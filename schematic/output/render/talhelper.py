@@ -35,10 +35,13 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from schematic.facts.media import platform_media
-from schematic.facts.talos import TalosVersion, talhelper_installer
 from schematic.output.render import yamltext
-from schematic.output.render.machineconfig import kernel_module_entries, patch_without_installer
+from schematic.output.render.machineconfig import kernel_module_entries, patch_with_module_list
+from schematic.output.render.platform_installer import (
+    derived_installer,
+    derives_the_pools_installer,
+    node_platform,
+)
 from schematic.plan.cluster import PoolPlan
 
 __all__ = ["talhelper_fragment"]
@@ -58,27 +61,9 @@ def _literal(text: str) -> str:
     return f"- |\n{textwrap.indent(text, '    ')}"
 
 
-# The factory serves ``<platform>-installer`` from Talos 1.10; ``installer`` is the metal one
-# (DOMAIN: the installer image row), so before 1.10 talhelper's metal-installer does not exist.
-_PLATFORM_INSTALLERS_FROM = TalosVersion(1, 10, 0)
-
-
-def _talhelper_installs(pool: PoolPlan, pinned: str) -> bool:
-    """Whether talhelper's own installer for the pool is ``pinned`` (or the same image)."""
-    registry = pool.talos.image_factory_url.split("://", 1)[-1].rstrip("/")
-    mode = platform_media(pool.profile.platform).image_platform
-    secure = pool.media.secureboot_enabled
-    derived = talhelper_installer(registry, mode, secure, pool.schematic_id)
-    if pinned == derived:
-        return True
-    legacy = f"{registry}/installer{'-secureboot' if secure else ''}/{pool.schematic_id}"
-    served = TalosVersion.of(pool.talos.version).release >= _PLATFORM_INSTALLERS_FROM
-    return mode == "metal" and pinned == legacy and served
-
-
 def _machine_spec(pool: PoolPlan) -> dict[str, Any]:
     spec: dict[str, Any] = {}
-    mode = platform_media(pool.profile.platform).image_platform
+    mode = node_platform(pool)
     if mode != _DEFAULT_MODE:
         spec["mode"] = mode
     if pool.profile.architecture != _DEFAULT_ARCH:
@@ -91,11 +76,10 @@ def _machine_spec(pool: PoolPlan) -> dict[str, Any]:
 def _patches(pool: PoolPlan) -> list[dict[str, Any]]:
     """The pool's patch without what talhelper writes itself: the installer (from
     ``schematic`` / ``talosImageURL``) and the modules (from ``kernelModules``)."""
-    v1alpha1, *documents = patch_without_installer(pool)
+    v1alpha1, *documents = patch_with_module_list(pool)
     machine = dict(v1alpha1["machine"])
     machine.pop("kernel", None)
-    typed = [d for d in documents if d.get("kind") != "KernelModuleConfig"]
-    return [*([{"machine": machine}] if machine else []), *typed]
+    return [*([{"machine": machine}] if machine else []), *documents]
 
 
 # Where the keys go: a node entry's keys under ``nodes:``, below its ``- hostname:`` line.
@@ -114,13 +98,9 @@ def talhelper_fragment(pool: PoolPlan) -> str:
     ]
     fields: dict[str, Any] = {}
     pinned = pool.references.installer_unversioned
-    if _talhelper_installs(pool, pinned):
-        registry = pool.talos.image_factory_url.split("://", 1)[-1].rstrip("/")
-        mode = platform_media(pool.profile.platform).image_platform
-        derived = talhelper_installer(
-            registry, mode, pool.media.secureboot_enabled, pool.schematic_id
-        )
-        lines.append(f"# installer {derived}:{version} (talhelper derives it from schematic)")
+    if derives_the_pools_installer(pool):
+        installer = derived_installer(pool)
+        lines.append(f"# installer {installer}:{version} (talhelper derives it from schematic)")
     else:
         # talhelper would install <factory>/<machineSpec.mode>-installer/<ID>: another image.
         lines.append(f"# installer {pinned}:{version} (talosImageURL pins it)")
