@@ -21,6 +21,7 @@ BENCHMARKS = (
     "hostile_input",
     "hostile_shapes",
     "triage",
+    "triage_joining",
     "lint",
     "check_diff",
 )

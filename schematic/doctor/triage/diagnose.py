@@ -17,10 +17,10 @@ severity, how to confirm, the fix) come from the rule data
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from schematic.doctor.triage.causes.boot import (
     memory_causes,
@@ -203,18 +203,52 @@ class Committed:
         (``kubernetes-<cluster>-<pool>``), Cluster API (``<cluster>-<pool>``) or a label spells
         it; else a name holding ``-<pool>-`` as a whole token, the longest pool name winning
         (``gpu-big`` before ``gpu``)."""
-        for pool in self.pools:
-            spelled = {pool.name, f"{self.cluster}-{pool.name}"}
-            spelled.add(f"kubernetes-{self.cluster}-{pool.name}")
-            if machine.pool in spelled:
-                return pool
-        spellings = [machine.pool, *sorted(machine.names)]
-        found = []
-        for pool in self.pools:
-            token = re.compile(rf"(?:^|-){re.escape(pool.name)}(?:-|$)")
-            if any(s == pool.name or (s and token.search(s)) for s in spellings):
-                found.append(pool)
+        spelled = self._spelled.get(machine.pool)
+        if spelled is not None:
+            return spelled
+        found = [
+            self._named[piece]
+            for spelling in (machine.pool, *machine.names)
+            for piece in _dash_pieces(spelling, self._longest)
+            if piece in self._named
+        ]
         return max(found, key=lambda p: (len(p.name), p.name)) if found else None
+
+    @cached_property
+    def _named(self) -> dict[str, CommittedPool]:
+        return {pool.name: pool for pool in self.pools}
+
+    @cached_property
+    def _longest(self) -> int:
+        return max(map(len, self._named), default=0)
+
+    @cached_property
+    def _spelled(self) -> dict[str, CommittedPool]:
+        """Each pool by every spelling of its name a machine's pool may have (the first pool
+        wins a spelling two share, as the pools are listed)."""
+        found: dict[str, CommittedPool] = {}
+        for pool in self.pools:
+            for spelling in (
+                pool.name,
+                f"{self.cluster}-{pool.name}",
+                f"kubernetes-{self.cluster}-{pool.name}",
+            ):
+                found.setdefault(spelling, pool)
+        return found
+
+
+def _dash_pieces(name: str, longest: int) -> Iterator[str]:
+    """Every run of whole dash-separated segments of ``name`` up to ``longest`` characters
+    (``a-b-c``: ``a``, ``a-b``, ``a-b-c``, ``b``, ...): where a pool's name may stand as a
+    token. The cost is the name's, not the count of pools."""
+    segments = name.split("-") if name else []
+    for start in range(len(segments)):
+        piece = ""
+        for end in range(start, len(segments)):
+            piece = segments[end] if end == start else f"{piece}-{segments[end]}"
+            if len(piece) > longest:
+                break
+            yield piece
 
 
 def _short_extension(name: str) -> str:

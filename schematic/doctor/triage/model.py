@@ -64,6 +64,7 @@ SCHEMATIC = "schematic"
 # Kubernetes' random-suffix alphabet (apimachinery util/rand): no vowels, no 0, 1, 3. Cluster API
 # machine names and KubeVirt VM names end in one or two such segments.
 _RANDOM_ALPHABET = frozenset("bcdfghjklmnpqrstvwxz2456789")
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
 
 
 def _random_segment(segment: str) -> bool:
@@ -385,14 +386,25 @@ def _pool(machine: Machine) -> tuple[str, str]:
     return "", ""
 
 
-def _file_hint(file: str, names: list[str]) -> str:
+def _file_hint(file: str, names: set[str], longest: int) -> str:
     """The known name the file's name (or its folder's) is about: whole tokens only, so
-    ``worker-1`` is not found in ``worker-10.log``; longest first."""
+    ``worker-1`` is not found in ``worker-10.log``; longest first.
+
+    Node names and addresses start and end with a letter or digit (RFC 1123), so a part is
+    cut only at the edges of its runs of letters and digits and the pieces looked up: the cost
+    is the file name's, not the count of names known."""
     path = PurePath(file)
     for part in (path.name, path.parent.name):
-        for name in names:
-            if re.search(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", part):
-                return name
+        runs = [(m.start(), m.end()) for m in _ALNUM_RUN.finditer(part)]
+        found: list[str] = []
+        for index, (start, _) in enumerate(runs):
+            for _, end in runs[index:]:
+                if end - start > longest:
+                    break
+                if part[start:end] in names:
+                    found.append(part[start:end])
+        if found:
+            return min(found, key=lambda name: (-len(name), name))
     return ""
 
 
@@ -425,8 +437,8 @@ def build_model(signals: Iterable[Signal]) -> ClusterModel:
     for root, group in groups.items():
         name = canonical[root]
         machines[name] = Machine(name=name, names=set(group))
-    # Longest first, so "worker-10" is tried before "worker-1".
-    spellings = sorted({n for g in groups.values() for n in g}, key=lambda n: (-len(n), n))
+    spellings = {n for g in groups.values() for n in g}
+    longest = max(map(len, spellings), default=0)
     cluster: dict[Kind, list[Signal]] = defaultdict(list)
     unattributed: list[Signal] = []
     hints: dict[str, str] = {}
@@ -439,7 +451,7 @@ def build_model(signals: Iterable[Signal]) -> ClusterModel:
         else:
             file = signal.evidence.file
             if file not in hints:
-                hints[file] = _file_hint(file, spellings)
+                hints[file] = _file_hint(file, spellings, longest)
             hint = hints[file]
             if not hint:
                 unattributed.append(signal)
