@@ -83,6 +83,7 @@ class Kind(Enum):
     VALIDATOR_NO_DRIVER = "the GPU Operator's validator finds no driver (retrying)"
     VALIDATOR_DRIVER_CONTAINER = "the GPU Operator's validator waits for its driver container"
     OOM_KILL = "OOM kill"
+    HEALTH_CHECK = "a talosctl health check and how it ended"  # data result, passed
     # value: where it comes from (nvidia-driver, container-toolkit, fabric-manager, talos)
     UNKNOWN_FAILURE = "an NVIDIA or Talos error line no known message matches"
     # Kubernetes objects

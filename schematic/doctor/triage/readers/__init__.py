@@ -29,6 +29,7 @@ from schematic.doctor.triage.readers.describe import (
     recognise_describe_pod,
 )
 from schematic.doctor.triage.readers.documents import DocumentError, read_json, read_yaml
+from schematic.doctor.triage.readers.health import read_health, recognise_health
 from schematic.doctor.triage.readers.logs import read_log
 from schematic.doctor.triage.readers.paste import fenced_paste, is_prose, sections, unquote
 from schematic.doctor.triage.readers.tables import read_table, recognise_table
@@ -71,6 +72,7 @@ TEXT_READERS: tuple[TextReader, ...] = (
     TextReader("describe", recognise_describe_daemonset, read_describe_daemonset),
     TextReader("describe", recognise_describe_pod, read_describe_pod),
     TextReader("yaml", _yaml_shaped, read_yaml),
+    TextReader("health", recognise_health, read_health),
 )
 
 

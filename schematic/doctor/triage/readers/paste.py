@@ -229,7 +229,9 @@ _TOOL_LINE = re.compile(
     r"^(?:\s*+[\[{(<|+]|\s*+\d[\w.:/\-+\[\]]{5,}|[IWEF]\d{4} |\s*+[\w./@-]+(?:\[\d+\])?: "
     r"|[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\s*+[\w .()/-]+\s:\s|\S+(?: \S+)*\s{2,}\S|\s{2,}\S"
     # logrus's text format without a terminal ("INFO[0005] ..."), as NVIDIA's validator logs
-    r"|(?:TRAC|DEBU|INFO|WARN|ERRO|FATA|PANI)\[\d{4}\] )"
+    r"|(?:TRAC|DEBU|INFO|WARN|ERRO|FATA|PANI)\[\d{4}\] "
+    # talosctl health's reporter ("waiting for etcd to be healthy: OK")
+    r"|waiting for [^:\n]+: |discovered nodes: )"
     # a time stamp or a Talos or kernel tag anywhere: written by a machine, whatever precedes it
     r"|[^\n]*?(?:\d{4}-\d\d-\d\dT\d\d:\d\d|\[talos\]|\bNVRM: )"
 )
