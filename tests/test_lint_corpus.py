@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from schematic.core.model import Schematic
 from schematic.doctor.lint import lint_paths
+from schematic.errors import SchematicError
 from schematic.facts.catalog import extensions_never_together, factory_alias
 from schematic.inputs.profiles import load_profile
 
@@ -60,6 +62,10 @@ EXPECTED: list[tuple[str, dict[str, str], Verdict]] = [
     # working alias later): the factory builds it for no release.
     ("schematic-gpu-fabricmanager-untiered.yaml", {}, verdict("error TS150")),
     ("schematic-gpu-fabricmanager-untiered.yaml", {"talos": "v1.9.5"}, verdict("error TS150")),
+    # `systemExtensions:` at the top, not under `customization:`: the factory (and `id`)
+    # refuse the schematic, so lint does too.
+    ("schematic-toplevel-extensions-i915.yaml", {}, verdict("error TS004")),
+    ("schematic-toplevel-extensions-intel-ucode.yaml", {}, verdict("error TS004")),
     # Healthy GPU inputs: nothing to report.
     ("omni-ai-conformance-template.yaml", {}, NOTHING),
     ("talconfig-gpu-worker-snippet.yaml", {}, NOTHING),
@@ -409,3 +415,32 @@ def test_a_talhelper_node_list_shown_alone_is_read_as_under_nodes(tmp_path: Path
     # Another tool's host list (keys talhelper nodes do not have) is not talhelper's.
     other = write(tmp_path, "hosts.yaml", "- hostname: gpu-01\n  ip: 192.168.64.150\n")
     assert findings([other], hardware="kubevirt-cpu") == NOTHING
+
+
+def test_a_schematic_lint_refuses_is_one_id_refuses() -> None:
+    """lint reads a schematic with the decoder `id` uses: each refusal at the same line."""
+    for name in (
+        "schematic-toplevel-extensions-i915.yaml",
+        "schematic-toplevel-extensions-intel-ucode.yaml",
+    ):
+        path = CORPUS / name
+        with pytest.raises(SchematicError) as refused:
+            Schematic.from_yaml(path.read_text(), str(path))
+        (finding,) = lint_paths([str(path)]).findings
+        assert (finding.code, finding.line) == ("TS004", refused.value.line)
+        assert "systemExtensions belongs under customization:" in finding.message
+
+
+def test_documents_that_are_not_schematics_are_not_read_as_one(tmp_path: Path) -> None:
+    # Kind-less YAML whose keys are not all a schematic's: values of some chart, a config.
+    shapes = {
+        "values.yaml": "meta:\n  team: gpu\nreplicas: 2\n",
+        "boot.yaml": "bootloader: grub\nserial: ttyS0\n",
+    }
+    for name, text in shapes.items():
+        report = lint_paths([write(tmp_path, name, text)])
+        assert not [f for f in report.findings if f.severity != "note"], name
+    # The same words in a file named schematic.yaml are a schematic, read (and refused) as one.
+    text = "officialExtensions:\n  - siderolabs/i915\n"
+    report = lint_paths([write(tmp_path, "schematic.yaml", text)])
+    assert [f.code for f in report.findings] == ["TS004"]

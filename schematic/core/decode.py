@@ -475,7 +475,12 @@ class _Decoder:
             handler = fields.get(name)
             if handler is None:
                 known = ", ".join(fields)
-                raise self.fail(key, child, f"unknown field {name!r} (known here: {known})")
+                reason = f"unknown field {name!r} (known here: {known})"
+                if not path and name in _CUSTOMIZATION_FIELDS:
+                    # The usual slip: a customization key written at the top (the factory
+                    # refuses the schematic the same way).
+                    reason += f"; {name} belongs under customization:"
+                raise self.fail(key, child, reason)
             out[name] = handler(self, value, child)
         return out
 

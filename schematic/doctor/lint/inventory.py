@@ -37,8 +37,8 @@ from typing import Any, Literal
 
 import yaml
 
-from schematic.core.model import Schematic
-from schematic.doctor.lint.loader import Document, Path_, parse_yaml, walk
+from schematic.core.model import Customization, Schematic
+from schematic.doctor.lint.loader import Document, Path_, is_schematic_file, parse_yaml, walk
 from schematic.errors import SchematicError
 from schematic.facts.talos import EMPTY_SCHEMATIC_ID
 
@@ -65,6 +65,12 @@ _PLAIN_INSTALLER = re.compile(r"ghcr\.io/siderolabs/installer:(?P<version>v[0-9]
 _HASH_SUFFIX = re.compile(r"-[0-9a-f]{6}$")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(?P<marker>[A-Za-z_]\w*)['\"]?[^\n]*\n")
 _SCHEMATIC_KEYS = frozenset({"owner", "overlay", "customization"})
+# What goes under `customization:`. Written at the top instead (a snippet's
+# `systemExtensions:` pasted as the whole file), the factory refuses the schematic: such a
+# document is read as a schematic, so the decoder says so.
+_CUSTOMIZATION_KEYS = frozenset(
+    field.alias or name for name, field in Customization.model_fields.items()
+)
 
 
 @dataclass(frozen=True)
@@ -193,8 +199,17 @@ def _name(doc: Document) -> str:
     return _str(doc.get(("metadata", "name")))
 
 
-def _is_schematic(data: dict[str, Any]) -> bool:
-    return bool(data) and set(data) <= _SCHEMATIC_KEYS and "kind" not in data
+def _is_schematic(data: dict[str, Any], file: str) -> bool:
+    """A schematic, as ``id`` would be given one: the schematic's own keys, the keys of its
+    customization at the top, or any kind-less document of a file named schematic.yaml."""
+    if not data or "kind" in data:
+        return False
+    keys = set(data)
+    if keys <= _SCHEMATIC_KEYS:
+        return True
+    if keys & _CUSTOMIZATION_KEYS and keys <= _SCHEMATIC_KEYS | _CUSTOMIZATION_KEYS:
+        return True
+    return is_schematic_file(file)
 
 
 _PLATFORM_GPU_KEYS = ("permittedHostDevices", "replaceDefaults")
@@ -729,7 +744,7 @@ def build_inventory(documents: list[Document]) -> Inventory:
                 inventory.operator_values.append(Place(doc, operator_path))
         elif not kind and _platform_gpu(data):
             inventory.platform_gpu.append(Place(doc, ("gpu",)))
-        elif not kind and _is_schematic(data):
+        elif not kind and _is_schematic(data, doc.file):
             _schematic_file(doc, inventory)
         elif not kind and _is_app_values(data):
             _app(doc, (), inventory)

@@ -37,6 +37,7 @@ __all__ = [
     "LoadProblem",
     "Path_",
     "collect_files",
+    "is_schematic_file",
     "load_counted",
     "load_paths",
     "may_hold_lint_object",
@@ -181,7 +182,7 @@ def parse_yaml(
         if not text[start - node.start_mark.column : start].strip():
             start -= node.start_mark.column  # an indented root keeps its indentation
         source = text[start : node.end_mark.index]
-        if only_read and not may_hold_lint_object(source):
+        if only_read and not (may_hold_lint_object(source) or is_schematic_file(file)):
             continue
         lines: dict[Path_, int] = {}
         duplicates: list[tuple[Path_, int, int]] = []
@@ -284,7 +285,17 @@ _WORDS = (
     "Workers",
     "ControlPlane",
     "systemExtensions",
+    "extraKernelArgs",
 )
+# A file of this name holds a schematic whatever its keys: read (and decoded) as one.
+SCHEMATIC_FILE_NAMES = frozenset({"schematic.yaml", "schematic.yml"})
+
+
+def is_schematic_file(shown: str) -> bool:
+    """Whether the file is named as a schematic (``…/schematic.yaml``)."""
+    return shown.replace("\\", "/").rpartition("/")[2] in SCHEMATIC_FILE_NAMES
+
+
 # An escape in a double-quoted scalar or a JSON string (\u006b, \x6b, \/, a line continuation)
 # can spell a word without its letters: a text holding one is always composed.
 _ESCAPES = ("\\u", "\\U", "\\x", "\\/", "\\\n", "\\\r")
@@ -345,7 +356,7 @@ def load_counted(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem
             if hcl_line := _hcl_talos_line(text):
                 problems.append(LoadProblem(shown, hcl_line, "", template=False, hcl=True))
             continue
-        relevant = may_hold_lint_object(text)
+        relevant = may_hold_lint_object(text) or is_schematic_file(shown)
         try:
             if relevant:
                 documents.extend(parse_yaml(text, shown, only_read=True))
