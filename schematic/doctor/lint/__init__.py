@@ -185,12 +185,12 @@ def lint_paths(
             if schematic.id in pooled:
                 continue
             pooled.add(schematic.id)
-            pool = Pool(f"schematic {schematic.id[:8]}…", place, gpus_known=False)
+            pool = Pool(f"schematic {schematic.id}", place, gpus_known=False)
             pool.schematics.append(SchematicUse(schematic.id, place, "schematic file"))
             inventory.pools.append(pool)
     for schematic, place in inventory.schematic_files:
         local.setdefault(schematic.id, (schematic, f"{place.file}:{place.line}"))
-        where = f"schematic {schematic.id[:8]}…"
+        where = f"schematic {schematic.id}"
         check_extension_order(schematic, where, place, out)
         if schematic.id in pooled:
             continue

@@ -14,12 +14,7 @@ __all__ = [
     "check_extension_names",
     "check_extension_order",
     "check_extensions_together",
-    "short_id",
 ]
-
-
-def short_id(schematic_id: str) -> str:
-    return f"{schematic_id[:8]}…{schematic_id[-4:]}" if len(schematic_id) == 64 else schematic_id
 
 
 def check_extension_names(
@@ -95,7 +90,7 @@ def check_extension_order(
             "TS151",
             message=f"{where}: extensions are not in the factory UI's sorted order; sorted, "
             "the same "
-            f"schematic has ID {short_id(resorted.id)}",
+            f"schematic has ID {resorted.id}",
             file=place.file,
             line=place.line,
             obj=obj,

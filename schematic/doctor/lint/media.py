@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from schematic.doctor.lint.extensions import short_id
 from schematic.doctor.lint.findings import Collector
 from schematic.doctor.lint.loader import Document
 
@@ -64,9 +63,9 @@ def check_url_listings(documents: Iterable[Document], out: Collector) -> None:
         if isinstance(boot_id, str) and boot_id != data["schematicID"]:
             out.add(
                 "TS133",
-                message=f"pool {pool!r}: boot media carry schematic {short_id(boot_id)}, the "
+                message=f"pool {pool!r}: boot media carry schematic {boot_id}, the "
                 "installer "
-                f"{short_id(data['schematicID'])}: nodes booted from the disk image run the "
+                f"{data['schematicID']}: nodes booted from the disk image run the "
                 "boot schematic until their first upgrade",
                 file=doc.file,
                 line=doc.line(("bootSchematicID",)),

@@ -19,7 +19,6 @@ from schematic.doctor.lint.extensions import (
     check_extension_names,
     check_extension_order,
     check_extensions_together,
-    short_id,
 )
 from schematic.doctor.lint.findings import Collector
 from schematic.doctor.lint.inventory import Cluster, Inventory, KernelModules, Pool, SchematicUse
@@ -282,7 +281,7 @@ class _PoolCheck:
 
     def schematic(self, use: SchematicUse, schematic: Schematic) -> None:
         pool = self.pool
-        where = f"pool {pool.name!r}: {use.role} {short_id(use.id)}"
+        where = f"pool {pool.name!r}: {use.role} {use.id}"
         nvidia = [d for e in schematic.extensions if (d := describe_nvidia_extension(e))]
         kmods = [e for e in nvidia if e.family == "kernel-modules"]
         if not self.has_nvidia_gpu and nvidia and self.gpus_known:
@@ -296,7 +295,7 @@ class _PoolCheck:
             elif use.inherited:
                 message = (
                     f"pool {pool.name!r} has no NVIDIA GPU but inherits the cluster-wide "
-                    f"talos.schematicID {short_id(use.id)}, which carries {names}"
+                    f"talos.schematicID {use.id}, which carries {names}"
                 )
                 self.add("TS101", message, pool.place)
             else:
@@ -648,9 +647,9 @@ class _PoolCheck:
                 if disk.id != image.id:
                     self.add(
                         "TS130",
-                        f"pool {self.pool.name!r} boots schematic {short_id(disk.id)} "
+                        f"pool {self.pool.name!r} boots schematic {disk.id} "
                         f"({disk.place.file}:{disk.place.line}) but upgrades to "
-                        f"{short_id(image.id)} (machine.install.image)",
+                        f"{image.id} (machine.install.image)",
                         image.place,
                     )
 
@@ -692,7 +691,7 @@ class _PoolCheck:
             return
         self.add(
             "TS134",
-            f"pool {self.pool.name!r} boots schematic {short_id(disk.id)} with overlay "
+            f"pool {self.pool.name!r} boots schematic {disk.id} with overlay "
             f"{schematic.overlay.name!r} as {platform[0]}-{platform[1]}; board overlays "
             "apply to metal-arm64 images only",
             disk.place,
@@ -749,7 +748,7 @@ def _check_cluster(cluster: Cluster, ctx: LintContext) -> None:
         ctx.out.add(
             "TS102",
             message=f"cluster {cluster.name!r}: cluster-wide talos.schematicID "
-            f"{short_id(use.id)} carries "
+            f"{use.id} carries "
             f"{', '.join(nvidia)}, and the cluster has pools without an NVIDIA GPU: "
             f"{', '.join(plain)}",
             file=use.place.file,

@@ -102,7 +102,7 @@ def _problem(pool: IndexedPool, schematic: str | None, pools: dict[str, IndexedP
         return f"drops its extensions ({', '.join(pool.extensions)})"
     for other in pools.values():
         if other.name != pool.name and other.schematic_id == schematic:
-            return f"installs pool {other.name!r}'s schematic {schematic[:12]} instead"
+            return f"installs pool {other.name!r}'s schematic {schematic} instead"
     return ""
 
 
@@ -122,7 +122,7 @@ def _check_line(
             schematic = word.removeprefix(_TUPPR_SCHEMATIC)
             problem = _problem(pool, schematic if _ID.match(schematic) else None, pools)
             if problem:
-                return (f"tuppr's schematic annotation {schematic[:12] or '(empty)'}", problem)
+                return (f"tuppr's schematic annotation {schematic or '(empty)'}", problem)
     return None
 
 
@@ -166,7 +166,7 @@ def check_rollout_scripts(
                 out.add(
                     "TS136",
                     message=f"pool {pool.name!r}: {what} {problem}; the pool runs schematic "
-                    f"{pool.schematic_id[:12]}…",
+                    f"{pool.schematic_id}",
                     file=script.file,
                     line=number,
                 )

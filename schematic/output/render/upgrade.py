@@ -26,20 +26,21 @@ _STATUS_WORDS = {
 }
 
 
-def _short(schematic_id: str | None) -> str:
-    return schematic_id[:12] if schematic_id else "—"
+def _id(schematic_id: str | None) -> str:
+    # Whole: an ID is copied from here into a factory URL or a cluster file.
+    return schematic_id or "—"
 
 
 def _schematic(pool: PoolChange) -> str:
     if pool.status == "added":
-        return f"(new) → {_short(pool.schematic_after)}"
+        return f"(new) → {_id(pool.schematic_after)}"
     if pool.status == "removed":
-        return f"{_short(pool.schematic_before)} → (removed)"
+        return f"{_id(pool.schematic_before)} → (removed)"
     if pool.schematic_after is None:
-        return f"{_short(pool.schematic_before)} → (refused)"
+        return f"{_id(pool.schematic_before)} → (refused)"
     if pool.schematic_after == pool.schematic_before:
-        return f"{_short(pool.schematic_before)} (unchanged)"
-    return f"{_short(pool.schematic_before)} → {_short(pool.schematic_after)}"
+        return f"{_id(pool.schematic_before)} (unchanged)"
+    return f"{_id(pool.schematic_before)} → {_id(pool.schematic_after)}"
 
 
 def _extension_lines(pool: PoolChange) -> list[str]:
