@@ -163,3 +163,17 @@ def test_the_kinds_compared_come_from_the_index(tmp_path: Path) -> None:
     result = run("check", str(EXAMPLE), "--out", str(directory), "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["upToDate"] is True
+
+
+def test_the_index_is_diffed_only_when_asked(out: Path) -> None:
+    # A pool removed from the cluster file: its file is extra and the index's records change.
+    written_for_a_gone_pool(out, "written for a pool since removed\n")
+    plain = run("check", str(EXAMPLE), "--out", str(out), "--diff")
+    assert plain.exit_code == 3
+    assert "changed: index.yaml" in plain.stderr  # still named as drift
+    assert f"--- {out}/gone/values.yaml\t(in the directory)" in plain.stdout
+    assert "index.yaml" not in plain.stdout
+    with_index = run("check", str(EXAMPLE), "--out", str(out), "--diff", "--diff-index")
+    assert with_index.exit_code == 3
+    assert f"--- {out}/index.yaml\t(in the directory)" in with_index.stdout
+    assert with_index.stdout.replace(plain.stdout, "").startswith(f"--- {out}/index.yaml")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -262,9 +263,19 @@ def test_check_passes_then_reports_drift(tmp_path: Path) -> None:
     (out / "stray.yaml").write_text("x\n")
     result = run("check", str(EXAMPLE), "--out", str(out))
     assert result.exit_code == 3
-    assert "  changed: cpu/values.yaml\n  missing: v100/urls.yaml\nregenerate" in result.stderr
+    assert "  changed: cpu/values.yaml\n  missing: v100/urls.yaml\n" in result.stderr
     assert "stray" not in result.stderr
     assert result.stdout == ""
+    # The hint names the edited file and a command without --force (which would also replace
+    # files the tool never wrote); followed as printed, it brings the directory up to date.
+    *said, command = result.stderr.splitlines()
+    assert f"remove (or restore from version control) {out}/cpu/values.yaml, then" in said[-1]
+    assert command.startswith("regenerate with: talos-schematic generate ")
+    words = shlex.split(command.removeprefix("regenerate with: talos-schematic "))
+    assert "--force" not in words
+    (out / "cpu" / "values.yaml").unlink()
+    assert run(*words).exit_code == 0
+    assert run("check", str(EXAMPLE), "--out", str(out)).exit_code == 0
 
 
 def test_check_with_another_layout_sees_drift(tmp_path: Path) -> None:

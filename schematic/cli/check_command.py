@@ -63,10 +63,11 @@ def _regenerate_hint(
     output (or was needed to read the input), quoted so a path with a space pastes whole."""
     from schematic.api.planning import kinds_of
 
-    request, fit = result.request, result.fit
-    assert request is not None and fit is not None  # check sets both
-    words = [str(cluster_file), "--out", out, "--chart", fit.target.name]
-    words += ["--layout", str(fit.layout)]
+    request, fit, plan = result.request, result.fit, result.plan
+    assert request is not None and fit is not None and plan is not None  # check sets them
+    words = [str(cluster_file), "--out", out]
+    if any(pool.tenant_pool for pool in plan.pools):  # a chart reads only Cozystack pools
+        words += ["--chart", fit.target.name, "--layout", str(fit.layout)]
     recorded_kinds = kinds_of(request.kinds)
     for kind in recorded_kinds if request.kinds and recorded_kinds != kinds_of(None) else ():
         words += ["--format", kind]
@@ -85,10 +86,17 @@ def _regenerate_hint(
         words += ["--factory", without_userinfo(request.factory)]
     if options["max_input_size"] is not None:
         words += ["--max-input-size", str(options["max_input_size"])]
-    if result.detail.changed:
-        # A changed file is no longer provably the tool's: replacing it must be asked for.
-        words.append("--force")
-    return f"regenerate with: talos-schematic generate {shlex.join(words)}"
+    hint = f"regenerate with: talos-schematic generate {shlex.join(words)}"
+    if not result.detail.changed:
+        return hint
+    # An edited file is no longer provably the tool's, so generate keeps it and stops. Named
+    # here, not overridden with --force (which also replaces files the tool never wrote): the
+    # user decides about each.
+    edited = " ".join(shlex.quote(f"{out}/{path}") for path in result.detail.changed)
+    return (
+        "generate keeps a file changed since it wrote it and stops there: remove (or restore "
+        f"from version control) {edited}, then\n{hint}"
+    )
 
 
 @app.command(short_help="Compare DIR with what generate would write; exit 3 on drift.")
@@ -133,6 +141,13 @@ def check(
             ),
         ),
     ] = False,
+    diff_index: Annotated[
+        bool,
+        typer.Option(
+            "--diff-index",
+            help="With --diff, diff index.yaml too (left out: its digests follow every file).",
+        ),
+    ] = False,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
@@ -168,7 +183,9 @@ def check(
     try:
         from schematic.output.drift import drift_diff, drift_json
 
-        diff = (drift_diff(directory, result.files, drift) if drift else "") if show_diff else None
+        diff = None
+        if show_diff:
+            diff = drift_diff(directory, result.files, drift, index=diff_index) if drift else ""
         if report_format == CheckReport.json:
             sys.stdout.write(
                 drift_json(drift, directory=directory, cluster_file=cluster_file, diff=diff)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from schematic.errors import OutputError
 from schematic.output.disk import Drift, read_file
+from schematic.output.outdir import INDEX
 from schematic.safe_yaml import InputTooLargeError
 
 __all__ = ["drift_diff", "drift_json"]
@@ -54,11 +55,14 @@ def _read(directory: Path, name: str) -> bytes | None:
         raise OutputError(f"{directory / name}: cannot read: {err.strerror}") from None
 
 
-def drift_diff(directory: Path, expected: Mapping[str, bytes], drift: Drift) -> str:
-    """A unified diff of every changed, missing and extra file, in path order. A side over
-    :data:`DIFF_MAX_BYTES` or :data:`DIFF_MAX_LINES` is not diffed: a line says the files
-    differ, as diff(1) says of binary files (patch(1) skips it)."""
-    paths = sorted({*drift.changed, *drift.missing, *drift.extra})
+def drift_diff(
+    directory: Path, expected: Mapping[str, bytes], drift: Drift, *, index: bool = False
+) -> str:
+    """A unified diff of every changed, missing and extra file, in path order; ``index.yaml``
+    only with ``index`` (its digests change with every other file: noise to a reviewer). A
+    side over :data:`DIFF_MAX_BYTES` or :data:`DIFF_MAX_LINES` is not diffed: a line says the
+    files differ, as diff(1) says of binary files (patch(1) skips it)."""
+    paths = sorted({*drift.changed, *drift.missing, *drift.extra} - (set() if index else {INDEX}))
     missing, extra = set(drift.missing), set(drift.extra)
     chunks: list[str] = []
     for path in paths:
