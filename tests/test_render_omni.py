@@ -468,3 +468,73 @@ def test_omni_renames_extensions_from_exactly_the_first_release_of_a_rename(
     from schematic.doctor.lint.omni import omni_extension_name
 
     assert omni_extension_name(written, talos) == installed
+
+
+# Omni runs one Talos release per cluster: the template's Cluster document names it
+# (client/pkg/template/internal/models/cluster.go, TalosCluster.Version), and every machine set
+# of the template runs it.
+MIXED = """\
+cluster: c
+talos:
+  version: v1.13.9
+pools:
+  - name: gpu-a
+    profile: metal-hgx-b200-8x
+  - name: gpu-b
+    profile: metal-hgx-b200-8x
+    talos:
+      version: v1.14.0
+  - name: cpu
+    profile: metal-intel
+"""
+
+
+def test_pools_on_two_releases_are_refused_naming_them(tmp_path: Path) -> None:
+    cluster_file = tmp_path / "c.yaml"
+    cluster_file.write_text(MIXED, "utf-8")
+    for args in (["-f", "omni"], ["-f", "omni", "--out", str(tmp_path / "out")]):
+        result = runner.invoke(app, ["generate", str(cluster_file), *args])
+        assert result.exit_code == 2, result.output
+        said = " ".join(result.output.replace("│", " ").split())
+        assert "gpu-a, cpu on v1.13.9; gpu-b on v1.14.0" in said
+        assert not (tmp_path / "out").exists()
+    # Must not fire: the pools of one release, or another kind of output.
+    for args in (["-f", "omni", "--pool", "gpu-b"], ["-f", "omni", "--pool", "gpu-a"]):
+        assert runner.invoke(app, ["generate", str(cluster_file), *args]).exit_code == 0
+    out = tmp_path / "talos"
+    args = ["generate", str(cluster_file), "-f", "machine-config", "--out", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+
+
+def template(tmp_path: Path, talos: str, pools: dict[str, str]) -> Path:
+    """A whole template: a Cluster on ``talos``, and the Workers of each pool generated at the
+    release ``pools`` gives it."""
+    documents = [
+        f"kind: Cluster\nname: c\nkubernetes:\n  version: v1.35.0\ntalos:\n  version: {talos}\n"
+    ]
+    for pool, release in pools.items():
+        cluster_file = tmp_path / f"{pool}.yaml"
+        cluster_file.write_text(MIXED.replace("v1.13.9", release), "utf-8")
+        result = runner.invoke(app, ["generate", str(cluster_file), "-f", "omni", "--pool", pool])
+        assert result.exit_code == 0, result.output
+        documents.append(result.stdout)
+    path = tmp_path / "cluster-template.yaml"
+    path.write_text("---\n".join(documents), "utf-8")
+    return path
+
+
+def test_lint_reports_a_template_that_mixes_releases(tmp_path: Path) -> None:
+    path = template(tmp_path, "v1.13.9", {"gpu-a": "v1.13.9", "gpu-b": "v1.14.0"})
+    found = [(f.code, f.message) for f in lint_paths([str(path)]).findings if f.code == "TS157"]
+    messages = sorted(message for _, message in found)
+    assert messages == [
+        "omni Workers gpu-b: a KernelModuleConfig patch (Talos 1.14 and later), in a template "
+        "for Talos v1.13.9",
+        "omni Workers gpu-b: written for Talos v1.14.0, in a template for Talos v1.13.9",
+    ]
+
+
+@pytest.mark.parametrize("talos", ["v1.13.9", "v1.14.0"])
+def test_a_template_on_one_release_is_not_ts157(tmp_path: Path, talos: str) -> None:
+    path = template(tmp_path, talos, {"gpu-a": talos, "cpu": talos})
+    assert "TS157" not in {f.code for f in lint_paths([str(path)]).findings}

@@ -33,6 +33,7 @@ def _start(request: Request, kind: Kind | None = None) -> tuple[Consulted, Chart
     if kind is not None:
         planning.one_document_check(shown, kind)
     kinds = (kind,) if kind is not None else planning.kinds_of(request.kinds)
+    planning.one_release_check(shown, kinds)
     fit = planning.fit_chart(plan, request.chart, request.layout, request.allow_ignored_keys, kinds)
     asked = consult_factory(
         plan, request.factory, request.register, request.live_catalogue, request.progress

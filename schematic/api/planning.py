@@ -22,6 +22,7 @@ __all__ = [
     "kinds_of",
     "load_plan",
     "one_document_check",
+    "one_release_check",
     "select_pools",
     "streamed_kind",
 ]
@@ -79,6 +80,26 @@ def select_pools(plan: ClusterPlan, pools: Sequence[str]) -> ClusterPlan:
     check_pool_names(plan.source, [pool.name for pool in plan.pools], pools)
     wanted = set(pools)
     return dataclasses.replace(plan, pools=tuple(p for p in plan.pools if p.name in wanted))
+
+
+def one_release_check(plan: ClusterPlan, kinds: Sequence[Kind]) -> None:
+    """A UsageError when a kind whose consumer runs one Talos release per cluster (an Omni
+    cluster template: its Cluster's ``talos.version``) is asked for pools on several releases:
+    one template would mix their configs (KernelModuleConfig documents Talos 1.13 lacks)."""
+    from schematic.output.render.kinds import kind_named
+
+    single = [kind for kind in kinds if kind_named(kind).one_release]
+    releases: dict[str, list[str]] = {}
+    for pool in plan.pools:
+        releases.setdefault(pool.talos.version, []).append(pool.name)
+    if single and len(releases) > 1:
+        held = "; ".join(f"{', '.join(names)} on {version}" for version, names in releases.items())
+        raise UsageError(
+            f"{plan.source}: {single[0]} runs one Talos release per cluster, and the pools are "
+            f"on {len(releases)} ({held}); give them one release, or write each release's "
+            "pools with --pool NAME",
+            "--format",
+        )
 
 
 def one_document_check(plan: ClusterPlan, kind: Kind) -> None:

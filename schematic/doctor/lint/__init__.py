@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from schematic.core.model import Schematic
 from schematic.doctor.lint.findings import RULES, SEVERITIES, Collector, Finding, Rule, Severity
 from schematic.doctor.lint.media import check_url_listings, is_meta_key_problem
+from schematic.doctor.lint.omni import check_template_releases
 
 if TYPE_CHECKING:
     from schematic.doctor.lint.loader import Document
@@ -213,6 +214,7 @@ def lint_paths(
     check_passthrough(inventory, out)
     check_manifests(inventory, out)
     check_url_listings(documents, out)
+    check_template_releases(documents, out)
     if scripts:
         from schematic.doctor.lint.rollout import check_rollout_scripts, indexed_pools
 

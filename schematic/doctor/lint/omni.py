@@ -14,12 +14,14 @@ run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from schematic.core.model import Customization, Schematic, SystemExtensions
+from schematic.doctor.lint.findings import Collector
 from schematic.doctor.lint.inventory import (
     GpuUse,
     Inventory,
@@ -33,7 +35,13 @@ from schematic.errors import CatalogError
 from schematic.output.render.omni import GPUS_ANNOTATION, TALOS_ANNOTATION
 from schematic.safe_yaml import InputKind, read_text
 
-__all__ = ["OMNI_KINDS", "add_omni_pools", "is_omni_template", "omni_extension_name"]
+__all__ = [
+    "OMNI_KINDS",
+    "add_omni_pools",
+    "check_template_releases",
+    "is_omni_template",
+    "omni_extension_name",
+]
 
 OMNI_KINDS = frozenset({"Cluster", "ControlPlane", "Workers", "Machine"})
 _MACHINE_SETS = ("ControlPlane", "Workers")
@@ -241,3 +249,65 @@ def add_omni_pools(documents: list[Document], inventory: Inventory) -> None:
             else:
                 continue
             inventory.pools.append(_pool(doc, name, cluster, inventory))
+
+
+# The first Talos release that reads KernelModuleConfig documents (DOMAIN: the module list).
+_MODULE_DOCUMENTS_FROM = (1, 14)
+
+
+def _release(text: str) -> tuple[int, int] | None:
+    from schematic.facts.talos import TalosVersion
+
+    try:
+        version = TalosVersion.parse(text)
+    except CatalogError:
+        return None
+    return (version.major, version.minor)
+
+
+def check_template_releases(documents: Sequence[Document], out: Collector) -> None:
+    """TS157: a template whose machine sets are for another Talos release than its Cluster's
+    (their ``talos-schematic/talos-version``), or for each other's when it has no Cluster; or
+    whose Cluster's release is before 1.14 while a machine set patches in a
+    ``KernelModuleConfig``."""
+    by_file: dict[str, list[Document]] = {}
+    for doc in documents:
+        if is_omni_template(doc.data):
+            by_file.setdefault(doc.file, []).append(doc)
+    for docs in by_file.values():
+        cluster = next((d for d in docs if d.data.get("kind") == "Cluster"), None)
+        version = cluster.get(("talos", "version")) if cluster is not None else None
+        sets = [d for d in docs if d.data["kind"] in _MACHINE_SETS]
+        annotated = [(d, a) for d in sets if (a := _annotation(d, TALOS_ANNOTATION))]
+        if not isinstance(version, str):
+            # No Cluster here: the first machine set's release is the one the others must share.
+            version = annotated[0][1][0] if annotated else None
+        if version is None:
+            continue
+        for doc, (release, place) in annotated:
+            if _release(release) != _release(version):
+                out.add(
+                    "TS157",
+                    message=f"omni {doc.data['kind']} {doc.get(('name',))}: written for Talos "
+                    f"{release}, in a template for Talos {version}",
+                    file=place.file,
+                    line=place.line,
+                )
+        cluster_release = _release(version)
+        if cluster_release is None or cluster_release >= _MODULE_DOCUMENTS_FROM:
+            continue
+        for doc in sets:
+            documents = [
+                patch
+                for patch in _patches(doc)
+                if isinstance(patch.data, dict) and patch.data.get("kind") == "KernelModuleConfig"
+            ]
+            for patch in documents[:1]:  # one finding per machine set, at its first
+                out.add(
+                    "TS157",
+                    message=f"omni {doc.data['kind']} {doc.get(('name',))}: a "
+                    "KernelModuleConfig patch (Talos 1.14 and later), in a template for "
+                    f"Talos {version}",
+                    file=patch.file,
+                    line=patch.line(()),
+                )

@@ -74,7 +74,9 @@ class OutputKind:
     ``kustomization.yaml`` lists; ``stream_label``: printed, each pool's text is headed by a
     comment naming its pool; ``apply``: the step ``APPLY.md`` gives for a tool's file;
     ``lint_format``: the name of the lint input format that reads the file back;
-    ``writes_too``: the kinds written with it, whose files its own refer to."""
+    ``writes_too``: the kinds written with it, whose files its own refer to;
+    ``one_release``: its consumer runs one Talos release per cluster (pools on several are
+    refused)."""
 
     name: str
     help: str
@@ -90,6 +92,7 @@ class OutputKind:
     apply: Callable[[PoolPlan, str], ApplyStep] | None = None
     lint_format: str | None = None
     writes_too: tuple[str, ...] = ()
+    one_release: bool = False
 
 
 def _schematic(texts: PoolTexts) -> str:
@@ -170,9 +173,16 @@ def _topf_step(pool: PoolPlan, path: str) -> ApplyStep:
 
 
 def _omni_step(pool: PoolPlan, path: str) -> ApplyStep:
+    # validate, then sync (siderolabs/omni client/pkg/omnictl/cluster/template/validate.go,
+    # sync.go; --file in template.go at b1ea5df2).
     return ApplyStep(
-        goes_to=f"the Omni cluster template: its `Workers` document for pool `{pool.name}`",
-        commands=("omnictl cluster template sync --file CLUSTER_TEMPLATE.yaml",),
+        goes_to=f"the Omni cluster template: its `Workers` document for pool `{pool.name}`, in "
+        f"a template whose `Cluster` runs Talos `{pool.talos.version}` (one release per "
+        "cluster)",
+        commands=(
+            "omnictl cluster template validate --file CLUSTER_TEMPLATE.yaml",
+            "omnictl cluster template sync --file CLUSTER_TEMPLATE.yaml",
+        ),
     )
 
 
@@ -287,6 +297,7 @@ OUTPUT_KINDS: tuple[OutputKind, ...] = (
         pool_file="omni-workers.yaml",
         render=_omni,
         default=False,
+        one_release=True,
         apply=_omni_step,
         lint_format="omni-template",
     ),
