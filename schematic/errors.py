@@ -117,6 +117,8 @@ class GpuRefusal(enum.Enum):
     NOT_OFFERED = "not-offered"
     # A feature asked for (GPUDirect RDMA, nvidia_peermem) needs the open kernel modules.
     NEEDS_OPEN = "needs-open"
+    # The release's NVIDIA drivers are known to neither the facts file nor the shipped table.
+    UNKNOWN_RELEASE = "unknown-release"
 
 
 class NvidiaError(TalosSchematicError):

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from schematic.cli import app, register_all_commands
 from schematic.core.model import Schematic
 from schematic.doctor.lint.findings import RULES
+from schematic.facts.release_facts import facts_note
 
 register_all_commands()
 
@@ -31,6 +32,9 @@ spec:
     schematicID: {id}
 """
 
+# Which facts lint decided by, said in its summary line.
+SHIPPED_FACTS = facts_note()
+
 
 def run(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(app, list(args))
@@ -44,7 +48,10 @@ def test_errors_exit_3(tmp_path: Path) -> None:
     code, out, err = run("lint", str(tmp_path))
     assert code == 3
     assert f"{tmp_path}/n.yaml:9: error TS101" in out
-    assert err == "talos-schematic lint: 1 error, 0 warnings, 0 notes in 1 file\n"
+    assert (
+        err
+        == "talos-schematic lint: 1 error, 0 warnings, 0 notes in 1 file; " + SHIPPED_FACTS + "\n"
+    )
 
 
 def test_clean_input_exits_0(tmp_path: Path) -> None:
@@ -101,7 +108,10 @@ def test_factory_resolves_unknown_ids(tmp_path: Path) -> None:
             )
         )
         code, out, err = run("lint", "--factory", "https://factory.example", str(tmp_path))
-    assert (code, err) == (3, "talos-schematic lint: 1 error, 0 warnings, 0 notes in 1 file\n")
+    assert (code, err) == (
+        3,
+        "talos-schematic lint: 1 error, 0 warnings, 0 notes in 1 file; " + SHIPPED_FACTS + "\n",
+    )
     assert "TS101" in out
 
 
@@ -268,7 +278,10 @@ def test_fail_on_warning_exits_3_on_a_warning(tmp_path: Path) -> None:
     code, out, err = run("lint", str(tmp_path), "--fail-on", "warning")
     assert code == 3
     assert "warning TS001" in out
-    assert err == "talos-schematic lint: 0 errors, 1 warning, 0 notes in 1 file\n"
+    assert (
+        err
+        == "talos-schematic lint: 0 errors, 1 warning, 0 notes in 1 file; " + SHIPPED_FACTS + "\n"
+    )
 
 
 def test_fail_on_note_counts_notes_and_error_ignores_them(tmp_path: Path) -> None:
@@ -287,7 +300,10 @@ def test_ignore_silences_a_code_in_output_summary_and_exit(tmp_path: Path) -> No
     (tmp_path / "n.yaml").write_text(POOL.format(id=NVIDIA.id))
     code, out, err = run("lint", str(tmp_path), "--ignore", "ts101")
     assert (code, out) == (0, "")
-    assert err == "talos-schematic lint: 0 errors, 0 warnings, 0 notes in 1 file\n"
+    assert (
+        err
+        == "talos-schematic lint: 0 errors, 0 warnings, 0 notes in 1 file; " + SHIPPED_FACTS + "\n"
+    )
     # Repeated or comma-separated, the codes add up.
     (tmp_path / "w.yaml").write_text(POOL.format(id="ab" * 32))
     assert run("lint", str(tmp_path), "--fail-on", "warning", "--ignore", "TS101")[0] == 3

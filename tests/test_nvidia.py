@@ -30,6 +30,7 @@ from schematic.facts.nvidia import (
     preferred_tier,
     usual_architecture,
 )
+from schematic.facts.release_facts import drivers_of, using_facts
 from schematic.facts.talos import driver_row
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -711,10 +712,15 @@ def test_declared_architecture_never_overrides_the_table() -> None:
     assert any("the device table says Volta" in reason for reason in decision.reasons)
 
 
-def test_release_beyond_the_table_is_decided_on_the_newest_row_with_a_reason() -> None:
-    decision = one("10de:26b9", "v1.15.0")
+def test_release_beyond_the_table_is_refused_unless_drivers_are_assumed() -> None:
+    with pytest.raises(NvidiaError, match=r"drivers of Talos v1\.15\.0 are unknown"):
+        one("10de:26b9", "v1.15.0")
+    with using_facts(None, "v1.14.0"):
+        assumed = drivers_of("v1.15.0")
+    decision = one("10de:26b9", "v1.15.0", drivers=assumed)
     assert summary(decision) == ("open", "production", "595.91.07")
-    assert "newer than the driver table" in decision.reasons[0]
+    said = "assuming the NVIDIA drivers of v1.14.0 for Talos v1.15.0 (--assume-drivers-of)"
+    assert said in decision.reasons
 
 
 def test_json_shape() -> None:

@@ -15,6 +15,7 @@ from schematic.errors import NvidiaError
 from schematic.facts import nvidia_rules
 from schematic.facts.catalog import extension_releases
 from schematic.facts.nvidia import GpuRequest, KernelModule, NvidiaDecision, decide, lookup_gpu
+from schematic.facts.release_facts import drivers_of, using_facts
 from schematic.facts.talos import TalosVersion
 from schematic.plan.release import release_of
 
@@ -153,14 +154,20 @@ def test_gb10_answer_per_release_carries_the_verify_note() -> None:
 
 
 def test_a_new_release_row_changes_the_gb10_answer_without_code(rules_text: list[str]) -> None:
-    before = decision([("10de:2e12", 1)], "v1.15.0", arch="arm64", passthrough=False)
+    with using_facts(None, "v1.14.0"):
+        assumed = drivers_of("v1.15.0")
+    before = decision(
+        [("10de:2e12", 1)], "v1.15.0", arch="arm64", passthrough=False, drivers=assumed
+    )
     assert before.flavour == "proprietary"
     assert any("newer than the NVIDIA rules table" in note for note in before.notes)
     rules_text += [
         "talos\tv1.15.0\tv1.15.3\tgb10-flavour\topen\tagreed\ta fixed kernel",
         "talos\tv1.15.0\tv1.15.3\tgb10-kernel-args\t\tagreed\tBTI no longer matters",
     ]
-    after = decision([("10de:2e12", 1)], "v1.15.0", arch="arm64", passthrough=False)
+    after = decision(
+        [("10de:2e12", 1)], "v1.15.0", arch="arm64", passthrough=False, drivers=assumed
+    )
     assert (after.flavour, after.kernel_args, after.notes) == ("open", (), ())
     assert after.extensions == (
         "siderolabs/nvidia-container-toolkit-production",

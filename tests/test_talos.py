@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from schematic.errors import CatalogError, NvidiaError
+from schematic.errors import CatalogError, GpuRefusal, NvidiaError
 from schematic.facts.talos import TalosVersion, driver_key, driver_row, driver_table
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -100,17 +100,26 @@ def test_driver_row_for_listed_releases(
     assert (match.row.container_toolkit, match.row.naming) == (toolkit, naming)
 
 
-def test_newer_patch_uses_the_minor_lines_last_row() -> None:
-    match = driver_row("v1.12.14")
-    assert str(match.row.first) == "v1.12.6" and match.row.lts_driver == "580.126.20"
-    assert "newer than the driver table's last 1.12 release (v1.12.11)" in match.note
-    assert str(driver_row("v1.9.9").row.last) == "v1.9.6"
-
-
-def test_release_beyond_the_table_uses_the_newest_row_and_says_so() -> None:
-    match = driver_row(TalosVersion.parse("v1.15.3"))
-    assert match.row is driver_table()[-1]
-    assert "v1.15.3 is newer than the driver table (last v1.14.0)" in match.note
+@pytest.mark.parametrize(
+    ("known", "unknown"),
+    [
+        ("v1.12.11", "v1.12.12"),
+        ("v1.9.6", "v1.9.7"),
+        ("v1.14.0", "v1.14.1"),
+        ("v1.14.0", "v1.15.0"),
+    ],
+)
+def test_a_release_without_a_row_has_unknown_drivers_and_names_the_refresh(
+    known: str, unknown: str
+) -> None:
+    # A patch may change the drivers (v1.13.0 → v1.13.1 did): no other row stands in for it.
+    assert driver_row(known).note == ""
+    with pytest.raises(NvidiaError) as raised:
+        driver_row(TalosVersion.parse(unknown))
+    assert raised.value.refusal is GpuRefusal.UNKNOWN_RELEASE
+    assert f"the NVIDIA drivers of Talos {unknown} are unknown" in str(raised.value)
+    assert "`talos-schematic facts refresh`" in str(raised.value)
+    assert "--assume-drivers-of" in str(raised.value)
 
 
 def test_prerelease_uses_its_release() -> None:

@@ -30,11 +30,18 @@ __all__ = [
 
 def load_plan(cluster_file: Path, profiles: Sequence[Path]) -> ClusterPlan:
     """The cluster file read and planned (relative profile paths from its directory)."""
+    from schematic.facts.release_facts import refuse_withdrawn
     from schematic.inputs.cluster_file import load_cluster
     from schematic.plan.cluster import plan_cluster
 
+    cluster = load_cluster(cluster_file)
+    # What nodes run now may be withdrawn (upgrade plans away from it); what is generated not.
+    refuse_withdrawn(cluster.talos.version, f"{cluster_file}: talos.version")
+    for pool in cluster.pools:
+        if pool.talos_version is not None:
+            refuse_withdrawn(pool.talos_version, f'{cluster_file}: pool "{pool.name}"')
     return plan_cluster(
-        load_cluster(cluster_file),
+        cluster,
         source=str(cluster_file),
         base_dir=cluster_file.parent,
         profile_dirs=tuple(profiles),

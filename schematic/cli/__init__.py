@@ -44,6 +44,7 @@ _COMMAND_MODULES = {
     "profiles": "list_commands",
     "overlays": "list_commands",
     "init": "init_command",
+    "facts": "facts_command",
 }
 # The environment variable a shell's completion script sets (docs/commands.md shows the
 # scripts): click's name for it, from the program name.

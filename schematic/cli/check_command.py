@@ -30,6 +30,7 @@ from schematic.cli.base import (
     out_directory,
     run_library,
 )
+from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
 from schematic.errors import TalosSchematicError, printable
 
 if TYPE_CHECKING:
@@ -148,6 +149,8 @@ def check(
             help="With --diff, diff index.yaml too (left out: its digests follow every file).",
         ),
     ] = False,
+    facts: FactsOption = None,
+    assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
@@ -178,7 +181,8 @@ def check(
     )
     from schematic import api
 
-    result = run_library(api.check, request)
+    with deciding_by_facts(facts, assume_drivers_of, cluster_file.parent) as facts_used:
+        result = run_library(api.check, request)
     drift = result.detail
     try:
         from schematic.output.drift import drift_diff, drift_json
@@ -194,6 +198,7 @@ def check(
             sys.stdout.write(diff)
     except TalosSchematicError as err:
         raise fail(err) from None
+    print(f"talos-schematic: {facts_used}", file=sys.stderr)
     if not drift:
         print(f"{_name(out)}: up to date with {_name(cluster_file)}", file=sys.stderr)
         return

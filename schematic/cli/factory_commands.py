@@ -22,22 +22,13 @@ from schematic.cli.base import (
     json_alias,
     progress_line,
 )
+from schematic.cli.options import FactoryOption, FactsOption, deciding_by_facts
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
     from schematic.factory.client import FactoryClient
 
 
-FactoryOption = Annotated[
-    str | None,
-    typer.Option(
-        "--factory",
-        metavar="URL",
-        help="Image Factory base URL (default: $TALOS_SCHEMATIC_FACTORY, else "
-        "https://factory.talos.dev).",
-        show_default=False,
-    ),
-]
 JobsOption = Annotated[
     int,
     typer.Option("--jobs", metavar="N", min=1, max=64, help="Requests in flight at once."),
@@ -179,6 +170,7 @@ def extensions(
     output_format: TextFormatOption = TextFormat.text,
     as_json: JsonAliasOption = False,
     factory: FactoryOption = None,
+    facts: FactsOption = None,
 ) -> None:
     """Official extensions for one Talos version."""
     as_json = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
@@ -190,13 +182,14 @@ def extensions(
                 infos = live_extensions(client, talos, ttl=0)
             rows = [info.model_dump() for info in sorted(infos, key=lambda i: i.name)]
         else:
-            from schematic.facts.catalog import extensions_for
             from schematic.plan.release import release_of
 
-            rows = [{"name": name} for name in sorted(extensions_for(talos))]
-            note = release_of(talos).tables_note
-            if note:
-                print(f"talos-schematic: note: {note}", file=sys.stderr)
+            with deciding_by_facts(facts, None) as facts_used:
+                release = release_of(talos)
+            rows = [{"name": name} for name in sorted(release.extensions)]
+            print(f"talos-schematic: {facts_used}", file=sys.stderr)
+            if release.tables_note:
+                print(f"talos-schematic: note: {release.tables_note}", file=sys.stderr)
     except TalosSchematicError as err:
         raise fail(err) from None
     if as_json:

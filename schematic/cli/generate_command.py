@@ -29,6 +29,7 @@ from schematic.cli.base import (
     progress_line,
     run_library,
 )
+from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
 from schematic.errors import printable
 from schematic.output.render.kinds import DEFAULT_KINDS, OUTPUT_KINDS
 
@@ -128,6 +129,8 @@ def generate(
             ),
         ),
     ] = False,
+    facts: FactsOption = None,
+    assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Per pool: schematic and ID, Cozystack KubernetesNodes values, a Talos machine-config
@@ -167,7 +170,9 @@ def generate(
     )
     from schematic import api
 
-    result = run_library(api.generate, request)
+    with deciding_by_facts(facts, assume_drivers_of, cluster_file.parent) as facts_used:
+        result = run_library(api.generate, request)
+    print(f"talos-schematic: {facts_used}", file=sys.stderr)
     if request.out is None:
         return
     from schematic.output.render.summary import decision_lines

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from schematic.cli.base import JsonAliasOption, TextFormat, TextFormatOption, app, fail, json_alias
+from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -165,6 +166,8 @@ def gpu(
             'with --format json, the decision gains "schematic" and "schematicID".',
         ),
     ] = False,
+    facts: FactsOption = None,
+    assume_drivers_of: AssumeDriversOption = None,
     output_format: TextFormatOption = TextFormat.text,
     as_json: JsonAliasOption = False,
 ) -> None:
@@ -176,10 +179,17 @@ def gpu(
     """
     json_output = json_alias(output_format, as_json, TextFormat.text) == TextFormat.json
     from schematic.facts.nvidia import decide, resolve_gpus, usual_architecture
+    from schematic.facts.release_facts import drivers_of
 
     try:
-        requests = _requests(devices)
-        resolved = resolve_gpus(requests)
+        with deciding_by_facts(facts, assume_drivers_of) as facts_used:
+            requests = _requests(devices)
+            resolved = resolve_gpus(requests)
+            gpus = [found for found, _ in resolved.gpus]
+            drivers = drivers_of(talos) if gpus else None
+    except TalosSchematicError as err:
+        raise fail(err) from None
+    try:
         if not resolved.gpus:
             document = _no_gpu_json(resolved.notes)
             if with_schematic:
@@ -193,7 +203,6 @@ def gpu(
             else:
                 typer.echo("\n".join(document["reasons"]))
             return
-        gpus = [found for found, _ in resolved.gpus]
         chosen_arch = arch.value if arch else usual_architecture(gpus)
         decision = decide(
             requests,
@@ -206,6 +215,7 @@ def gpu(
             gdrdrv=gdrdrv,
             gds=gds,
             peermem=peermem,
+            drivers=drivers,
         )
     except TalosSchematicError as err:
         raise fail(err) from None
@@ -218,7 +228,7 @@ def gpu(
                 *decision.reasons,
             ),
         )
-    document = decision.to_json()
+    document = decision.to_json() | {"facts": facts_used}
     if with_schematic:
         body, schematic_id = _schematic(decision.extensions, decision.kernel_args, metal=metal)
         if not json_output:
@@ -229,3 +239,4 @@ def gpu(
         typer.echo(json.dumps(document, indent=2))
     else:
         typer.echo(_human(decision, {found.id: count for found, count in resolved.gpus}))
+        typer.echo(facts_used)

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
+from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
 from schematic.errors import FactoryError, LintInputError, SchematicError, TalosSchematicError
 from schematic.facts.chart_targets import chart_choices
 
@@ -111,6 +112,8 @@ def lint(
             "(repeatable, or comma-separated: --ignore TS001,TS003).",
         ),
     ] = None,
+    facts: FactsOption = None,
+    assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error (or on
@@ -153,60 +156,61 @@ def lint(
         except ValueError as err:
             raise typer.BadParameter(str(err), param_hint="--cozystack") from None
     try:
-        target = None
-        if chart is not None:
-            from schematic.facts.chart_targets import chart_target
+        with deciding_by_facts(facts, assume_drivers_of) as facts_used:
+            target = None
+            if chart is not None:
+                from schematic.facts.chart_targets import chart_target
 
-            try:
-                target = chart_target(chart)
-            except ValueError as err:
-                raise typer.BadParameter(str(err), param_hint="--chart") from None
-        profile = None
-        if hardware is not None:
-            from schematic.inputs.profiles import load_profile
+                try:
+                    target = chart_target(chart)
+                except ValueError as err:
+                    raise typer.BadParameter(str(err), param_hint="--chart") from None
+            profile = None
+            if hardware is not None:
+                from schematic.inputs.profiles import load_profile
 
-            profile = load_profile(hardware)
-        if factory is None:
-            report = lint_paths(
-                paths or [],
-                talos=talos,
-                hardware=profile,
-                cozystack=cozystack,
-                chart=target,
-                config_patches=patches,
-            )
-        else:
-            from schematic.core.model import Schematic
-            from schematic.factory.client import FactoryClient
-
-            with FactoryClient(factory) as client:
-
-                def fetch(schematic_id: str) -> Schematic | None:
-                    body = client.fetch_schematic(schematic_id)
-                    if body is None:
-                        return None
-                    where = f"{client.url}/schematics/{schematic_id}"
-                    try:
-                        return Schematic.from_yaml(body, where)
-                    except SchematicError as err:
-                        # Lint goes on without the factory (TS005), as when it is unreachable.
-                        raise FactoryError(f"not a schematic: {err}") from None
-
+                profile = load_profile(hardware)
+            if factory is None:
                 report = lint_paths(
                     paths or [],
                     talos=talos,
-                    fetch=fetch,
                     hardware=profile,
                     cozystack=cozystack,
                     chart=target,
                     config_patches=patches,
-                    factory=client.url,
                 )
+            else:
+                from schematic.core.model import Schematic
+                from schematic.factory.client import FactoryClient
+
+                with FactoryClient(factory) as client:
+
+                    def fetch(schematic_id: str) -> Schematic | None:
+                        body = client.fetch_schematic(schematic_id)
+                        if body is None:
+                            return None
+                        where = f"{client.url}/schematics/{schematic_id}"
+                        try:
+                            return Schematic.from_yaml(body, where)
+                        except SchematicError as err:
+                            # Lint goes on without the factory (TS005), as when it is unreachable.
+                            raise FactoryError(f"not a schematic: {err}") from None
+
+                    report = lint_paths(
+                        paths or [],
+                        talos=talos,
+                        fetch=fetch,
+                        hardware=profile,
+                        cozystack=cozystack,
+                        chart=target,
+                        config_patches=patches,
+                        factory=client.url,
+                    )
     except TalosSchematicError as err:
         raise fail(err) from None
     report = report.without(ignored)
     sys.stdout.write(render(report, output_format))
-    print(f"talos-schematic lint: {report.summary()}", file=sys.stderr)
+    print(f"talos-schematic lint: {report.summary()}; {facts_used}", file=sys.stderr)
     if report.reaches(fail_on.value):
         raise typer.Exit(FOUND_ERRORS)
 

@@ -24,6 +24,7 @@ from schematic.cli.base import (
     fail,
     json_alias,
 )
+from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ def upgrade(
         ),
     ] = None,
     pool: PoolOption = None,
+    facts: FactsOption = None,
+    assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
 ) -> None:
     """Per pool: schematic ID, extensions, NVIDIA driver, kernel modules and machine config
@@ -158,10 +161,11 @@ def upgrade(
         factory=factory,
     )
     try:
-        result = upgrade(request)
+        with deciding_by_facts(facts, assume_drivers_of, cluster_file.parent) as facts_used:
+            result = upgrade(request)
     except TalosSchematicError as err:
         raise fail(err) from None
-    for line in result.messages:
+    for line in (facts_used, *result.messages):
         print(f"talos-schematic: {line}", file=sys.stderr)
     report = result.detail
     if report_format in (ReportFormat.talosctl, ReportFormat.tuppr):

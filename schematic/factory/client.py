@@ -919,8 +919,16 @@ class FactoryClient:
 
     def versions(self) -> list[str]:
         """Talos versions the factory can build, as it lists them."""
-        what = "GET /versions"
-        response = self._request("GET", "/versions", "", ok={200}, limit=MAX_LIST_RESPONSE_SIZE)
+        return self._version_list("/versions")
+
+    def withdrawn_versions(self) -> list[str]:
+        """Talos versions the factory withdrew (``GET /versions?broken=true``, image-factory
+        v1.3.3+; an older factory ignores the query and answers its whole list)."""
+        return self._version_list("/versions?broken=true")
+
+    def _version_list(self, path: str) -> list[str]:
+        what = f"GET {path}"
+        response = self._request("GET", path, "", ok={200}, limit=MAX_LIST_RESPONSE_SIZE)
         payload = self._json(response, what, "")
         if not isinstance(payload, list) or not all(isinstance(v, str) for v in payload):
             raise self._error(

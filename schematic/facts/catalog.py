@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from schematic.errors import CatalogError
+from schematic.facts.talos import REFRESH_COMMAND
 
 __all__ = [
     "Overlay",
@@ -166,10 +167,11 @@ def resolve_version(talos: str) -> str:
     same_minor = [v for v in catalog.versions if _key(v)[:2] == wanted[:2]]
     if same_minor and wanted > _key(same_minor[-1]):
         return same_minor[-1]
+    newer = f"; to read newer releases from the factory: {REFRESH_COMMAND}"
     raise CatalogError(
         f"Talos version {talos!r} is not in the extension catalogue "
         f"({catalog.versions[0]} … {catalog.versions[-1]}); "
-        f"closest known: {closest}"
+        f"closest known: {closest}" + (newer if wanted > _key(catalog.versions[-1]) else "")
     )
 
 
@@ -335,14 +337,24 @@ def unoffered_extensions(
     return tuple(found)
 
 
-def check_extensions(names: Iterable[str], talos: str, *, where: str = "") -> None:
+def check_extensions(
+    names: Iterable[str],
+    talos: str,
+    *,
+    where: str = "",
+    offered: Collection[str] | None = None,
+) -> None:
     """Raise CatalogError naming every extension in ``names`` that ``talos`` does not offer.
 
     Each unknown name comes with the releases that do offer it and up to three close valid
     names; ``where`` (e.g. ``cluster.yaml: pool "gpu": extensions``) prefixes the message.
+    ``offered`` is the release's list when planning has it (a facts file's), else the
+    packaged catalogue's.
     """
-    used = resolve_version(talos)
-    unknown = unoffered_extensions(names, _catalog().extensions[used])
+    used = talos.strip() if offered is not None else resolve_version(talos)
+    unknown = unoffered_extensions(
+        names, _catalog().extensions[used] if offered is None else offered
+    )
     if not unknown:
         return
     asked = talos.strip()

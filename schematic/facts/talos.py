@@ -16,7 +16,9 @@ from schematic.errors import CatalogError, GpuRefusal, NvidiaError
 
 __all__ = [
     "EMPTY_SCHEMATIC_ID",
+    "FACTS_FILE_NAME",
     "METAL_INSTALLER_FROM",
+    "REFRESH_COMMAND",
     "RELEASE_PATTERN",
     "DriverRow",
     "DriverTableMatch",
@@ -82,6 +84,11 @@ class TalosVersion:
         suffix = f"-{self.prerelease}" if self.prerelease else ""
         return f"v{self.major}.{self.minor}.{self.patch}{suffix}"
 
+
+# The command that reads a factory's releases into a facts file, and the file's usual name
+# (see schematic/facts/release_facts.py), named wherever a release is unknown.
+REFRESH_COMMAND = "talos-schematic facts refresh"
+FACTS_FILE_NAME = "talos-facts.yaml"
 
 # The schematic with no customization: `customization: {}` (vanilla Talos).
 EMPTY_SCHEMATIC_ID = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
@@ -181,12 +188,13 @@ def driver_table() -> tuple[DriverRow, ...]:
 
 
 def driver_row(version: str | TalosVersion) -> DriverTableMatch:
-    """The driver-table row that describes a Talos release.
+    """The shipped driver-table row of a Talos release (a pre-release as the release it leads
+    to, said in the note).
 
-    A patch newer than the table's last one of its minor line uses that line's last row, and a
-    release beyond the table uses the newest row: Talos keeps the NVIDIA extension families
-    across releases, so the newest known pins are the best estimate, and the note says so.
-    A pre-release is looked up as the release it leads to.
+    A release the table has no row for has unknown drivers: a patch can change them (five of
+    the nine 1.13 patches did), so no other row stands in for it. NvidiaError (``UNKNOWN_RELEASE``)
+    names the command that reads them from the factory;
+    :func:`schematic.facts.release_facts.drivers_of` asks a facts file first.
     """
     wanted = TalosVersion.of(version)
     table = driver_table()
@@ -203,20 +211,11 @@ def driver_row(version: str | TalosVersion) -> DriverTableMatch:
             "use a newer Talos",
             GpuRefusal.NOT_OFFERED,
         )
-    same_line = [row for row in table if row.first.minor_line == release.minor_line]
-    if same_line:
-        row = same_line[-1]
-        return DriverTableMatch(
-            row,
-            f"Talos {wanted} is newer than the driver table's last {row.last.major}."
-            f"{row.last.minor} release ({row.last}); assuming the NVIDIA drivers of {row.last}",
-        )
-    newest = table[-1]
-    if release > newest.last:
-        return DriverTableMatch(
-            newest,
-            f"Talos {wanted} is newer than the driver table (last {newest.last}); assuming the "
-            f"NVIDIA drivers of {newest.last}; check them against that release's extensions",
-        )
-    # Only reachable if the table skipped a whole minor line.
-    raise NvidiaError(f"Talos {wanted} is not in the NVIDIA driver table", GpuRefusal.NOT_OFFERED)
+    raise NvidiaError(
+        f"the NVIDIA drivers of Talos {wanted} are unknown: neither a facts file nor the "
+        f"shipped driver table (last {table[-1].last}) lists that release. Read them from the "
+        f"Image Factory with `{REFRESH_COMMAND}` (then pass --facts FILE, or keep "
+        f"{FACTS_FILE_NAME} beside the cluster file), or plan with another release's drivers "
+        "with --assume-drivers-of vX.Y.Z",
+        GpuRefusal.UNKNOWN_RELEASE,
+    )

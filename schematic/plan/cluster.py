@@ -285,15 +285,16 @@ class _Resolver:
             "gds": gds,
             "peermem": peermem,
         }
-        # The key is what decide is asked: an argument added there is in it. The drivers and
-        # rules are the release's tables', which the key names.
-        key = (gpus, release.tables, *asked.values())
+        # The key is what decide is asked: an argument added there is in it. The rules are the
+        # release's tables', which the key names; the drivers are the release's own (a facts
+        # file's, or assumed), named too.
+        key = (gpus, release.tables, release.drivers, *asked.values())
         if key not in self.decisions:
             self.decisions[key] = decide(
                 gpus,
                 release.tables,
                 **asked,
-                drivers=release.drivers,
+                drivers=release.nvidia_drivers(),
                 rules=release.nvidia_rules,
             )
         return self.decisions[key]
@@ -318,7 +319,7 @@ class _Resolver:
         """The canonical YAML and ID of the schematic of these extensions and kernel args, with
         the media options' fields (overlay, META, bootloader, SecureBoot, sector size)."""
         if (extensions, talos) not in self.checked:
-            check_extensions(extensions, talos, where=where)
+            check_extensions(extensions, talos, where=where, offered=release_of(talos).extensions)
             self.checked.add((extensions, talos))
         options = media or ImageOptions()
         key = (extensions, kernel_args, options, frozen_value(options.overlay_fields()), extra_meta)

@@ -13,15 +13,15 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from schematic.errors import CatalogError, TalosSchematicError
+from schematic.errors import CatalogError, NvidiaError
 from schematic.facts.catalog import extensions_for, overlays_for, resolve_version, talos_versions
 from schematic.facts.nvidia_rules import ReleaseRules, rules_for
+from schematic.facts.release_facts import FactsInEffect, drivers_of, facts_in_effect
 from schematic.facts.talos import (
     METAL_INSTALLER_FROM,
     DriverTableMatch,
     TalosVersion,
     default_installer_repository,
-    driver_row,
 )
 
 __all__ = [
@@ -62,11 +62,20 @@ class Release:
     extensions: frozenset[str] = field(default=frozenset(), repr=False)
     overlays: frozenset[str] = field(default=frozenset(), repr=False)
     # The NVIDIA driver row (what every NVIDIA decision of the release reads); None for a
-    # release before the NVIDIA extensions.
+    # release before the NVIDIA extensions or one whose drivers are unknown, and then why.
     drivers: DriverTableMatch | None = None
-    # The packaged release whose catalogue and driver row plan it: ``version`` itself when the
-    # tables have a row for it, else the nearest one (a newer patch: its line's last).
+    drivers_error: NvidiaError | None = field(default=None, compare=False, repr=False)
+    # The release whose catalogue and driver row plan it: ``version`` itself when the facts
+    # file or the tables have it, else the nearest packaged one (a newer patch: its line's last).
     planned_with: str = ""
+
+    def nvidia_drivers(self) -> DriverTableMatch:
+        """The release's NVIDIA drivers; NvidiaError when they are unknown (a GPU pool's
+        decision asks, so a release without them fails only the pools that need them)."""
+        if self.drivers is None:
+            assert self.drivers_error is not None  # release_of sets one of the two
+            raise self.drivers_error
+        return self.drivers
 
     @property
     def tables_note(self) -> str:
@@ -129,6 +138,9 @@ def target_release(wanted: str) -> tuple[str, str, str]:
         raise CatalogError(
             f"{wanted!r} is a pre-release; upgrade plans are for releases such as v1.13.9"
         )
+    facts = facts_in_effect().facts
+    if facts is not None and facts.extension_names(version) is not None:
+        return str(version), str(version), ""
     known = talos_versions()
     newest = TalosVersion.parse(known[-1])
     if version.minor_line > newest.minor_line:
@@ -151,27 +163,44 @@ def target_release(wanted: str) -> tuple[str, str, str]:
     return str(version), str(version), ""
 
 
-@functools.cache
 def release_of(version: str, tables: str | None = None) -> Release:
     """The release ``version`` (``v1.13.9``), resolved once per run and cached.
 
+    The facts file in effect answers first (its extensions and the drivers their tags carry);
     ``tables`` names the packaged release that plans it when that is not ``version`` itself
-    (a release beyond the tables, planned with the newest known one). Raises CatalogError for
-    a release the tables cannot plan.
+    (a release beyond them, planned with the newest known one). Raises CatalogError for a
+    release neither can plan.
     """
+    return _release_of(version, tables, facts_in_effect())
+
+
+@functools.cache
+def _release_of(version: str, tables: str | None, in_effect: FactsInEffect) -> Release:
     parsed = TalosVersion.parse(version)
-    planned_as = tables or version
-    catalogue = resolve_version(planned_as)
+    from_facts = None if in_effect.facts is None else in_effect.facts.extension_names(parsed)
+    planned_as = version if from_facts is not None else tables or version
+    if from_facts is not None:
+        # Overlays are not in the facts file: the nearest packaged release's.
+        known = talos_versions()
+        nearest = known[-1] if parsed > TalosVersion.parse(known[-1]) else version
+        catalogue, extensions = version, from_facts
+        overlays = overlays_for(resolve_version(str(TalosVersion.parse(nearest).release)))
+    else:
+        catalogue = resolve_version(planned_as)
+        extensions, overlays = extensions_for(catalogue), overlays_for(catalogue)
+    drivers: DriverTableMatch | None = None
+    drivers_error: NvidiaError | None = None
     try:
-        drivers: DriverTableMatch | None = driver_row(planned_as)
-    except TalosSchematicError:
-        drivers = None  # before the NVIDIA extensions: a GPU pool is refused when decided
+        drivers = drivers_of(parsed)
+    except NvidiaError as err:
+        drivers_error = err  # a GPU pool is refused with it when decided
     return Release(
         version=parsed,
         tables=TalosVersion.parse(planned_as),
-        extensions=extensions_for(catalogue),
-        overlays=overlays_for(catalogue),
+        extensions=extensions,
+        overlays=overlays,
         drivers=drivers,
+        drivers_error=drivers_error,
         nvidia_rules=rules_for(TalosVersion.parse(planned_as)),
         planned_with=catalogue,
     )

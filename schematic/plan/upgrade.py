@@ -20,6 +20,7 @@ from typing import Any, Literal
 from schematic.errors import ClusterFileError, GpuRefusal, TalosSchematicError
 from schematic.facts.chart_targets import IMMUTABLE_TEMPLATE_ISSUE, ChartTarget, Layout
 from schematic.facts.nvidia import KernelModule, describe_nvidia_extension
+from schematic.facts.release_facts import refuse_withdrawn
 from schematic.facts.talos import METAL_INSTALLER_FROM, TalosVersion
 from schematic.inputs.cluster_values import ClusterFile, NvidiaSettings, PoolSpec
 from schematic.plan.cluster import ClusterPlan, PoolPlan, check_pool_names, plan_cluster, pool_shape
@@ -723,6 +724,8 @@ def plan_upgrade(
                 target_release(value)
         except TalosSchematicError as err:
             raise UsageError(str(err), option) from None
+    if to is not None:
+        refuse_withdrawn(to, "--to")  # what nodes run now (--from) may be withdrawn
     cluster = load_cluster(cluster_file)
     deployed = cluster if base is None else load_cluster(base)
     options: dict[str, Any] = {"base_dir": cluster_file.parent, "profile_dirs": tuple(profiles)}

@@ -41,7 +41,8 @@ from schematic.facts.nvidia import (
     resolve_gpus,
 )
 from schematic.facts.nvidia_rules import ReleaseRules, reviewed_through, rules_for
-from schematic.facts.talos import TalosVersion, driver_key, driver_row
+from schematic.facts.release_facts import drivers_of
+from schematic.facts.talos import TalosVersion, driver_key
 
 if TYPE_CHECKING:
     from schematic.facts.chart_targets import ChartTarget
@@ -133,7 +134,7 @@ def _minor_line(talos: str) -> tuple[int, int] | None:
 
 def _tier_driver(talos: str, extension: NvidiaExtension) -> str | None:
     try:
-        row = driver_row(talos).row
+        row = drivers_of(talos).row
     except TalosSchematicError:
         return None
     if extension.tier == "production":
