@@ -19,6 +19,7 @@ import fcntl
 import itertools
 import json
 import random
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -54,6 +55,8 @@ LOCK = REPO / ".mutation" / "lock"
 
 def main(arguments: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(arguments)
+    # Stopped by a signal, the run still puts the mutated module back (its `finally`).
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
     LOCK.parent.mkdir(exist_ok=True)
     with LOCK.open("w") as lock:
         try:

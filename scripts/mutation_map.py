@@ -9,6 +9,7 @@ new gets the tests of its whole module.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import functools
 import json
@@ -61,10 +62,32 @@ class ModuleTests:
     def tests_for(self, line: int, current_lines: Sequence[str]) -> tuple[str, ...]:
         """The tests for a mutant on ``line`` (1-based) of the module as it is now."""
         recorded = _recorded_line(self.lines, current_lines, line)
-        if recorded is None or recorded in self.import_time:
-            # A line run at import (a table, a signature) is read by every caller of the module.
+        if recorded is None:
             return self.whole_module()
-        return self.by_line.get(recorded, ())
+        # Coverage records a statement written over several lines at its first line.
+        starts, in_functions = _statements(self.lines)
+        first = starts.get(recorded, recorded)
+        tests = self.by_line.get(first, ())
+        if first in self.import_time and not (tests and first in in_functions):
+            # A line run at import (a table, a signature) is read by every caller of the
+            # module; a function run while the tests were collected is still run by its tests.
+            return self.whole_module()
+        return tests
+
+
+@functools.cache
+def _statements(lines: tuple[str, ...]) -> tuple[dict[int, int], frozenset[int]]:
+    """Each line of a statement (or ``except`` clause) to the line the statement starts on;
+    the lines inside function bodies."""
+    starts: dict[int, int] = {}
+    in_functions: set[int] = set()
+    # Breadth first: a statement nested in another overwrites the lines it holds.
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if isinstance(node, ast.stmt | ast.excepthandler) and node.end_lineno is not None:
+            starts.update(dict.fromkeys(range(node.lineno, node.end_lineno + 1), node.lineno))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno:
+            in_functions.update(range(node.body[0].lineno, node.end_lineno + 1))
+    return starts, frozenset(in_functions)
 
 
 def _recorded_line(recorded: Sequence[str], current: Sequence[str], line: int) -> int | None:

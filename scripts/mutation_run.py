@@ -169,6 +169,10 @@ def run_tests(
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
             return None, "", time.monotonic() - started
+        except BaseException:
+            # Stopped (Ctrl-C, SIGTERM): no test goes on running against a mutant.
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
     return process.returncode, output, time.monotonic() - started
 
 

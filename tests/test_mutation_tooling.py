@@ -131,3 +131,29 @@ def test_a_test_renamed_since_the_map_is_not_asked_for() -> None:
     still_there = f"{here}::test_a_passing_run_names_no_test"
     gone = (f"{here}::test_renamed_away", "tests/test_no_such_file.py::test_a")
     assert CoverageMap(modules={}, durations={}).runnable((still_there, *gone)) == (still_there,)
+
+
+def test_a_line_inside_a_statement_gets_the_tests_of_its_first_line() -> None:
+    recorded = ("def pick(a, b):", "    return min(", "        a, b", "    )")
+    module = ModuleTests(
+        lines=recorded,
+        by_line={2: ("tests/test_pick.py::test_min",)},
+        import_time=frozenset({1}),
+    )
+    assert module.tests_for(3, recorded) == ("tests/test_pick.py::test_min",)
+    assert module.tests_for(4, recorded) == ("tests/test_pick.py::test_min",)
+
+
+def test_a_function_also_run_while_tests_were_collected_keeps_its_own_tests() -> None:
+    recorded = ("LIMIT = 3", "", "def pick(a, b):", "    return min(a, b, LIMIT)")
+    module = ModuleTests(
+        lines=recorded,
+        by_line={4: ("tests/test_pick.py::test_min",), 1: ("tests/test_cli.py::test_child",)},
+        import_time=frozenset({1, 3, 4}),
+    )
+    assert module.tests_for(4, recorded) == ("tests/test_pick.py::test_min",)
+    # The table at the top is read by every test of the module, not only by the child.
+    assert module.tests_for(1, recorded) == (
+        "tests/test_cli.py::test_child",
+        "tests/test_pick.py::test_min",
+    )
