@@ -65,29 +65,52 @@ class ModuleTests:
         if recorded is None:
             return self.whole_module()
         # Coverage records a statement written over several lines at its first line.
-        starts, in_functions = _statements(self.lines)
-        first = starts.get(recorded, recorded)
+        shape = _shape(self.lines)
+        first = shape.starts.get(recorded, recorded)
         tests = self.by_line.get(first, ())
-        if first in self.import_time and not (tests and first in in_functions):
+        if first in shape.cached:
+            # A cached function runs once per process, its lines recorded under whichever
+            # test called it first; every test that reads its answer is a test of it.
+            return self.whole_module()
+        if first in self.import_time and not (tests and first in shape.in_functions):
             # A line run at import (a table, a signature) is read by every caller of the
             # module; a function run while the tests were collected is still run by its tests.
             return self.whole_module()
         return tests
 
 
+@dataclass(frozen=True)
+class _Shape:
+    starts: dict[int, int]  # each line of a statement (or except clause) to its first line
+    in_functions: frozenset[int]  # the lines of function bodies
+    cached: frozenset[int]  # the lines of functions decorated with a cache
+
+
+_CACHES = {"cache", "lru_cache", "cached_property"}
+
+
 @functools.cache
-def _statements(lines: tuple[str, ...]) -> tuple[dict[int, int], frozenset[int]]:
-    """Each line of a statement (or ``except`` clause) to the line the statement starts on;
-    the lines inside function bodies."""
+def _shape(lines: tuple[str, ...]) -> _Shape:
     starts: dict[int, int] = {}
     in_functions: set[int] = set()
+    cached: set[int] = set()
     # Breadth first: a statement nested in another overwrites the lines it holds.
     for node in ast.walk(ast.parse("\n".join(lines))):
         if isinstance(node, ast.stmt | ast.excepthandler) and node.end_lineno is not None:
             starts.update(dict.fromkeys(range(node.lineno, node.end_lineno + 1), node.lineno))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno:
-            in_functions.update(range(node.body[0].lineno, node.end_lineno + 1))
-    return starts, frozenset(in_functions)
+            body = range(node.body[0].lineno, node.end_lineno + 1)
+            in_functions.update(body)
+            if any(_decorator_name(d) in _CACHES for d in node.decorator_list):
+                cached.update(body)
+    return _Shape(starts, frozenset(in_functions), frozenset(cached))
+
+
+def _decorator_name(decorator: ast.expr) -> str:
+    called = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(called, ast.Attribute):
+        return called.attr
+    return called.id if isinstance(called, ast.Name) else ""
 
 
 def _recorded_line(recorded: Sequence[str], current: Sequence[str], line: int) -> int | None:

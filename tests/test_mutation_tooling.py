@@ -157,3 +157,16 @@ def test_a_function_also_run_while_tests_were_collected_keeps_its_own_tests() ->
         "tests/test_cli.py::test_child",
         "tests/test_pick.py::test_min",
     )
+
+
+def test_a_cached_function_gets_every_test_of_its_module() -> None:
+    recorded = ("import functools", "@functools.cache", "def table():", "    return {1: 2}")
+    module = ModuleTests(
+        lines=recorded,
+        by_line={4: ("tests/test_a.py::test_first",), 3: ("tests/test_b.py::test_later",)},
+        import_time=frozenset({1, 2, 3}),
+    )
+    assert module.tests_for(4, recorded) == (
+        "tests/test_a.py::test_first",
+        "tests/test_b.py::test_later",
+    )
