@@ -354,7 +354,14 @@ def test_a_pool_whose_modules_cannot_load_on_its_chart_is_an_error(
         'nvidia_modeset), pool "storage" (drbd): kernelModules:'
     )
     assert "talos-reconcile Job rewrites the TalosConfigTemplate" in message
-    assert "--chart pr3571 or osimage" in message
+    # In three lines: why, what works on the release, and the ways forward.
+    why, works, options = message.rstrip("\n").split("\n")
+    assert why.endswith("its node rebooting about every 70 minutes)")
+    assert works.startswith("  works on Cozystack ") and "CPU pools" in works
+    assert "plain Talos outside Cozystack (a metal-* profile" in works
+    assert options.startswith("  options: a chart with kernelModules (--chart pr3571 or osimage")
+    assert "Cozystack v1.7.x (--chart v1.7; unverified)" in options
+    assert options.endswith("(or --allow-ignored-keys to write it anyway)")
     # Insisting writes the values, with the same words as a warning.
     result = run("generate", str(cluster), "-f", "values", "--allow-ignored-keys")
     assert result.exit_code == 0
@@ -561,10 +568,12 @@ def test_the_regenerate_hint_repeats_every_option(tmp_path: Path) -> None:
     assert result.exit_code == 3
     assert result.stderr.splitlines()[-1] == (
         f"regenerate with: talos-schematic generate {cluster} --out {out} --chart v1.6 "
-        "--layout talos --format values --force"
+        "--layout talos --format values"
     )
-    # Following the hint gives a directory check finds up to date.
+    # Following the hint (the edited file removed first, as it says) gives a directory check
+    # finds up to date.
     hint = result.stderr.splitlines()[-1].split("talos-schematic generate ", 1)[1].split()
+    (out / "cpu" / "values.yaml").unlink()
     assert run("generate", *hint).exit_code == 0
     assert run("check", str(cluster), "--out", str(out)).exit_code == 0
 
@@ -705,8 +714,9 @@ def test_the_regenerate_hint_is_quoted_for_a_shell(tmp_path: Path) -> None:
     assert words[:2] == ["talos-schematic", "generate"]
     assert words[2:] == [
         *(str(cluster), "--out", str(out), "--chart", "pr3571", "--layout", "schematicid"),
-        *("--max-input-size", "1MiB", "--force"),
+        *("--max-input-size", "1MiB"),
     ]
+    (out / "cpu" / "values.yaml").unlink()
     assert run(*words[1:]).exit_code == 0
     assert run("check", str(cluster), "--out", str(out)).exit_code == 0
 
@@ -740,3 +750,20 @@ def test_output_without_chart_values_is_not_called_unverified() -> None:
         "is unverified" in warning
         for warning in fit_plan(plan_of(with_target("v1.7", CPU_CLUSTER))).warnings
     )
+
+
+def test_many_refused_pools_are_named_three_at_a_time(tmp_path: Path) -> None:
+    pools = "".join(
+        f"  - {{name: gpu{n}, profile: kubevirt-l40s, maxReplicas: 1, instanceType: u1.large}}\n"
+        for n in range(40)
+    )
+    text = (
+        "cluster: c\nnamespace: tenant-c\ncozystack: {version: v1.6}\n"
+        f"talos: {{version: v1.13.9}}\npools:\n{pools}"
+    )
+    result = run("generate", str(write(tmp_path, text)), "-f", "values")
+    assert result.exit_code == 1
+    lines = result.stderr.rstrip("\n").split("\n")
+    assert len(lines) == 3
+    assert 'pool "gpu2" (nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset) and 37 more' in lines[0]
+    assert "gpu3" not in result.stderr
