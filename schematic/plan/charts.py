@@ -17,7 +17,7 @@ This module reads no file but its data and imports nothing heavy, so `generate` 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +73,8 @@ _PARAMETER_FORBIDDEN = re.compile(r"""[$`\\'"\s]""")
 _DEFAULT_SCHEMATIC = "ce4c9805…7515"
 # How a refusal of a key or pool the chart cannot use ends: the way to write it anyway.
 INSIST_HINT = " (or --allow-ignored-keys to write it anyway)"
+# Pools a message names before "and N more".
+_POOLS_IN_A_MESSAGE = 3
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,34 @@ def _dropped_parameters(where: str, pool: PoolPlan) -> list[str]:
 # --- fitting a plan to its chart -----------------------------------------------------------------
 
 
+def unloadable_message(source: str, target: ChartTarget, pools: Sequence[PoolPlan]) -> str:
+    """Three lines for pools whose modules ``target``'s chart cannot load: why they are
+    refused, what works on that release, and the ways forward (the charts with kernelModules,
+    a release expected to bring it, the --allow-ignored-keys override)."""
+    named = ", ".join(
+        f'pool "{pool.name}" ({", ".join(m.name for m in pool.kernel_modules)})'
+        for pool in pools[:_POOLS_IN_A_MESSAGE]
+    )
+    if len(pools) > _POOLS_IN_A_MESSAGE:
+        named += f" and {len(pools) - _POOLS_IN_A_MESSAGE} more"
+    coming = [
+        f"{other.title} (--chart {other.name}; unverified)"
+        for other in chart_targets()
+        if other.releases and other.kernel_modules_support == "unverified"
+    ]
+    later = f", or {' / '.join(coming)}" if coming else ""
+    return (
+        f"{source}: {named}: kernelModules: {target.title}'s kubernetes-nodes chart has no "
+        "kernelModules value and its talos-reconcile Job rewrites the TalosConfigTemplate from "
+        "a fixed template, so these modules are installed but never loaded (a GPU without a "
+        "driver, its node rebooting about every 70 minutes)\n"
+        f"  works on {target.title}: pools that need no module (CPU pools); GPU nodes as plain "
+        "Talos outside Cozystack (a metal-* profile, its patch applied with talosctl)\n"
+        "  options: a chart with kernelModules (--chart "
+        f"{_charts_with('kernelModules')}: pull requests){later}{INSIST_HINT}"
+    )
+
+
 def fit_plan(
     plan: ClusterPlan,
     *,
@@ -413,22 +443,9 @@ def fit_plan(
         # The verdict: these pools cannot work on this chart (rendering its templates shows the
         # TalosConfigTemplate loading no module, tests/test_real_consumers.py), and nothing the
         # output could carry changes that. Refused, unless the user insists.
-        pools = ", ".join(
-            f'pool "{pool.name}" ({", ".join(m.name for m in pool.kernel_modules)})'
-            for pool in unloadable
-        )
-        message = (
-            f"{source}: {pools}: kernelModules: {target.title}'s kubernetes-nodes chart has no "
-            "kernelModules value and its talos-reconcile Job rewrites the TalosConfigTemplate "
-            "from a fixed template, so these modules cannot be loaded on their workers: the "
-            "extensions install them but never load them (a GPU comes up without a driver and "
-            "its node reboots about every 70 minutes; a machine-config patch applied by hand is "
-            "undone by the next reconcile). Target a chart with kernelModules "
-            f"(--chart {_charts_with('kernelModules')}), or move these pools to a cluster file "
-            "for a release that has it"
-        )
+        message = unloadable_message(source, target, unloadable)
         if not insist:
-            raise ClusterFileError(f"{message}{INSIST_HINT}")
+            raise ClusterFileError(message)
         warnings.append(f"{message}; written anyway (--allow-ignored-keys)")
     return ChartFit(
         target=target,
