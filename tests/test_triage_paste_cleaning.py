@@ -133,3 +133,73 @@ def test_a_broken_json_document_is_still_reported_as_such(tmp_path: Path) -> Non
     (tmp_path / "pods.json").write_text('{\n  "items": [\n    {"kind": "Pod",,}\n', "utf-8")
     (reading,) = triage_paths([str(tmp_path)]).readings
     assert (reading.format, reading.problem.startswith("line 3: invalid JSON")) == ("", True)
+
+
+# --- `talosctl support` bundles: a folder or its zip, the node named by its folder -----------
+
+SUPPORT = BUNDLES / "support-bundle-key-rejected"
+
+
+def test_a_support_bundle_folder_names_the_node_for_every_file_under_it() -> None:
+    report = triage_paths([str(SUPPORT)])
+    (diagnosis,) = [d for d in report.diagnoses if d.severity == "error"]
+    assert (diagnosis.code, diagnosis.nodes) == ("TS204", ("talos-a5000-1",))
+    formats = {Path(r.file).name: r.format for r in report.readings}
+    assert formats["devices"] == "proc-pci"
+    assert formats["nodes.yaml"] == "yaml"  # a list without kind, read by shape
+    node_of = {s.evidence.file: s.node for r in report.readings for s in r.signals}
+    assert {n for f, n in node_of.items() if "/10.20.30.29/" in f} == {"10.20.30.29"}
+
+
+def test_the_node_folder_given_itself_names_the_node() -> None:
+    report = triage_paths([str(SUPPORT / "support" / "10.20.30.29")])
+    nodes = {s.node for r in report.readings for s in r.signals}
+    assert nodes == {"10.20.30.29"}
+
+
+def test_a_support_bundle_zip_is_read_whole(tmp_path: Path) -> None:
+    import zipfile
+
+    archive = tmp_path / "support.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for file in sorted((SUPPORT / "support").rglob("*")):
+            if file.is_file():
+                bundle.write(file, file.relative_to(SUPPORT / "support"))
+    report = triage_paths([str(archive)])
+    assert [(d.code, d.nodes) for d in report.diagnoses if d.severity == "error"] == [
+        ("TS204", ("talos-a5000-1",))
+    ]
+    files = {r.file for r in report.readings}
+    assert f"{archive}/10.20.30.29/dmesg.log" in files
+    assert all(e.file.startswith(str(archive)) for d in report.diagnoses for e in d.evidence)
+
+
+def test_a_zip_member_over_the_limit_is_refused_not_half_read(tmp_path: Path) -> None:
+    import zipfile
+
+    from schematic.errors import TriageInputError
+
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr("10.0.0.5/dmesg.log", b"\n" * (3 * 1024 * 1024))
+    try:
+        triage_paths([str(archive)], max_json_size=1024 * 1024)
+    except TriageInputError as err:
+        assert "over the input limit" in str(err)
+    else:
+        raise AssertionError("a member over the limit was read")
+
+
+def test_an_address_named_folder_names_its_node_and_a_plain_folder_does_not(
+    tmp_path: Path,
+) -> None:
+    # Must not: a folder named "evidence" names no node.
+    lines = [line.split(": ", 1)[1] for line in KEY_REJECTED.splitlines()]
+    (tmp_path / "evidence" / "10.1.2.3" / "logs").mkdir(parents=True)
+    (tmp_path / "evidence" / "10.1.2.3" / "logs" / "kern.txt").write_text(
+        "\n".join(lines) + "\n", encoding="utf-8"
+    )
+    (tmp_path / "evidence" / "other.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = triage_paths([str(tmp_path / "evidence")])
+    node_of = {Path(r.file).name: {s.node for s in r.signals} for r in report.readings}
+    assert node_of == {"kern.txt": {"10.1.2.3"}, "other.txt": {""}}

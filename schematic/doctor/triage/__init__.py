@@ -16,9 +16,11 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from schematic.doctor.triage.archive import Source, is_zip, node_folders, unpacked
 from schematic.doctor.triage.diagnose import Committed, CommittedPool, Diagnosis, diagnose
 from schematic.doctor.triage.readers import DocumentError, Reading, file_reading, read_evidence
 from schematic.doctor.triage.readers.documents import read_json_chunks
@@ -86,26 +88,54 @@ class TriageReport:
         return tuple(r for r in self.readings if r.format and r.problem)
 
 
-def _files(paths: Sequence[str]) -> list[str]:
-    found: list[str] = []
+def _files(paths: Sequence[str], stack: ExitStack, limit: int) -> list[Source]:
+    """Every file to read: those below each folder, each given file, and the members of a
+    zip archive (a `talosctl support` bundle), with the path each was found at."""
+    found: list[Source] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             try:
                 # A FIFO or device below a directory would block or never end.
-                found += [str(child) for child in files_below(path) if child.is_file()]
+                children = [child for child in files_below(path) if child.is_file()]
             except OSError as err:
                 # A folder that cannot be listed is evidence not read: a diagnosis from the
                 # rest could name the look-alike, or nothing, and exit 0.
                 raise TriageInputError(
                     f"{printable(str(err.filename), one_line=True)}: {read_problem(err)}"
                 ) from None
+            # The folder's own name counts: `triage bundle/10.0.0.5` names the node too.
+            base = path.resolve().parent
+            for child in children:
+                relative = os.path.relpath(child.resolve(), base)
+                if is_zip(str(child)):
+                    found += stack.enter_context(unpacked(str(child), limit))
+                else:
+                    found.append(Source(str(child), str(child), relative))
+        elif given != "-" and is_zip(given):
+            found += stack.enter_context(unpacked(given, limit))
         elif given == "-" or path.exists():
-            found.append(given)
+            found.append(Source(given, given, ""))
         else:
             shown = printable(given, one_line=True)
             raise TriageInputError(f"{shown}: no such file or directory")
     return found
+
+
+def _as_found(reading: Reading, source: Source, node: str) -> Reading:
+    """``reading`` under the name the report gives the file, its node-less signals given the
+    node its folder names."""
+    if reading.file == source.name and not node:
+        return reading
+    signals = tuple(
+        replace(
+            s,
+            node=s.node or node,
+            evidence=replace(s.evidence, file=source.name),
+        )
+        for s in reading.signals
+    )
+    return replace(reading, file=source.name, signals=signals)
 
 
 # A kubectl or Prometheus JSON answer is read as it streams, so a cluster's `kubectl get pods -A
@@ -267,6 +297,12 @@ def triage_paths(
     """
     committed = committed_output(against) if against is not None else None
     json_limit = max_json_size or max(DEFAULT_MAX_JSON_SIZE, max_input_size())
-    readings = tuple(_read(file, json_limit) for file in _files(paths))
+    with ExitStack() as stack:
+        sources = _files(paths, stack, json_limit)
+        nodes = node_folders(sources)
+        readings = tuple(
+            _as_found(_read(source.path, json_limit), source, nodes.get(source.name, ""))
+            for source in sources
+        )
     signals = [signal for reading in readings for signal in reading.signals]
     return TriageReport(tuple(diagnose(signals, committed)), readings)

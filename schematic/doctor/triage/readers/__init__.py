@@ -32,6 +32,7 @@ from schematic.doctor.triage.readers.documents import DocumentError, read_json, 
 from schematic.doctor.triage.readers.health import read_health, recognise_health
 from schematic.doctor.triage.readers.logs import read_log
 from schematic.doctor.triage.readers.paste import fenced_paste, is_prose, sections, unquote
+from schematic.doctor.triage.readers.procpci import read_proc_pci, recognise_proc_pci
 from schematic.doctor.triage.readers.tables import read_table, recognise_table
 from schematic.doctor.triage.signals import Kind, Signal
 
@@ -73,6 +74,7 @@ TEXT_READERS: tuple[TextReader, ...] = (
     TextReader("describe", recognise_describe_pod, read_describe_pod),
     TextReader("yaml", _yaml_shaped, read_yaml),
     TextReader("health", recognise_health, read_health),
+    TextReader("proc-pci", recognise_proc_pci, read_proc_pci),
 )
 
 

@@ -70,6 +70,10 @@ def interpret(value: Any, file: str, where: Located) -> Iterator[Signal]:
         reader = _KUBERNETES.get(_text(value["kind"]))
         if reader is not None:
             yield from reader(value, file, where)
+    elif isinstance(metadata, dict) and (shaped := _KUBERNETES.get(_shape_kind(value))):
+        # A typed client's list (`talosctl support`'s kubernetesResources/*.yaml) writes its
+        # items without kind or apiVersion: known by their shape.
+        yield from shaped(value, file, where)
 
 
 # --- talosctl ------------------------------------------------------------------------------
@@ -387,6 +391,24 @@ def _daemonset(value: dict[str, Any], file: str, where: Located) -> Iterator[Sig
             strategy,
             (("cdi_enabled", env.get("CDI_ENABLED", "")), ("object", name)),
         )
+
+
+def _shape_kind(value: dict[str, Any]) -> str:
+    """The kind an object without ``kind`` has by its fields: a Node reports ``nodeInfo``, a
+    Pod's spec lists ``containers``, an Event names its ``involvedObject``, a DaemonSet's status
+    counts ``desiredNumberScheduled``, a Service's spec lists ``ports`` and a ``clusterIP``."""
+    spec, status = _dict(value.get("spec")), _dict(value.get("status"))
+    if "nodeInfo" in status:
+        return "Node"
+    if "containers" in spec:
+        return "Pod"
+    if "involvedObject" in value:
+        return "Event"
+    if "desiredNumberScheduled" in status:
+        return "DaemonSet"
+    if "ports" in spec and "clusterIP" in spec:
+        return "Service"
+    return ""
 
 
 _KUBERNETES: dict[str, Callable[[dict[str, Any], str, Located], Iterator[Signal]]] = {
