@@ -28,7 +28,13 @@ from schematic.doctor.triage.readers.describe import (
     recognise_describe_daemonset,
     recognise_describe_pod,
 )
-from schematic.doctor.triage.readers.documents import DocumentError, read_json, read_yaml
+from schematic.doctor.triage.readers.documents import (
+    DocumentError,
+    read_grafana_csv,
+    read_json,
+    read_yaml,
+)
+from schematic.doctor.triage.readers.grafana import recognise_grafana_csv
 from schematic.doctor.triage.readers.health import read_health, recognise_health
 from schematic.doctor.triage.readers.logs import read_log
 from schematic.doctor.triage.readers.paste import fenced_paste, is_prose, sections, unquote
@@ -75,6 +81,7 @@ TEXT_READERS: tuple[TextReader, ...] = (
     TextReader("yaml", _yaml_shaped, read_yaml),
     TextReader("health", recognise_health, read_health),
     TextReader("proc-pci", recognise_proc_pci, read_proc_pci),
+    TextReader("grafana-csv", recognise_grafana_csv, read_grafana_csv),
 )
 
 

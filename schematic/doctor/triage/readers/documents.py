@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from schematic.doctor.triage.readers.grafana import csv_answer
 from schematic.doctor.triage.readers.interpret import Located, interpret
 from schematic.doctor.triage.signals import Signal
 from schematic.doctor.triage.values import json_decoder
@@ -27,7 +28,7 @@ from schematic.safe_yaml import (
     compose_all,
 )
 
-__all__ = ["DocumentError", "read_json", "read_json_chunks", "read_yaml"]
+__all__ = ["DocumentError", "read_grafana_csv", "read_json", "read_json_chunks", "read_yaml"]
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 
@@ -260,3 +261,13 @@ def _items_node(node: yaml.Node) -> list[yaml.Node] | None:
             if key.value == "items" and isinstance(value, yaml.SequenceNode):
                 return list(value.value)
     return None
+
+
+def read_grafana_csv(text: str, file: str) -> Iterator[Signal]:
+    """The series of a Grafana panel's CSV export that name their metric (readers/grafana.py),
+    read as a query answer."""
+    found = csv_answer(text)
+    if found is None:
+        return
+    answer, line = found
+    yield from interpret(answer, file, Located(line, lambda _key: line))

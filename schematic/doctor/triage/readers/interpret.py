@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from schematic.doctor.triage import values
+from schematic.doctor.triage.readers.grafana import frames_answer
 from schematic.doctor.triage.readers.messages import message_kinds
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
 from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
@@ -56,6 +57,11 @@ def interpret(value: Any, file: str, where: Located) -> Iterator[Signal]:
         yield from _talos_resource(value, metadata, file, where)
     elif value.get("status") == "success" and isinstance(value.get("data"), dict):
         yield from _metrics(value["data"], file, where)
+    elif "schema" in value and "data" in value:
+        # A Grafana panel's DataFrame JSON: its series as a query answer.
+        answer = frames_answer(value)
+        if answer is not None:
+            yield from _metrics(answer["data"], file, where)
     elif isinstance(value.get("metric"), dict) and ("value" in value or "values" in value):
         # One series on its own: a VictoriaMetrics /api/v1/export line ("values" and
         # "timestamps" in milliseconds), or an element of a pasted "result" list.
