@@ -16,6 +16,7 @@ def test_public_api_is_pinned() -> None:
     assert sorted(factory_url.__all__) == [
         "DEFAULT_FACTORY_URL",
         "FACTORY_ENV",
+        "PATH_CREDENTIAL_REFUSED",
         "QUERY_REFUSED",
         "USERINFO_REFUSED",
         "refuse_userinfo",

@@ -4,8 +4,9 @@ The folders are layers, each importing only its own layer or those below it:
 
     base < core < facts < inputs < plan < output < factory < doctor < api < cli
 
-(base is ``errors``, ``safe_yaml`` and the package itself). An import from a lower layer into a
-higher one is an arrow up; running ``python tests/test_import_graph.py`` prints the measure.
+(base is ``errors``, ``safe_yaml``, ``redact`` and the package itself). An import from a lower
+layer into a higher one is an arrow up; running ``python tests/test_import_graph.py`` prints the
+measure.
 
 Read from the source (``ast``), not by importing: every ``import`` counts, at module level,
 inside functions (the lazy imports that keep start-up fast) and under ``TYPE_CHECKING``, because a
@@ -30,7 +31,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "schematic"
 
 # Bottom to top; a module belongs to the layer of its longest matching name.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("schematic", "schematic.errors", "schematic.safe_yaml", "schematic.data")),
+    (
+        "base",
+        (
+            "schematic",
+            "schematic.errors",
+            "schematic.safe_yaml",
+            "schematic.redact",
+            "schematic.data",
+        ),
+    ),
     ("core", ("schematic.core",)),
     ("facts", ("schematic.facts",)),
     ("inputs", ("schematic.inputs",)),

@@ -76,6 +76,7 @@ from schematic.inputs.factory_url import (
     split_factory_url,
     without_userinfo,
 )
+from schematic.redact import redacted
 from schematic.safe_yaml import format_size
 
 __all__ = [
@@ -221,25 +222,13 @@ _T = TypeVar("_T")
 _V = TypeVar("_V")
 
 
-def _redacted(text: str, secrets: Collection[str]) -> str:
-    """``text`` with every secret replaced by ``***``. Servers may echo headers or URLs back. A
-    secret of 4 characters or more is hidden wherever it appears; a shorter one (replacing every
-    "ab" would garble the message) wherever it stands alone, not inside a longer word."""
-    for secret in sorted(filter(None, secrets), key=len, reverse=True):
-        if len(secret) >= 4:
-            text = text.replace(secret, "***")
-        else:
-            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
-    return text
-
-
 def _one_line(text: str, secrets: Collection[str], limit: int = _SNIPPET) -> str:
     """A server's text on one line of at most ``limit`` characters, its secrets hidden.
 
     Secrets are hidden before the text is cut (cut first, a secret straddling the cut would no
     longer match and its first half would be shown), and a cut that ends in the first
     characters of a secret loses them too."""
-    flat = " ".join(_redacted(text, secrets).split())
+    flat = " ".join(redacted(text, secrets).split())
     if len(flat) <= limit:
         return flat
     cut = flat[: limit - 1]
@@ -600,7 +589,7 @@ class FactoryClient:
             self._secrets |= {encoded, *_echoed_forms(pair), *_echoed_forms(userinfo[1])}
 
     def _redact(self, text: str) -> str:
-        return _redacted(text, self._secrets)
+        return redacted(text, self._secrets)
 
     def _cleaned(self, value: _V) -> _V:
         """A server's strings as they may be printed or cached: secrets it echoed hidden, control

@@ -25,10 +25,12 @@ import urllib.parse
 from collections.abc import Mapping
 
 from schematic.errors import FactoryError
+from schematic.redact import redacted
 
 __all__ = [
     "DEFAULT_FACTORY_URL",
     "FACTORY_ENV",
+    "PATH_CREDENTIAL_REFUSED",
     "QUERY_REFUSED",
     "USERINFO_REFUSED",
     "refuse_userinfo",
@@ -52,6 +54,12 @@ QUERY_REFUSED = (
 )
 
 _CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
+# Path segments after which a token would stand (https://host/token/<token>/...).
+_SECRET_SEGMENTS = frozenset({"token", "tokens", "secret", "password", "key", "apikey", "auth"})
+PATH_CREDENTIAL_REFUSED = (
+    "the factory URL must not carry a credential in its path (a ;name=value or name=value "
+    "parameter, or a token segment); give the token in $TALOS_SCHEMATIC_FACTORY_TOKEN instead"
+)
 
 
 def resolve_factory_url(
@@ -97,6 +105,23 @@ def refuse_userinfo(url: str) -> None:
         raise ValueError(USERINFO_REFUSED)
     if "?" in rest or "#" in rest:
         raise ValueError(QUERY_REFUSED)
+    _, _, path = rest.partition("/")
+    if _path_credentials("/" + path) is not None:
+        raise ValueError(PATH_CREDENTIAL_REFUSED)
+
+
+def _path_credentials(path: str) -> str | None:
+    """``path`` with each segment that holds or follows a credential shown as ``***``; None
+    when it holds none. A credential is a ``;name=value`` or ``name=value`` parameter (the
+    factory's paths hold neither), what reads as one (:func:`schematic.redact.redacted`), or
+    the segment after one named ``token``, ``secret``, ``password``, ``key`` or ``auth``."""
+    segments = path.split("/")
+    shown = list(segments)
+    for index, segment in enumerate(segments):
+        named = index > 0 and segments[index - 1].lower() in _SECRET_SEGMENTS
+        if named or ";" in segment or "=" in segment or redacted(segment) != segment:
+            shown[index] = "***"
+    return "/".join(shown) if shown != segments else None
 
 
 def split_factory_url(url: str) -> tuple[str, tuple[str, str] | None]:
@@ -120,7 +145,11 @@ def split_factory_url(url: str) -> tuple[str, tuple[str, str] | None]:
         raise FactoryError(f"{shown or '(empty)'}: not an http(s) Image Factory URL{hint}")
     base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")).rstrip("/")
     if parts.query or parts.fragment:
-        raise FactoryError(f"{base}: the factory URL must not carry a query or fragment")
+        raise FactoryError(f"{redacted(base)}: the factory URL must not carry a query or fragment")
+    masked = _path_credentials(parts.path)
+    if masked is not None:
+        origin = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+        raise FactoryError(f"{origin}{masked}: {PATH_CREDENTIAL_REFUSED}")
     try:
         parts.port  # noqa: B018 - validates the port
     except ValueError:

@@ -9,6 +9,7 @@ from typing import Any
 from schematic.doctor.triage import TriageReport
 from schematic.doctor.triage.diagnose import Diagnosis
 from schematic.errors import printable
+from schematic.redact import redacted
 
 __all__ = ["FORMATS", "render"]
 
@@ -223,5 +224,6 @@ _RENDERERS = {
 
 
 def render(report: TriageReport, fmt: str) -> str:
-    """The report in ``fmt`` (one of FORMATS)."""
-    return _RENDERERS[fmt](report)
+    """The report in ``fmt`` (one of FORMATS), credentials hidden: the readers hide them in each
+    line they quote, before cutting it; this hides any a summary or a note still holds."""
+    return redacted(_RENDERERS[fmt](report))

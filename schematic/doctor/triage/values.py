@@ -16,6 +16,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.redact import redacted
 
 __all__ = [
     "JSON_NUMBER_DIGITS",
@@ -129,5 +130,6 @@ def json_decoder() -> json.JSONDecoder:
 def unreadable(file: str, line: int, what: str, text: str) -> Signal:
     """The note that a value could not be read: the report lists it as a part of the file
     not read, at its line."""
+    text = redacted(text)
     shown = text if len(text) <= 40 else f"{text[:20]}…({len(text)} characters)"
     return Signal(Kind.UNREADABLE_VALUE, "", Evidence(file, line, f"{what} {shown!r}"), what)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
 from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
 from schematic.doctor.triage.values import count, unreadable
+from schematic.redact import redacted
 
 __all__ = [
     "read_describe",
@@ -267,7 +268,7 @@ def read_describe(text: str, file: str) -> Iterator[Signal]:
 
 
 def _evidence(file: str, number: int, line: str) -> Evidence:
-    text = line.strip()
+    text = redacted(line.strip())
     return Evidence(file, number, text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…")
 
 

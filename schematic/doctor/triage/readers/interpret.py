@@ -15,6 +15,7 @@ from schematic.doctor.triage.readers.grafana import frames_answer
 from schematic.doctor.triage.readers.messages import message_kinds
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
 from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
+from schematic.redact import redacted
 from schematic.safe_yaml import compose_all
 
 __all__ = ["Located", "interpret"]
@@ -45,6 +46,7 @@ def _text(value: Any) -> str:
 
 
 def _evidence(file: str, line: int, text: str) -> Evidence:
+    text = redacted(text)
     return Evidence(file, line, text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…")
 
 

@@ -33,6 +33,7 @@ from schematic.doctor.triage.values import (
     unreadable,
     utc_stamp,
 )
+from schematic.redact import redacted
 
 __all__ = ["read_log", "recognise_log"]
 
@@ -326,8 +327,8 @@ def _tail(text: str, start: int, floor: int) -> int:
 
 def _cut(text: str) -> str:
     """The line, shortened in its middle: an error's reason is at its end (a CSR error's x509
-    clause), its kind at its start."""
-    text = text.strip()
+    clause), its kind at its start. Credentials are hidden first, so no cut halves one."""
+    text = redacted(text.strip())
     if len(text) <= _MAX_TEXT:
         return text
     half = (_MAX_TEXT - 1) // 2

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 from schematic.doctor.triage.values import count, unreadable
+from schematic.redact import redacted
 
 __all__ = ["read_table", "recognise_table"]
 
@@ -163,7 +164,7 @@ def _service_info(text: str, file: str) -> Iterator[Signal]:
             service = found["value"].strip()
         elif found["key"] == "STATE" and service:
             state = found["value"].strip()
-            evidence = Evidence(file, number, f"{service}: {line.strip()}"[:_MAX_TEXT])
+            evidence = Evidence(file, number, redacted(f"{service}: {line.strip()}")[:_MAX_TEXT])
             if state == "Waiting":
                 yield Signal(
                     Kind.SERVICE_WAITING,
@@ -244,7 +245,7 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
         return
     assigned = _assigned_nodes(text)
     for number, line, cells in _rows(text):
-        evidence = Evidence(file, number, line.strip()[:_MAX_TEXT])
+        evidence = Evidence(file, number, redacted(line.strip())[:_MAX_TEXT])
         node = cells.get("NODE", "")
         kind = cells.get("TYPE", "")
         if "SERVICE" in cells and cells.get("STATE") == "Waiting":
