@@ -74,14 +74,14 @@ def main(arguments: Sequence[str] | None = None) -> int:
             return _draw(options.seed, options.per_area)
         notes: list[str] = []
         if options.command == "sample":
-            mutants, notes = _sample()
+            numbered, notes = _sample(options.only or ())
             title = f"the sample in {SAMPLE.relative_to(REPO)}"
             if options.only:
-                mutants = [mutants[index - 1] for index in options.only]
                 title += f", mutants {' '.join(map(str, options.only))}"
         else:
             mutants, title = _chosen(options)
-        return _run(mutants, title, options.fail_under, notes, tuple(options.tests))
+            numbered = list(enumerate(mutants, 1))
+        return _run(numbered, title, options.fail_under, notes, tuple(options.tests))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max", type=int, default=0, help="draw at most this many mutants")
     run.add_argument("--seed", type=int, default=46, help="the draw's seed")
     sample = commands.add_parser("sample", help="run the committed sample")
-    sample.add_argument("--only", type=int, nargs="+", help="these mutants (the report's #)")
+    sample.add_argument("--only", type=int, nargs="+", help="these mutants (numbered as listed)")
     for command in (run, sample):
         command.add_argument("--fail-under", type=float, default=0.0, help="score, percent")
         command.add_argument(
@@ -156,28 +156,37 @@ def _recorded(mutant: Mutant) -> dict[str, object]:
     return {"area": area_of(mutant.module), **{name: getattr(mutant, name) for name in fields}}
 
 
-def _sample() -> tuple[list[Mutant], list[str]]:
-    """The committed mutants found in today's code, and a note for each that is gone."""
+def _sample(only: Sequence[int]) -> tuple[list[tuple[int, Mutant]], list[str]]:
+    """The committed mutants (numbered as in the file, or those of ``only``) found in today's
+    code, and a note for each that is gone."""
     recorded = json.loads(SAMPLE.read_text())["mutants"]
-    modules = sorted({entry["module"] for entry in recorded if (REPO / entry["module"]).exists()})
+    for number in only:
+        if not 1 <= number <= len(recorded):
+            raise SystemExit(f"the sample has mutants 1 to {len(recorded)}, not {number}")
+    chosen = [(n, entry) for n, entry in enumerate(recorded, 1) if not only or n in only]
+    modules = sorted({e["module"] for _, e in chosen if (REPO / e["module"]).exists()})
     current = enumerate_mutants(modules)
-    found: list[Mutant] = []
+    found: list[tuple[int, Mutant]] = []
     gone: list[str] = []
-    for entry in recorded:
+    for number, entry in chosen:
         wanted = Mutant(**{k: v for k, v in entry.items() if k != "area"})
         mutant = relocate(wanted, current)
         if mutant is None:
             # Code rewritten since the draw: the mutant has no counterpart to run.
-            gone.append(f"{wanted.where} {wanted.operator} on `{wanted.source}`: code gone")
+            gone.append(f"{number}. {wanted.where} {wanted.operator} on `{wanted.source}`: gone")
         else:
-            found.append(mutant)
+            found.append((number, mutant))
     return found, gone
 
 
 def _run(
-    mutants: list[Mutant], title: str, fail_under: float, notes: list[str], tests: tuple[str, ...]
+    numbered: list[tuple[int, Mutant]],
+    title: str,
+    fail_under: float,
+    notes: list[str],
+    tests: tuple[str, ...],
 ) -> int:
-    if not mutants:
+    if not numbered:
         print(f"no mutants in {title}", file=sys.stderr)
         return 0
     test_map = mutation_map.load()
@@ -188,9 +197,9 @@ def _run(
             f"{', ...' if len(stale) > 5 else ''}): the tests they add are not run until "
             "`make mutation-map`"
         )
-    print(f"{len(mutants)} mutants: {title}", file=sys.stderr)
+    print(f"{len(numbered)} mutants: {title}", file=sys.stderr)
     outcomes = run_all(
-        mutants, test_map, lambda line: print(line, file=sys.stderr, flush=True), tests
+        numbered, test_map, lambda line: print(line, file=sys.stderr, flush=True), tests
     )
     verdicts = (KILLED, TIMEOUT, SURVIVED, UNTESTED, ERROR, INVALID)
     counts = {verdict: sum(o.verdict == verdict for o in outcomes) for verdict in verdicts}
@@ -223,7 +232,7 @@ def _report(
     if notes:
         lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
     for heading, verdicts in (("Survivors", (SURVIVED, UNTESTED)), ("Not judged", (ERROR,))):
-        shown = [(n, o) for n, o in enumerate(outcomes, 1) if o.verdict in verdicts]
+        shown = [(o.number, o) for o in outcomes if o.verdict in verdicts]
         if shown:
             lines += ["", f"## {heading}", ""]
         for number, outcome in shown:
@@ -245,10 +254,10 @@ def _report(
         "| # | mutant | operator (occurrence) | verdict | killed by |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for number, o in enumerate(outcomes, 1):
+    for o in outcomes:
         why = o.killer or (o.detail.splitlines()[0] if o.detail else "")
         operator = f"{o.mutant.operator} ({o.mutant.occurrence})"
-        cells = (str(number), o.mutant.where, operator, o.verdict, why)
+        cells = (str(o.number), o.mutant.where, operator, o.verdict, why)
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -38,6 +38,7 @@ _FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) ([^\s\[]+)", re.M)
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
+    number: int  # in the sample, or in the run
     mutant: Mutant
     verdict: str
     tests: tuple[str, ...]
@@ -83,11 +84,21 @@ def is_valid(mutant: Mutant) -> bool:
     return mutated is not None and is_python(mutated)
 
 
-def run_one(mutant: Mutant, test_map: CoverageMap, chosen_tests: Sequence[str] = ()) -> Outcome:
+def run_one(
+    number: int, mutant: Mutant, test_map: CoverageMap, chosen_tests: Sequence[str] = ()
+) -> Outcome:
     original, mutated = mutated_source(mutant)
     if mutated is None:
         detail = "the operator no longer applies here"
-        return Outcome(mutant=mutant, verdict=ERROR, tests=(), seconds=0.0, diff="", detail=detail)
+        return Outcome(
+            number=number,
+            mutant=mutant,
+            verdict=ERROR,
+            tests=(),
+            seconds=0.0,
+            diff="",
+            detail=detail,
+        )
     diff = "".join(
         difflib.unified_diff(
             original.splitlines(keepends=True),
@@ -98,12 +109,18 @@ def run_one(mutant: Mutant, test_map: CoverageMap, chosen_tests: Sequence[str] =
         )
     )
     if not is_python(mutated):
-        return Outcome(mutant=mutant, verdict=INVALID, tests=(), seconds=0.0, diff=diff)
+        return Outcome(
+            number=number, mutant=mutant, verdict=INVALID, tests=(), seconds=0.0, diff=diff
+        )
     module_tests = test_map.modules.get(mutant.module)
     found = module_tests.tests_for(mutant.line, original.splitlines()) if module_tests else ()
-    tests = tuple(chosen_tests) or test_map.runnable(found)
+    # The quickest first: a kill, the usual verdict, comes sooner (pytest keeps this order).
+    by_time = sorted(test_map.runnable(found), key=lambda test: (test_map.seconds([test]), test))
+    tests = tuple(chosen_tests) or tuple(by_time)
     if not tests:
-        return Outcome(mutant=mutant, verdict=UNTESTED, tests=(), seconds=0.0, diff=diff)
+        return Outcome(
+            number=number, mutant=mutant, verdict=UNTESTED, tests=(), seconds=0.0, diff=diff
+        )
     # The map's timings were taken under coverage, slower than this run: three times them
     # and a minute more is far from a slow machine and near enough to end an endless loop.
     limit = 60.0 + 3 * test_map.seconds(tests)
@@ -117,7 +134,9 @@ def run_one(mutant: Mutant, test_map: CoverageMap, chosen_tests: Sequence[str] =
     finally:
         shutil.copy2(backup, path)
         backup.unlink()
-    ran = Outcome(mutant=mutant, verdict=SURVIVED, tests=tests, seconds=seconds, diff=diff)
+    ran = Outcome(
+        number=number, mutant=mutant, verdict=SURVIVED, tests=tests, seconds=seconds, diff=diff
+    )
     if returncode is None:
         return dataclasses.replace(ran, verdict=TIMEOUT, detail=f"over {limit:.0f} s")
     if returncode == 0:
@@ -197,18 +216,18 @@ def confirm_killers(outcomes: list[Outcome]) -> list[Outcome]:
 
 
 def run_all(
-    mutants: Sequence[Mutant],
+    numbered: Sequence[tuple[int, Mutant]],
     test_map: CoverageMap,
     progress: Callable[[str], None],
     chosen_tests: Sequence[str] = (),
 ) -> list[Outcome]:
     """Each mutant against its tests (or ``chosen_tests``, as when a new test is checked)."""
     outcomes = []
-    for index, mutant in enumerate(mutants, 1):
-        outcome = run_one(mutant, test_map, chosen_tests)
+    for index, (number, mutant) in enumerate(numbered, 1):
+        outcome = run_one(number, mutant, test_map, chosen_tests)
         progress(
-            f"[{index}/{len(mutants)}] {mutant.where} {mutant.operator} occurrence "
-            f"{mutant.occurrence}: {outcome.verdict} ({outcome.seconds:.1f} s, "
+            f"[{index}/{len(numbered)}] {number}. {mutant.where} {mutant.operator} "
+            f"({mutant.occurrence}): {outcome.verdict} ({outcome.seconds:.1f} s, "
             f"{len(outcome.tests)} tests)"
         )
         outcomes.append(outcome)
