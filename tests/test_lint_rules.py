@@ -1181,6 +1181,10 @@ def test_ts190_a_dangling_link_below_a_directory_is_skipped(tmp_path: Path) -> N
     assert [(f.code, f.severity, Path(f.file).name) for f in findings] == [
         ("TS190", "warning", "broken.yaml")
     ]
+    # The link's target is named: what to restore or remove.
+    assert f"a symbolic link to {tmp_path / 'gone.yaml'}, which does not exist" in (
+        findings[0].message
+    )
 
 
 # Cozystack's gpu-operator Package, shaped as packages/system/gpu-operator/examples/
