@@ -30,16 +30,12 @@ __all__ = [
 
 def load_plan(cluster_file: Path, profiles: Sequence[Path]) -> ClusterPlan:
     """The cluster file read and planned (relative profile paths from its directory)."""
-    from schematic.facts.release_facts import refuse_withdrawn
     from schematic.inputs.cluster_file import load_cluster
     from schematic.plan.cluster import plan_cluster
+    from schematic.plan.release import refuse_withdrawn_releases
 
     cluster = load_cluster(cluster_file)
-    # What nodes run now may be withdrawn (upgrade plans away from it); what is generated not.
-    refuse_withdrawn(cluster.talos.version, f"{cluster_file}: talos.version")
-    for pool in cluster.pools:
-        if pool.talos_version is not None:
-            refuse_withdrawn(pool.talos_version, f'{cluster_file}: pool "{pool.name}"')
+    refuse_withdrawn_releases(cluster, str(cluster_file))
     return plan_cluster(
         cluster,
         source=str(cluster_file),

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from schematic.errors import CatalogError, NvidiaError
 from schematic.facts.catalog import extensions_for, overlays_for, resolve_version, talos_versions
 from schematic.facts.nvidia_rules import ReleaseRules, rules_for
-from schematic.facts.release_facts import FactsInEffect, drivers_of, facts_in_effect
+from schematic.facts.release_facts import (
+    FactsInEffect,
+    drivers_of,
+    facts_in_effect,
+    refuse_withdrawn,
+)
 from schematic.facts.talos import (
     METAL_INSTALLER_FROM,
     DriverTableMatch,
@@ -24,12 +30,16 @@ from schematic.facts.talos import (
     default_installer_repository,
 )
 
+if TYPE_CHECKING:
+    from schematic.inputs.cluster_values import ClusterFile
+
 __all__ = [
     "KERNEL_MODULE_DOCUMENTS_FROM",
     "MIRROR_DOCUMENTS_FROM",
     "UNATTENDED_INSTALL_FROM",
     "ZSTD_FROM",
     "Release",
+    "refuse_withdrawn_releases",
     "release_of",
     "target_release",
 ]
@@ -123,6 +133,15 @@ class Release:
 
     def __str__(self) -> str:
         return self.name
+
+
+def refuse_withdrawn_releases(cluster: ClusterFile, source: str) -> None:
+    """CatalogError when the facts in effect say the factory withdrew a release the file names
+    for its nodes to run (``generate``, ``check``; ``upgrade`` plans away from one)."""
+    refuse_withdrawn(cluster.talos.version, f"{source}: talos.version")
+    for pool in cluster.pools:
+        if pool.talos_version is not None:
+            refuse_withdrawn(pool.talos_version, f'{source}: pool "{pool.name}": talos.version')
 
 
 def target_release(wanted: str) -> tuple[str, str, str]:
