@@ -57,7 +57,12 @@ def run_notes(
     """What a run tells, in order: the pools it removed, then ``warning: …`` (pools that do not
     work, keys the chart ignores) and ``note: …`` lines (modules left unloaded, GPUs the
     management cluster would refuse, then ``more``)."""
-    from schematic.plan.cluster import hami_notes, non_nvidia_gpu_notes, unloaded_module_notes
+    from schematic.plan.cluster import (
+        custom_extension_notes,
+        hami_notes,
+        non_nvidia_gpu_notes,
+        unloaded_module_notes,
+    )
     from schematic.plan.gpupath import missing_passthrough_note
 
     defects = [
@@ -73,7 +78,8 @@ def run_notes(
         for note in dict.fromkeys(pool.release.tables_note for pool in plan.pools)
         if note
     ]
-    notes = [*tables, *unloaded_module_notes(plan), *non_nvidia_gpu_notes(plan), *fit.notes]
+    notes = [*tables, *custom_extension_notes(plan), *unloaded_module_notes(plan)]
+    notes += [*non_nvidia_gpu_notes(plan), *fit.notes]
     # Without the platform values in this run's output, nothing else says that the
     # management cluster would refuse the pool's VMs.
     passthrough = None if platform_written else missing_passthrough_note(plan)

@@ -30,6 +30,7 @@ from schematic.inputs.cluster_values import (
     TalosSettings,
     Tier,
     check_chart,
+    check_custom_extensions,
     check_http_url,
     check_image_factory_ca,
     check_install_config,
@@ -84,6 +85,7 @@ _TALOS_KEYS = (
     "imageFactoryCA",
     "imageFactoryVersion",
     "installConfig",
+    "customExtensions",
 )
 _COZYSTACK_KEYS = ("version",)
 _NVIDIA_KEYS = ("flavour", "tier", "gdrdrv", "gds", "peermem")
@@ -119,9 +121,11 @@ def _talos(value: object, at: At) -> TalosSettings | None:
             f"unattended: UnattendedInstallConfig arrives in Talos v1.14.0, not {version}; "
             "use machine-install (or auto)"
         )
+    custom = fields.get("customExtensions", check_custom_extensions, _NONE)
     if not fields.ok:
         return None
     return TalosSettings(
+        custom_extensions=custom,
         version=version,
         image_factory_url=url,
         installer_repository=repository,

@@ -97,6 +97,9 @@ class TalosSettings:
     # True when installer_repository is the release's default rather than the user's: from
     # Talos 1.14 each pool then upgrades from its own platform's installer.
     installer_repository_default: bool = False
+    # Extensions the factory serves outside the official catalogue (image-factory v1.4.0+
+    # "extra extensions", listed by their own prefix): pools may name them, unverified.
+    custom_extensions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.installer_repository:
@@ -237,6 +240,34 @@ def check_release(value: object) -> str:
     if version.prerelease:
         raise ValueError(f"{value!r} is a pre-release; use a Talos release such as v1.13.9")
     return str(version)
+
+
+# An extension image's repository path: `<prefix>/<name>`, lowercase as OCI names are.
+CUSTOM_EXTENSION = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)+")
+
+
+def check_custom_extensions(value: object) -> tuple[str, ...]:
+    """``talos.customExtensions``: names outside the official catalogue, each with its own
+    prefix (``acme/gpu-tools``); an official ``siderolabs/`` name is checked against the
+    catalogue, never declared away."""
+    if not isinstance(value, list):
+        raise ValueError(
+            f"write a list of extension names, e.g. [acme/gpu-tools], not {described(value)}"
+        )
+    names: list[str] = []
+    for index, item in enumerate(value, start=1):
+        if not isinstance(item, str) or not CUSTOM_EXTENSION.fullmatch(item):
+            shown_item = shown(item) if isinstance(item, str) else described(item)
+            raise ValueError(
+                f"item {index}: {shown_item} is not an extension name such as acme/gpu-tools"
+            )
+        if item.startswith("siderolabs/"):
+            raise ValueError(
+                f"item {index}: {item} is an official name, checked against the release's "
+                "catalogue; list only extensions outside it"
+            )
+        names.append(item)
+    return tuple(dict.fromkeys(names))
 
 
 def normal_endpoint(value: str) -> str:

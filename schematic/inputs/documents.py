@@ -274,6 +274,13 @@ class TalosDocument(_Document):
         "auto: unattended from 1.14 except KubeVirt (Cozystack) pools, whose chart writes "
         "machine.install itself",
     )
+    custom_extensions: list[str] = Field(
+        default_factory=list,
+        alias="customExtensions",
+        description="extensions the factory serves outside the official catalogue (Image "
+        "Factory v1.4.0+ extra extensions), by their own prefix, e.g. acme/gpu-tools: pools may "
+        "name them; they are marked unverified unless --live-catalogue checks them",
+    )
 
 
 class NvidiaDocument(_Document):

@@ -62,6 +62,7 @@ __all__ = [
     "PoolPlan",
     "baseline_extensions",
     "check_pool_names",
+    "custom_extension_notes",
     "hami_notes",
     "non_nvidia_gpu_notes",
     "plan_cluster",
@@ -246,8 +247,16 @@ def frozen_value(value: Any) -> Any:
 class _Resolver:
     """Per-run caches: thousands of pools usually share a few profiles and schematics."""
 
-    def __init__(self, source: str, base_dir: Path, profile_dirs: Sequence[Path]) -> None:
+    def __init__(
+        self,
+        source: str,
+        base_dir: Path,
+        profile_dirs: Sequence[Path],
+        custom_extensions: Sequence[str] = (),
+    ) -> None:
         self.source = source
+        # Names outside the catalogue the file declares (talos.customExtensions).
+        self.custom_extensions = frozenset(custom_extensions)
         self.base_dir = base_dir
         self.profile_dirs = tuple(profile_dirs)
         self.profiles: dict[str, HardwareProfile] = {}
@@ -319,7 +328,8 @@ class _Resolver:
         """The canonical YAML and ID of the schematic of these extensions and kernel args, with
         the media options' fields (overlay, META, bootloader, SecureBoot, sector size)."""
         if (extensions, talos) not in self.checked:
-            check_extensions(extensions, talos, where=where, offered=release_of(talos).extensions)
+            offered = release_of(talos).extensions | self.custom_extensions
+            check_extensions(extensions, talos, where=where, offered=offered)
             self.checked.add((extensions, talos))
         options = media or ImageOptions()
         key = (extensions, kernel_args, options, frozen_value(options.overlay_fields()), extra_meta)
@@ -371,7 +381,7 @@ def plan_cluster(
         release = release_of(talos.version, tables)
     except TalosSchematicError as err:
         raise ClusterFileError(f"{source}: talos.version: {err}") from None
-    resolver = _Resolver(source, base_dir or Path.cwd(), profile_dirs)
+    resolver = _Resolver(source, base_dir or Path.cwd(), profile_dirs, talos.custom_extensions)
     pools = []
     shapes: dict[tuple[Any, ...], PoolPlan] = {}
     for pool in cluster.pools:
@@ -463,6 +473,22 @@ def hami_notes(plan: ClusterPlan) -> list[str]:
     return [
         f"{plan.source}: addons.hami.force: HAMi enabled for the Talos GPU pools {named}, "
         f"with the GPU Operator's device plugin off; {lacking} (talos-schematic explain TS142)"
+    ]
+
+
+def custom_extension_notes(plan: ClusterPlan) -> list[str]:
+    """A note per group of pools naming extensions the file declares outside the catalogue:
+    nothing offline can tell whether the factory serves them, so they are unverified."""
+    users: dict[tuple[str, ...], list[str]] = {}
+    for pool in plan.pools:
+        custom = tuple(name for name in pool.extensions if name in pool.talos.custom_extensions)
+        if custom:
+            users.setdefault(custom, []).append(pool.name)
+    return [
+        f"{pools_label(plan.source, pools)}: unverified: {', '.join(custom)} "
+        "(talos.customExtensions) is not in the official catalogue; the factory must serve it "
+        "(Image Factory v1.4.0+ extra extensions): --live-catalogue checks its list"
+        for custom, pools in users.items()
     ]
 
 

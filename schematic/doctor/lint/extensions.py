@@ -25,12 +25,14 @@ def check_extension_names(
     out: Collector,
     obj: str = "",
 ) -> bool:
-    """Report every name ``talos`` does not offer; False when the release is not catalogued."""
-    from schematic.facts.catalog import extensions_for, resolve_version, unoffered_extensions
+    """Report every name ``talos`` does not offer (by the facts file in effect, else the
+    packaged catalogue); False when the release is not catalogued."""
+    from schematic.facts.catalog import unoffered_extensions
+    from schematic.plan.release import release_of
 
     try:
-        offered = extensions_for(talos)
-        release = resolve_version(talos)
+        planned = release_of(talos)
+        offered, release = planned.extensions, planned.planned_with
     except CatalogError as err:
         out.add(
             "TS003",
