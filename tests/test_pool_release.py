@@ -99,8 +99,8 @@ def test_bumping_one_pool_is_an_upgrade_of_that_pool(tmp_path: Path) -> None:
     assert pools["cpu"]["status"] == "unchanged"
     gpu = pools["gpu"]
     assert gpu["status"] == "changed"
-    (why,) = gpu["machinesReplaced"]["why"]
-    assert "Talos v1.12.6 → v1.13.9" in why
+    why, roll = gpu["machinesReplaced"]["why"]
+    assert "Talos v1.12.6 → v1.13.9" in why and "hash of its content" in roll
     assert gpu["machineConfig"] == [
         "sysctl net.core.bpf_jit_harden=1 removed (not needed on Talos v1.13.9)"
     ]

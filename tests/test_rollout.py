@@ -437,3 +437,8 @@ def test_one_replaced_pool_needs_no_order(tmp_path: Path) -> None:
     document = json.loads(_run("upgrade", str(cluster), "--to", TO, "--json").stdout)
     assert not [note for note in document["notes"] if note.startswith("on Cozystack")]
     assert document["pools"][0]["machinesReplaced"]["replaced"] is True
+
+
+def test_a_node_list_without_a_rollout_format_is_a_usage_error(mixed: Path) -> None:
+    result = _run("upgrade", str(mixed), "--to", TO, "--nodes-from", str(NODES))
+    assert result.exit_code == 2 and result.stdout == ""

@@ -168,6 +168,11 @@ def upgrade(
     for line in (facts_used, *result.messages):
         print(f"talos-schematic: {line}", file=sys.stderr)
     report = result.detail
+    if nodes_from is not None and report_format not in (ReportFormat.talosctl, ReportFormat.tuppr):
+        raise typer.BadParameter(
+            "lists the nodes of a rollout: give it with -f talosctl or -f tuppr",
+            param_hint="--nodes-from",
+        )
     if report_format in (ReportFormat.talosctl, ReportFormat.tuppr):
         _print_rollout(report, report_format, nodes_from)
     else:
