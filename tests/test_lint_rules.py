@@ -1039,11 +1039,11 @@ def test_ts005_a_failing_factory_is_asked_once_and_reported_beside_the_rest(
 
 
 def test_every_rule_is_tested_here() -> None:
-    # The boot-media rules (TS132-TS135) are tested in test_lint_media.py, triage's own
-    # diagnoses (TS2xx) in test_triage.py.
+    # A rule's test is named after its code wherever it lives: most here, the boot-media rules
+    # (TS132-TS135) in test_lint_media.py, triage's own diagnoses (TS2xx) in test_triage*.py,
+    # an output's own rule beside its renderer's tests.
     here = Path(__file__)
-    source = here.read_text() + (here.parent / "test_lint_media.py").read_text()
-    source += (here.parent / "test_triage.py").read_text()
+    source = "".join(path.read_text() for path in sorted(here.parent.glob("test_*.py")))
     untested = [code for code in RULES if f"test_{code.lower()}" not in source]
     assert untested == []
 

@@ -523,7 +523,7 @@ def template(tmp_path: Path, talos: str, pools: dict[str, str]) -> Path:
     return path
 
 
-def test_lint_reports_a_template_that_mixes_releases(tmp_path: Path) -> None:
+def test_ts157_lint_reports_a_template_that_mixes_releases(tmp_path: Path) -> None:
     path = template(tmp_path, "v1.13.9", {"gpu-a": "v1.13.9", "gpu-b": "v1.14.0"})
     found = [(f.code, f.message) for f in lint_paths([str(path)]).findings if f.code == "TS157"]
     messages = sorted(message for _, message in found)

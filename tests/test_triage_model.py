@@ -465,7 +465,7 @@ def committed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_against_names_the_node_and_both_ids(tmp_path: Path, committed: Path) -> None:
+def test_ts214_against_names_the_node_and_both_ids(tmp_path: Path, committed: Path) -> None:
     from schematic.output.outdir import read_index
 
     index = read_index(committed)

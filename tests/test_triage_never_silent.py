@@ -67,7 +67,7 @@ def test_a_per_pool_cause_stays_per_pool() -> None:
 # --- TS213: an error line no rule knows -------------------------------------------------------
 
 
-def test_unknown_fabric_manager_error_is_said_with_what_to_collect() -> None:
+def test_ts213_an_unknown_fabric_manager_error_is_said_with_what_to_collect() -> None:
     report = triage_paths([str(BUNDLES / "paste-fabricmanager-invalid-config-h200")])
     (diagnosis,) = report.diagnoses
     assert (diagnosis.code, diagnosis.severity) == ("TS213", "warning")
