@@ -173,3 +173,51 @@ def test_metrics_go_through_the_service_proxy_with_the_real_kubectl(
         "node_memory_MemTotal_bytes.json",
         "node_boot_time_seconds.json",
     }
+
+
+# Stand-ins for what the script cannot reach here: a cluster's kubectl answers (a Secret's data
+# is base64), talosctl's key generation (it writes its files to the working directory, as
+# talosctl gen key/csr/crt do), virtctl and talos-schematic.
+_STAND_INS = {
+    "kubectl": 'case "$*" in *jsonpath=*data*) printf "c2VjcmV0\\n" ;; *) echo "{}" ;; esac\n',
+    "talosctl": (
+        'case "$1 $2" in\n'
+        '  "gen key") touch reader.key reader.pub ;;\n'
+        '  "gen csr") touch reader.csr ;;\n'
+        '  "gen crt") touch reader.crt ;;\n'
+        '  *) if [ "$1" = --talosconfig ]; then echo context > "$2"; fi ;;\n'
+        "esac\n"
+    ),
+    "virtctl": "echo console\n",
+    "talos-schematic": "echo triaged\n",
+}
+_CREDENTIALS = ("kubeconfig", "talosconfig", ".key", ".crt", ".csr", ".pub")
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+def test_the_script_writes_no_credential_under_evidence_and_says_what_it_wrote(
+    tmp_path: Path,
+) -> None:
+    assert BASH is not None
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name, body in _STAND_INS.items():
+        (tools / name).write_text("#!/bin/sh\n" + body)
+        (tools / name).chmod(0o755)
+    private = tmp_path / "tmp"
+    private.mkdir()
+    env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}", "TMPDIR": str(private)}
+    done = subprocess.run(
+        [BASH, "-e"],
+        input=_script(*FULL),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    written = sorted(p.name for p in (tmp_path / "evidence").iterdir())
+    assert written and not [n for n in written if any(c in n for c in _CREDENTIALS)], written
+    assert "evidence/ holds" in done.stdout and "w1.dmesg.txt" in done.stdout
+    assert list(private.iterdir()) == []  # the credentials' folder is gone with the script
