@@ -150,7 +150,7 @@ def test_triage_commands_paste_names_the_shell_reads_back_unchanged(
             # Every command splits into words the shell would see: nothing unbalanced.
             shlex.split(line, comments=True)
     assert f"kubectl -n {namespace} get vmi" in out
-    assert f"talosctl --talosconfig \"$creds/talosconfig\" config add {cluster} " in out
+    assert f'talosctl --talosconfig "$creds/talosconfig" config add {cluster} ' in out
     assert f"-e {node} -n {node}'" in out
 
 

@@ -93,7 +93,7 @@ def collection_commands(
         "# 2. The tenant cluster (its kubeconfig): nodes, pods, events, the device plugin.",
         f"kubectl -n {ns} get secret {release}-admin-kubeconfig "
         "-o jsonpath='{.data.admin\\.conf}' | base64 -d > \"$creds/tenant.kubeconfig\"",
-        "export KUBECONFIG=\"$creds/tenant.kubeconfig\"",
+        'export KUBECONFIG="$creds/tenant.kubeconfig"',
         "kubectl get nodes -o json > nodes.json",
         '#    The Talos release the nodes run (their OS image reads "Talos (v1.12.0)"), for the',
         "#    talosctl image below.",
@@ -111,18 +111,18 @@ def collection_commands(
         "#    CA, used from a pod in the tenant namespace (the workers' addresses are reachable",
         "#    only from the tenant's network).",
         f"kubectl -n {ns} get secret {release}-talos-ca -o jsonpath='{{.data.tls\\.crt}}' "
-        "| base64 -d > \"$creds/talos-ca.crt\"",
+        '| base64 -d > "$creds/talos-ca.crt"',
         f"kubectl -n {ns} get secret {release}-talos-ca -o jsonpath='{{.data.tls\\.key}}' "
-        "| base64 -d > \"$creds/talos-ca.key\"",
-        "(cd \"$creds\" && talosctl gen key --name reader"
+        '| base64 -d > "$creds/talos-ca.key"',
+        '(cd "$creds" && talosctl gen key --name reader'
         " && talosctl gen csr --key reader.key --ip 127.0.0.1 --roles os:reader"
         " && talosctl gen crt --ca talos-ca --csr reader.csr --name reader --hours 4"
         " && rm talos-ca.key)   # the CA key is needed only to sign the reader certificate",
-        f"talosctl --talosconfig \"$creds/talosconfig\" config add {name} "
-        "--ca \"$creds/talos-ca.crt\" --crt \"$creds/reader.crt\" --key \"$creds/reader.key\"",
+        f'talosctl --talosconfig "$creds/talosconfig" config add {name} '
+        '--ca "$creds/talos-ca.crt" --crt "$creds/reader.crt" --key "$creds/reader.key"',
         f"kubectl -n {ns} run talosctl --restart=Never "
         '--image="ghcr.io/siderolabs/talosctl:$talos_version" --command -- sleep 7200',
-        f"kubectl -n {ns} cp \"$creds/talosconfig\" talosctl:/tmp/talosconfig",
+        f'kubectl -n {ns} cp "$creds/talosconfig" talosctl:/tmp/talosconfig',
         "T="
         + quote(
             f"kubectl -n {ns} exec talosctl -- talosctl --talosconfig /tmp/talosconfig "
