@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,45 @@ def test_a_run_reads_the_index_once_to_plan_and_once_under_the_lock(
     reads.clear()
     assert check(Request(cluster, out=out)).status == 0
     assert reads.count("index.yaml") == 2
+
+
+def test_lint_is_a_request_to_a_result(tmp_path: Path) -> None:
+    from schematic.api import LintRequest, lint
+
+    out = tmp_path / "out"
+    generate(Request(EXAMPLE, out=out))
+    clean = lint(LintRequest(paths=(str(out),)))
+    assert clean.status == 0 and clean.detail.findings == ()
+    # A KubeVirt GPU pool's values without their kernel modules: an error, status 3 ...
+    values = out / "l40s" / "values.yaml"
+    values.write_text(values.read_text().split("kernelModules:")[0])
+    broken = lint(LintRequest(paths=(str(values),)))
+    codes = {finding.code for finding in broken.detail.findings}
+    assert broken.status == 3 and codes
+    # ... unless its codes are left out; an unknown code is the request's error.
+    assert lint(LintRequest(paths=(str(values),), ignore=tuple(codes))).status == 0
+    with pytest.raises(UsageError, match="unknown lint code TS999"):
+        lint(LintRequest(paths=(str(values),), ignore=("TS999",)))
+    with pytest.raises(UsageError, match="PATH or --config-patch"):
+        lint(LintRequest())
+
+
+def test_init_is_a_request_to_a_result(tmp_path: Path) -> None:
+    from schematic.api import InitRequest, init
+    from schematic.errors import OutputError
+
+    asked = InitRequest(pools=("gpu=kubevirt-l40s",), chart="osimage", namespace="tenant-ml")
+    printed = init(asked)
+    assert printed.plan is not None and [p.name for p in printed.plan.pools] == ["gpu"]
+    written = tmp_path / "cluster.yaml"
+    assert init(replace(asked, file=written)).text == written.read_text()
+    # What generate accepts as it is: the written file plans to the same schematic.
+    result = generate(Request(written, out=tmp_path / "out"))
+    assert result.plan is not None
+    assert result.plan.pools[0].schematic_id == printed.plan.pools[0].schematic_id
+    # A tenant pool without a chart is the request's error; an existing file is never replaced.
+    with pytest.raises(UsageError, match="--chart TARGET"):
+        init(replace(asked, chart=None))
+    with pytest.raises(OutputError, match="exists"):
+        init(replace(asked, file=written, cluster="other"))
+    assert "cluster: mycluster" in written.read_text()

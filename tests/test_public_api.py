@@ -51,11 +51,15 @@ def test_core_public_api() -> None:
 
 def test_library_entry_point_public_api() -> None:
     assert sorted(api.__all__) == [
+        "InitRequest",
+        "LintRequest",
         "Request",
         "Result",
         "UpgradeRequest",
         "check",
         "generate",
+        "init",
+        "lint",
         "upgrade",
     ]
     for name in api.__all__:

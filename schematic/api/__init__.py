@@ -1,4 +1,5 @@
-"""The library entry point: ``generate``, ``check`` and ``upgrade``, each a request to a result:
+"""The library entry point: ``generate``, ``check``, ``upgrade``, ``lint`` and ``init``, each a
+request to a result:
 ``generate(Request(Path("cluster.yaml"), out=Path("deploy/gpu")))``. Errors a user can fix raise
 :class:`schematic.errors.TalosSchematicError` (``exit_code``: the command's exit); what a run has
 to tell is ``Result.messages``. The factory is asked only when the request says so.
@@ -10,7 +11,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from schematic.api import planning, runs
+from schematic.api.linting import LintRequest, lint
 from schematic.api.requests import Request, Result, UpgradeRequest
+from schematic.api.starting import InitRequest, init
 from schematic.errors import UsageError
 from schematic.factory.consult import Consulted, consult_factory
 from schematic.output import emit
@@ -23,7 +26,18 @@ if TYPE_CHECKING:
     from schematic.plan.charts import ChartFit
     from schematic.plan.upgrade import UpgradeReport
 
-__all__ = ["Request", "Result", "UpgradeRequest", "check", "generate", "upgrade"]
+__all__ = [
+    "InitRequest",
+    "LintRequest",
+    "Request",
+    "Result",
+    "UpgradeRequest",
+    "check",
+    "generate",
+    "init",
+    "lint",
+    "upgrade",
+]
 
 
 def _start(request: Request, kind: Kind | None = None) -> tuple[Consulted, ChartFit, list[str]]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
+    from schematic.doctor.lint import LintReport
     from schematic.output.disk import Drift
     from schematic.output.outdir import Written
     from schematic.plan.charts import ChartFit
@@ -51,7 +52,7 @@ class UpgradeRequest:
     factory: str | None = None
 
 
-Detail = TypeVar("Detail", "Written | None", "Drift", "UpgradeReport")
+Detail = TypeVar("Detail", "Written | None", "Drift", "UpgradeReport", "LintReport", "ClusterPlan")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import typer
 
 from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
 from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
-from schematic.errors import FactoryError, LintInputError, SchematicError, TalosSchematicError
+from schematic.errors import TalosSchematicError
 from schematic.facts.chart_targets import chart_choices
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).
@@ -129,108 +129,35 @@ def lint(
 
     Example, in CI: talos-schematic lint clusters/ --fail-on warning --ignore TS001
     """
-    from schematic.doctor.lint import lint_paths
-    from schematic.doctor.lint.findings import RULES
+    from schematic.api import LintRequest
+    from schematic.api import lint as run_lint
     from schematic.doctor.lint.formats import FORMATS, render
 
-    ignored = {code.strip().upper() for given in ignore or () for code in given.split(",")}
-    unknown = sorted(ignored - set(RULES))
-    if unknown:
-        raise typer.BadParameter(
-            f"unknown lint code {', '.join(unknown)}; `talos-schematic explain --list` lists them",
-            param_hint="--ignore",
-        )
-    if not paths and not config_patches:
-        raise typer.BadParameter("give at least one PATH or --config-patch", param_hint="PATH")
-    patches = _read_patches(config_patches or [])
     output_format = json_alias(output_format, as_json, "text")
     if output_format not in FORMATS:
         raise typer.BadParameter(
             f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
         )
-    if cozystack is not None:
-        from schematic.plan.gpupath import operator_release_named
-
-        try:
-            operator_release_named(cozystack)
-        except ValueError as err:
-            raise typer.BadParameter(str(err), param_hint="--cozystack") from None
+    request = LintRequest(
+        paths=tuple(paths or ()),
+        talos=talos,
+        hardware=hardware,
+        cozystack=cozystack,
+        chart=chart,
+        config_patches=tuple(config_patches or ()),
+        factory=factory,
+        ignore=tuple(code.strip().upper() for given in ignore or () for code in given.split(",")),
+        fail_on=fail_on.value,
+    )
     try:
         with deciding_by_facts(facts, assume_drivers_of) as facts_used:
-            target = None
-            if chart is not None:
-                from schematic.facts.chart_targets import chart_target
-
-                try:
-                    target = chart_target(chart)
-                except ValueError as err:
-                    raise typer.BadParameter(str(err), param_hint="--chart") from None
-            profile = None
-            if hardware is not None:
-                from schematic.inputs.profiles import load_profile
-
-                profile = load_profile(hardware)
-            if factory is None:
-                report = lint_paths(
-                    paths or [],
-                    talos=talos,
-                    hardware=profile,
-                    cozystack=cozystack,
-                    chart=target,
-                    config_patches=patches,
-                )
-            else:
-                from schematic.core.model import Schematic
-                from schematic.factory.client import FactoryClient
-
-                with FactoryClient(factory) as client:
-
-                    def fetch(schematic_id: str) -> Schematic | None:
-                        body = client.fetch_schematic(schematic_id)
-                        if body is None:
-                            return None
-                        where = f"{client.url}/schematics/{schematic_id}"
-                        try:
-                            return Schematic.from_yaml(body, where)
-                        except SchematicError as err:
-                            # Lint goes on without the factory (TS005), as when it is unreachable.
-                            raise FactoryError(f"not a schematic: {err}") from None
-
-                    report = lint_paths(
-                        paths or [],
-                        talos=talos,
-                        fetch=fetch,
-                        hardware=profile,
-                        cozystack=cozystack,
-                        chart=target,
-                        config_patches=patches,
-                        factory=client.url,
-                    )
+            result = run_lint(request)
     except TalosSchematicError as err:
         raise fail(err) from None
-    report = report.without(ignored)
-    sys.stdout.write(render(report, output_format))
-    print(f"talos-schematic lint: {report.summary()}; {facts_used}", file=sys.stderr)
-    if report.reaches(fail_on.value):
+    sys.stdout.write(render(result.detail, output_format))
+    print(f"talos-schematic lint: {result.detail.summary()}; {facts_used}", file=sys.stderr)
+    if result.status:
         raise typer.Exit(FOUND_ERRORS)
-
-
-def _read_patches(values: list[str]) -> list[tuple[str, str]]:
-    """(name, text) of each --config-patch: ``@FILE`` read under the input limit, else the YAML
-    given inline."""
-    from schematic.safe_yaml import InputKind, read_problem, read_text
-
-    patches = []
-    for number, value in enumerate(values, start=1):
-        if not value.startswith("@"):
-            patches.append((f"--config-patch #{number}", value))
-            continue
-        try:
-            patches.append((value[1:], read_text(value[1:], kind=InputKind.LINT)))
-        except OSError as err:
-            # Like a PATH that cannot be read: an input error, not a usage error.
-            raise fail(LintInputError(f"{value[1:]}: {read_problem(err)}")) from None
-    return patches
 
 
 @app.command(short_help="Explain a lint finding: what you see, why, how to confirm and fix it.")
