@@ -34,8 +34,8 @@ class InitRequest:
 
 
 def init(request: InitRequest) -> Result[ClusterPlan]:
-    """The cluster file's text (``Result.text``) and its plan; written to ``request.file``,
-    which must not exist. UsageError for an option that cannot be acted on."""
+    """The cluster file's plan, and its text (``Result.text``) or, with ``request.file``, the
+    file written (it must not exist). UsageError for an option that cannot be acted on."""
     from schematic.facts.catalog import talos_versions
     from schematic.facts.chart_targets import chart_choices
     from schematic.inputs.cluster_file import parse_cluster
@@ -76,7 +76,8 @@ def init(request: InitRequest) -> Result[ClusterPlan]:
                 out.write(text)
         except OSError as err:
             raise OutputError(f"{file}: cannot write: {err.strerror or err}") from None
-    return Result(plan, text=text, plan=plan)
+    # Printed where it was not written.
+    return Result(plan, text=text if file is None else "", plan=plan)
 
 
 def _check_names(namespace: str | None, chart: str | None) -> None:

@@ -18,7 +18,7 @@ from schematic.errors import TalosSchematicError, UsageError, printable, termina
 from schematic.facts.chart_targets import chart_choices
 
 if TYPE_CHECKING:
-    from schematic.api.requests import Detail, Request, Result
+    from schematic.api.requests import Detail, Result
 
 __all__ = [
     "CREDENTIALS_HELP",
@@ -176,6 +176,7 @@ TextFormatOption = Annotated[
 ]
 JsonAliasOption = Annotated[bool, typer.Option("--json", help="The same as --format json.")]
 _Format = TypeVar("_Format", bound=str)
+_Asked = TypeVar("_Asked")  # a request of the library's
 
 
 def json_alias(chosen: _Format, as_json: bool, default: _Format) -> _Format:
@@ -283,9 +284,9 @@ def out_directory(out: str | None) -> Path | None:
     return Path(out)
 
 
-def run_library(call: Callable[[Request], Result[Detail]], request: Request) -> Result[Detail]:
-    """The library's ``generate`` or ``check``: its text and messages printed, its errors
-    mapped to exit codes."""
+def run_library(call: Callable[[_Asked], Result[Detail]], request: _Asked) -> Result[Detail]:
+    """A call of the library: its text and messages printed, its errors mapped to exit
+    codes."""
     try:
         result = call(request)
     except TalosSchematicError as err:

@@ -11,8 +11,7 @@ from typing import Annotated
 
 import typer
 
-from schematic.cli.base import MaxInputSizeOption, app, fail
-from schematic.errors import TalosSchematicError
+from schematic.cli.base import MaxInputSizeOption, app, run_library
 from schematic.facts.chart_targets import chart_choices
 
 
@@ -97,11 +96,7 @@ def init(
         dump=dump,
         file=None if file == "-" else Path(file),
     )
-    try:
-        result = run_init(request)
-    except TalosSchematicError as err:
-        raise fail(err) from None
+    run_library(run_init, request)
     if request.file is None:
-        sys.stdout.write(result.text)
         return
     print(f"{file}: written; next: talos-schematic generate {file}", file=sys.stderr)
