@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from schematic.api import planning, runs
+from schematic.api import kinds_asked, planning, runs
 from schematic.api.linting import LintRequest, lint
 from schematic.api.requests import Request, Result, UpgradeRequest
 from schematic.api.starting import InitRequest, init
@@ -45,9 +45,9 @@ def _start(request: Request, kind: Kind | None = None) -> tuple[Consulted, Chart
     plan = planning.load_plan(request.cluster_file, request.profiles)
     shown = planning.select_pools(plan, request.pools)  # an unknown pool is a UsageError
     if kind is not None:
-        planning.one_document_check(shown, kind)
-    kinds = (kind,) if kind is not None else planning.kinds_of(request.kinds)
-    planning.one_release_check(shown, kinds)
+        kinds_asked.one_document_check(shown, kind)
+    kinds = (kind,) if kind is not None else kinds_asked.kinds_of(request.kinds)
+    kinds_asked.one_release_check(shown, kinds)
     fit = planning.fit_chart(plan, request.chart, request.layout, request.allow_ignored_keys, kinds)
     asked = consult_factory(
         plan, request.factory, request.register, request.live_catalogue, request.progress
@@ -58,8 +58,8 @@ def _start(request: Request, kind: Kind | None = None) -> tuple[Consulted, Chart
 def generate(request: Request) -> Result[Written | None]:
     """Plan the cluster file and write its files into ``request.out`` (only the pools and
     kinds asked for), or render one kind as ``Result.text``."""
-    out, kinds = request.out, planning.kinds_of(request.kinds)
-    kind = planning.streamed_kind(request.kinds, out)
+    out, kinds = request.out, kinds_asked.kinds_of(request.kinds)
+    kind = kinds_asked.streamed_kind(request.kinds, out)
     with runs.paused_collector():
         asked, fit, said = _start(request, kind)
         plan = asked.plan if out else planning.select_pools(asked.plan, request.pools)  # as printed
@@ -91,7 +91,7 @@ def check(request: Request) -> Result[Drift]:
     request = replace(request, register=False, **settings)
     with runs.paused_collector():
         asked, fit, more = _start(request)
-        kinds, profiles = planning.kinds_of(request.kinds), request.profiles if recorded else ()
+        kinds, profiles = kinds_asked.kinds_of(request.kinds), request.profiles if recorded else ()
         tree = emit.expected_tree(
             out, asked.plan, fit, kinds, recorded, asked.lock, request.pools, profiles
         )

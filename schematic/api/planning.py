@@ -1,6 +1,7 @@
 """What the library plans before the output layer writes: the cluster file read and planned,
-the pools and kinds asked for, the plan held against its chart. :mod:`schematic.api` chains
-these; :mod:`schematic.output.emit` writes or compares what they decided.
+the pools asked for, the plan held against its chart (the kinds asked for are
+:mod:`schematic.api.kinds_asked`'s). :mod:`schematic.api` chains these;
+:mod:`schematic.output.emit` writes or compares what they decided.
 """
 
 from __future__ import annotations
@@ -13,18 +14,13 @@ from typing import TYPE_CHECKING
 from schematic.errors import UsageError
 
 if TYPE_CHECKING:
-    from schematic.output.render.kinds import Kind
     from schematic.plan.charts import ChartFit
     from schematic.plan.cluster import ClusterPlan
 
 __all__ = [
     "fit_chart",
-    "kinds_of",
     "load_plan",
-    "one_document_check",
-    "one_release_check",
     "select_pools",
-    "streamed_kind",
 ]
 
 
@@ -44,35 +40,6 @@ def load_plan(cluster_file: Path, profiles: Sequence[Path]) -> ClusterPlan:
     )
 
 
-def streamed_kind(formats: Sequence[str], out: Path | None) -> Kind | None:
-    """The one kind ``generate`` prints without ``--out`` (``cozystack`` when none is named);
-    None when files are written. Several kinds without a directory is a UsageError."""
-    if out is not None:
-        return None
-    if len(set(formats)) > 1:
-        raise UsageError(
-            "several kinds go to files: add --out DIR, or print one at a time", "--format"
-        )
-    name = formats[0] if formats else "cozystack"
-    kinds_of((name,))  # an unknown name is a UsageError
-    return name
-
-
-def kinds_of(formats: Sequence[str] | None) -> tuple[Kind, ...]:
-    """The kinds of file named (in the renderers' order); the default kinds for none. An
-    unknown name is a UsageError."""
-    from schematic.output.render.kinds import DEFAULT_KINDS, KINDS, kind_named
-
-    if not formats:
-        return DEFAULT_KINDS
-    unknown = [name for name in formats if name not in KINDS]
-    if unknown:
-        raise UsageError(f"unknown format {unknown[0]!r}; one of {', '.join(KINDS)}", "--format")
-    # A kind's file may refer to another kind's (topf's node entry to schematic.yaml).
-    named = {*formats, *(also for name in formats for also in kind_named(name).writes_too)}
-    return tuple(kind for kind in KINDS if kind in named)
-
-
 def select_pools(plan: ClusterPlan, pools: Sequence[str]) -> ClusterPlan:
     """The plan of the named pools (all for none); a name the cluster file does not have is a
     UsageError listing the ones it has."""
@@ -83,42 +50,6 @@ def select_pools(plan: ClusterPlan, pools: Sequence[str]) -> ClusterPlan:
     check_pool_names(plan.source, [pool.name for pool in plan.pools], pools)
     wanted = set(pools)
     return dataclasses.replace(plan, pools=tuple(p for p in plan.pools if p.name in wanted))
-
-
-def one_release_check(plan: ClusterPlan, kinds: Sequence[Kind]) -> None:
-    """A UsageError when a kind whose consumer runs one Talos release per cluster (an Omni
-    cluster template: its Cluster's ``talos.version``) is asked for pools on several releases:
-    one template would mix their configs (KernelModuleConfig documents Talos 1.13 lacks)."""
-    from schematic.output.render.kinds import kind_named
-
-    single = [kind for kind in kinds if kind_named(kind).one_release]
-    releases: dict[str, list[str]] = {}
-    for pool in plan.pools:
-        releases.setdefault(pool.talos.version, []).append(pool.name)
-    if single and len(releases) > 1:
-        held = "; ".join(f"{', '.join(names)} on {version}" for version, names in releases.items())
-        raise UsageError(
-            f"{plan.source}: {single[0]} runs one Talos release per cluster, and the pools are "
-            f"on {len(releases)} ({held}); give them one release, or write each release's "
-            "pools with --pool NAME",
-            "--format",
-        )
-
-
-def one_document_check(plan: ClusterPlan, kind: Kind) -> None:
-    """A UsageError when ``kind`` is one document per pool and ``plan`` has several pools:
-    its consumer takes the stream as one whole (talosctl patch mc --patch @file, a factory
-    POST, a .tf.json file), so several pools' documents would patch or register the wrong pool,
-    or not parse."""
-    from schematic.output.render.kinds import kind_named
-
-    if kind_named(kind).one_document and len(plan.pools) > 1:
-        names = ", ".join(pool.name for pool in plan.pools)
-        raise UsageError(
-            f"{kind} is one document per pool, and {plan.source} has {len(plan.pools)} pools "
-            f"({names}); pick one with --pool NAME, or write each to its file with --out DIR",
-            "--format",
-        )
 
 
 def fit_chart(

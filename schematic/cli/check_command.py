@@ -62,7 +62,7 @@ def _regenerate_hint(
 ) -> str:
     """The generate command that rewrites DIR as check expects it: every option that shapes the
     output (or was needed to read the input), quoted so a path with a space pastes whole."""
-    from schematic.api.planning import kinds_of
+    from schematic.api.kinds_asked import kinds_of
 
     request, fit, plan = result.request, result.fit, result.plan
     assert request is not None and fit is not None and plan is not None  # check sets them
