@@ -7,11 +7,10 @@ lines (a transcript) runs its prompted lines and ignores the output shown betwee
 An HTML comment on the line before a block, invisible on the site, changes that:
 
 - ``<!-- run: skip: WHY -->``: not run (it needs an Image Factory, a cluster, helm, the
-  repository's own ``make``, or it is a placeholder), and WHY says which;
+  repository's own ``make``, or it is a placeholder), and WHY says which; each ``$(...)`` in it
+  still runs, and must print something (the file it reads was made by a step the page shows);
 - ``<!-- run: exit N -->``: each command of the block exits 0 or N, and one of them N (``check``
   finding drift, ``upgrade`` finding a pool that would break);
-- ``<!-- run: before: COMMAND -->``: COMMAND runs first, for what the page takes as given
-  (your own cluster file, a machine config from elsewhere); it is part of the page's text;
 - ``<!-- run: file: NAME -->`` before a block of any language: its text is saved as NAME (the
   page says to save it so).
 
@@ -25,7 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,8 +35,10 @@ PAGES = sorted(
 )
 BIN = Path(sys.executable).parent
 _FENCE = re.compile(r"^```(?P<lang>[\w-]*)\n(?P<body>.*?)^```", re.S | re.M)
-_MARK = re.compile(r"<!-- run: (?P<what>skip|exit|before|file):? ?(?P<arg>.*?) -->")
+_MARK = re.compile(r"<!-- run: (?P<what>skip|exit|file):? ?(?P<arg>.*?) -->")
 _SHELLS = ("sh", "bash", "shell", "console")
+# A command substitution without nested parentheses: what a command reads from earlier steps.
+_SUBSTITUTION = re.compile(r"\$\(([^()]+)\)")
 
 
 @dataclass
@@ -46,7 +47,6 @@ class Block:
     script: str
     skip: str = ""
     exit: int = 0
-    before: list[str] = field(default_factory=list)
     file: str = ""
 
 
@@ -73,10 +73,8 @@ def blocks(page: Path) -> list[Block]:
                 block.skip = mark["arg"]
             elif mark["what"] == "exit":
                 block.exit = int(mark["arg"])
-            elif mark["what"] == "file":
-                block.file, block.script = mark["arg"], match["body"]
             else:
-                block.before.insert(0, mark["arg"])
+                block.file, block.script = mark["arg"], match["body"]
         if match["lang"] in _SHELLS or block.file:
             found.append(block)
     return found
@@ -104,11 +102,20 @@ def failures(page: Path, work: Path, env: dict[str, str]) -> list[str]:
     """Run the page's blocks in order in ``work``; what failed (the run stops at the first)."""
     for block in blocks(page):
         if block.skip:
+            # What a skipped command reads must still be there when the reader gets to it:
+            # each $(...) in it runs here, and must print something.
+            for inner in _SUBSTITUTION.findall(block.script):
+                done = subprocess.run(
+                    ["bash", "-ec", inner], cwd=work, env=env, capture_output=True, text=True,
+                    timeout=120, check=False,
+                )  # fmt: skip
+                if done.returncode != 0 or not done.stdout.strip():
+                    return [f"{page.name}:{block.line}: $({inner}) gave nothing\n{done.stderr}"]
             continue
         if block.file:
             (work / block.file).write_text(block.script, "utf-8")
             continue
-        script = "".join(f"{command}\n" for command in block.before) + block.script
+        script = block.script
         if block.exit:
             # Each command may exit N where the page says so; any other failure stops the block.
             script = (
@@ -164,3 +171,44 @@ def test_every_skipped_block_says_why() -> None:
     assert reasons, "no block is skipped: the marks are not read"
     for name, line, why in reasons:
         assert len(why) > 8, f"{name}:{line}: {why!r}"
+
+
+def test_a_skipped_command_reading_a_file_no_step_writes_fails(tmp_path: Path) -> None:
+    download = (
+        "<!-- run: skip: downloads -->\n"
+        "```sh\ncurl -LO \"$(sed -n 's/^iso: //p' d/urls.yaml)\"\n```\n"
+    )
+    page = tmp_path / "page.md"
+    page.write_text(download)
+    work, env = _workdir(tmp_path)
+    (problem,) = failures(page, work, env)
+    assert "d/urls.yaml" in problem
+    # Shown first, the step that writes the file makes the same block pass.
+    page.write_text(
+        "```sh\nmkdir d && echo 'iso: https://example.invalid/a.iso' > d/urls.yaml\n```\n"
+        + download
+    )
+    assert failures(page, *_workdir(tmp_path / "again")) == []
+
+
+def test_every_run_mark_is_one_the_runner_knows() -> None:
+    # A mark the runner does not know would be ignored in silence (a set-up step no reader
+    # sees was one): each is skip, exit or file.
+    for page in PAGES:
+        for number, line in enumerate(page.read_text("utf-8").splitlines(), 1):
+            if line.strip().startswith("<!-- run:"):
+                assert _MARK.fullmatch(line.strip()), f"{page.name}:{number}: {line}"
+
+
+def test_the_readme_triage_line_names_the_cluster_its_init_wrote(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text("utf-8")
+    init = re.search(r"^talos-schematic init (\S+) .*$", text, re.M)
+    triage = re.search(r"^talos-schematic triage --commands .*$", text, re.M)
+    assert init is not None and triage is not None
+    work, env = _workdir(tmp_path)
+    subprocess.run(["bash", "-ec", init[0]], cwd=work, env=env, check=True, capture_output=True)
+    written = (work / init[1]).read_text()
+    cluster = re.search(r"^cluster: (\S+)", written, re.M)
+    namespace = re.search(r"^namespace: (\S+)", written, re.M)
+    assert cluster is not None and namespace is not None
+    assert f"--cluster {cluster[1]} --namespace {namespace[1]}" in triage[0]
