@@ -132,6 +132,7 @@ def collection_commands(
         f"$T services > {target}.services.txt",
         f"$T get pcidevices -o yaml > {target}.pcidevices.yaml",
         f"$T get extensions -o yaml > {target}.extensions.yaml",
+        f"$T get imagefactoryschematics -o yaml > {target}.schematic.yaml   # Talos 1.14+",
         f"$T get modules -o yaml > {target}.modules.yaml",
         f"$T get machinestatus -o yaml > {target}.machinestatus.yaml",
         f"$T read /proc/modules > {target}.proc-modules.txt",

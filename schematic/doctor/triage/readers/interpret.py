@@ -129,6 +129,23 @@ def _talos_resource(
             name,
             (("version", _text(extension.get("version"))),),
         )
+    elif kind == "ImageFactorySchematics":
+        # Talos 1.14+ publishes the schematic the node runs (siderolabs/talos
+        # pkg/machinery/resources/runtime/image_factory_schematic.go, bb2ac754): the same fact
+        # as the factory's virtual `schematic` extension, so it is read as that extension.
+        schematic_id = _text(spec.get("schematicId"))
+        if schematic_id:
+            shown = f"image-factory-schematic schematicId: {schematic_id}"
+            api_url = _text(spec.get("apiUrl"))
+            yield Signal(
+                Kind.EXTENSION,
+                node,
+                _evidence(
+                    file, where.locate("schematicId"), shown + (f" ({api_url})" if api_url else "")
+                ),
+                "schematic",
+                (("version", schematic_id),),
+            )
     elif kind == "LoadedKernelModules":
         evidence = _evidence(file, where.line, f"loaded kernel module {ident}")
         yield Signal(Kind.MODULES_LISTED, node, evidence)
