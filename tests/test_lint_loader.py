@@ -24,6 +24,18 @@ def test_lines_of_keys_and_items() -> None:
     assert doc.line(("a", "missing", "deeper")) == 1  # nearest recorded ancestor
 
 
+def test_a_key_written_twice_points_inside_the_value_that_is_read() -> None:
+    # The later value is the one read, so its keys' lines are those lint reports; keys the
+    # first value alone had are gone, and the keys around both keep their own lines.
+    text = "a: 1\nm:\n  old: 1\n  b: 1\nz: 1\nm:\n  b: 2\n"
+    (doc,) = parse_yaml(text, "f.yaml")
+    assert doc.data["m"] == {"b": 2}
+    assert doc.line(("m",)) == 6
+    assert doc.line(("m", "b")) == 7
+    assert doc.line(("m", "old")) == 6  # only its parent is recorded now
+    assert (doc.line(("a",)), doc.line(("z",))) == (1, 5)
+
+
 def test_yaml_1_1_words_stay_strings_and_go_types_resolve() -> None:
     (doc,) = parse_yaml("a: on\nb: 'true'\nc: true\nd: 10\ne: null\nf: 2024-01-01\n", "f")
     assert doc.data == {"a": "on", "b": "true", "c": True, "d": 10, "e": None, "f": "2024-01-01"}
