@@ -11,6 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from schematic.doctor.lint import lint_paths
 from schematic.doctor.lint.findings import Finding
 
@@ -309,3 +311,21 @@ def test_a_nodes_machine_spec_replaces_its_roles_whole(tmp_path: Path) -> None:
     # Without a machineSpec of its own, the node takes worker:'s: SecureBoot on both sides.
     text = HEAD.format(talos="v1.13.0") + node("gpu1", LTS, MODULES) + role
     assert found(lint(tmp_path, text)) == set()
+
+
+@pytest.mark.parametrize(
+    ("talos", "modules", "code"),
+    [
+        ("v1.13.0", "    kernelModules:\n      - name: nvidia_uvm\n", "TS123"),
+        ("v1.12.0", MODULES, "TS124"),
+    ],
+    ids=["modules missing", "bpf sysctl missing"],
+)
+def test_a_finding_on_a_nodes_modules_points_at_its_kernel_modules(
+    tmp_path: Path, talos: str, modules: str, code: str
+) -> None:
+    # talhelper writes the node's kernelModules into its machine config; a finding about
+    # them is at that key of the node, not at another of its lines.
+    text = HEAD.format(talos=talos) + node("gpu1", LTS, modules)
+    (finding,) = [f for f in lint(tmp_path, text) if f.code == code]
+    assert finding.line == text.splitlines().index("    kernelModules:") + 1
