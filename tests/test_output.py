@@ -6,6 +6,7 @@ replaces or removes is only what it can prove it wrote, never through a symbolic
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import stat
@@ -419,3 +420,22 @@ def test_one_module_writes_files_atomically() -> None:
         if any(call in path.read_text("utf-8") for call in ("os.replace(", "mkstemp(", "mkdtemp("))
     )
     assert writers == ["output/disk.py"]
+
+
+def test_a_written_file_check_cannot_read_is_an_error_naming_it(tmp_path: Path) -> None:
+    # A disk error while `check` reads a file it wrote: the file is named, no traceback.
+    # The fault is injected at the read itself; no permission stops root, who runs CI.
+    (tmp_path / "pool").mkdir()
+    (tmp_path / "pool" / "values.yaml").write_bytes(b"a: 1\n")
+
+    def failing_read(descriptor: int, size: int) -> bytes:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "read", failing_read)
+        with pytest.raises(OutputError) as raised:
+            output.compare(tmp_path, {"pool/values.yaml": b"a: 1\n"}, frozenset())
+    assert (
+        str(raised.value)
+        == f"{tmp_path / 'pool/values.yaml'}: cannot read: {os.strerror(errno.EIO)}"
+    )
