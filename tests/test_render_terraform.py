@@ -15,6 +15,8 @@ configuration syntax.
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -358,8 +360,6 @@ def test_every_reference_of_a_hyphenated_pool_resolves(tmp_path: Path) -> None:
     # from APPLY.md's module block, name what the file declares.
     from hcl_references import json_expressions, traversals
 
-    from schematic.output.render.terraform import module_usage
-
     cluster_file = tmp_path / "c.yaml"
     cluster_file.write_text(HYPHENATED, "utf-8")
     out = tmp_path / "out"
@@ -378,16 +378,23 @@ def test_every_reference_of_a_hyphenated_pool_resolves(tmp_path: Path) -> None:
         assert references == ["self.id", f"local.{name}.schematic_id", f"local.{name}"]
         for reference in references[1:]:
             assert resolves(reference.removeprefix("local."), document["locals"]), reference
-        # APPLY.md names the module output the file declares, never the pool's own spelling.
-        assert f"`module.<name>.{name}`" in apply
         assert f"talos_pool_{pool}" not in apply
-        usage = module_usage(pool, f"./{pool}")
-        (module,) = [ref for ref in traversals(usage) if ref.startswith("module.")]
-        _, label, output, attribute = module.split(".")
-        source = hcl2.loads(usage)["module"][0][f'"{label}"']["source"].strip('"')
-        used = json.loads((out / source / "talos-schematic.tf.json").read_text("utf-8"))
-        assert output in used["output"] and used["output"][output]["value"] == f"${{local.{name}}}"
-        assert attribute in used["locals"][name] and attribute == "config_patches"
+    # APPLY.md's HCL, read by a real parser: each module's source is a pool's folder here, and
+    # every module reference names an output and a key that folder's file declares.
+    blocks = [textwrap.dedent(b) for b in re.findall(r"```hcl\n(.*?)```", apply, re.DOTALL)]
+    assert len(blocks) == 2
+    for block in blocks:
+        parsed = hcl2.loads(block)
+        ((label, body),) = parsed["module"][0].items()
+        folder = out / body["source"].strip('"')
+        used = json.loads((folder / "talos-schematic.tf.json").read_text("utf-8"))
+        modules = [ref for ref in traversals(block) if ref.startswith("module.")]
+        assert modules
+        for reference in modules:
+            _, module, output, key = reference.split(".")
+            assert module == label.strip('"')
+            assert used["output"][output]["value"] == f"${{local.{output}}}"
+            assert key in used["locals"][output]
 
 
 def test_the_module_block_names_only_the_provider_s_arguments() -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,11 @@ def follow_apply_md(topf: Path) -> list[dict[str, Any]]:
         commands = "".join(line.strip() + "\n" for line in block.splitlines())
         if "all/" in commands:
             subprocess.run(["sh", "-ec", commands], cwd=topf, check=True)
-    nodes = [json.loads(entry) for entry in re.findall(r"`- (\{.*?\})`", apply)]
+    nodes = [
+        node
+        for block in re.findall(r"```yaml\n(.*?)```", apply, re.DOTALL)
+        for node in yaml.safe_load(textwrap.dedent(block))["nodes"]
+    ]
     for node in nodes:
         node["host"] = node["schematicId"].split("/")[0].removeprefix("@") + "-1"
     config = {

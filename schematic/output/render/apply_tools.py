@@ -18,7 +18,7 @@ def _tools(directory: Directory) -> Section | None:
             continue
         for pool, path in directory.pool_files(kind.pool_file):
             step = kind.apply(pool, path)
-            entries.append(Entry(path, step.goes_to, step.commands))
+            entries.append(Entry(path, step.goes_to, step.commands, step.example))
     if not entries:
         return None
     return Section(

@@ -88,9 +88,18 @@ def _section_text(number: int, section: Section) -> str:
     parts = [f"## {number}. {section.title}\n\n{section.intro}\n\n"]
     for entry in section.entries:
         parts.append(f"- `{entry.path}`: {entry.goes_to}\n")
+        blocks = []
+        if entry.example is not None:
+            language, text = entry.example  # written first, then the commands that use it
+            blocks.append(f"```{language}\n{text}```\n")
         if entry.commands:
-            block = "".join(f"  {line}\n" for line in code(entry.commands).splitlines())
-            parts.append(f"\n{block}\n")
+            blocks.append(code(entry.commands))
+        indented = [
+            "".join(f"  {line}\n" if line else "\n" for line in block.splitlines())
+            for block in blocks
+        ]
+        if indented:
+            parts.append("\n" + "\n".join(indented) + "\n")
     return "".join(parts).rstrip("\n") + "\n"
 
 

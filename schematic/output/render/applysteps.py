@@ -19,6 +19,8 @@ class Entry:
     path: str
     goes_to: str
     commands: tuple[str, ...] = ()
+    # A block to paste into the tool's own file: its language and text.
+    example: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

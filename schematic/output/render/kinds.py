@@ -57,10 +57,13 @@ class PoolTexts(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class ApplyStep:
-    """Where a pool's file of a tool's kind goes, and the commands that apply it there."""
+    """Where a pool's file of a tool's kind goes, and the commands that apply it there;
+    ``example``: what the user writes in the tool's own file to use it (its language, its
+    text), shown as a block to paste."""
 
     goes_to: str
     commands: tuple[str, ...]
+    example: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,21 +157,20 @@ def _talhelper_step(pool: PoolPlan, path: str) -> ApplyStep:
 
 
 def _topf_step(pool: PoolPlan, path: str) -> ApplyStep:
-    import json
-
+    from schematic.output.render import yamltext
     from schematic.output.render.topf import linked_patch_name, topf_node
 
     # topf reads @paths relative to topf.yaml: with topf.yaml in this directory, as here.
     node = topf_node(pool, f"{path.rsplit('/', 1)[0]}/schematic.yaml")
     return ApplyStep(
         goes_to=f"topf's `all/`, linked as `{linked_patch_name(pool.name)}`: the patch of "
-        f"every node whose `schematicId` is the pool's schematic. In `topf.yaml` (beside "
-        f"this file), each node of pool `{pool.name}` is, under `nodes:` (its `host` yours): "
-        f"`- {json.dumps(node)}`",
+        "every node whose `schematicId` is the pool's schematic. In `topf.yaml` (beside this "
+        f"file), each node of pool `{pool.name}` is an entry under `nodes:` (its `host` yours)",
         commands=(
             "mkdir -p all",
             f"ln -sf ../{path} all/{linked_patch_name(pool.name)}",
         ),
+        example=("yaml", yamltext.dump({"nodes": [node]})),
     )
 
 
@@ -187,13 +189,17 @@ def _omni_step(pool: PoolPlan, path: str) -> ApplyStep:
 
 
 def _terraform_step(pool: PoolPlan, path: str) -> ApplyStep:
-    from schematic.output.render.terraform import terraform_name
+    from schematic.output.render.terraform import module_usage, terraform_name
 
-    # The name is the renderer's own (a pool `gpu-a` is `talos_pool_gpu_a`).
+    # The names are the renderer's own (a pool `gpu-a` is `talos_pool_gpu_a`).
+    name = terraform_name(pool.name)
     return ApplyStep(
-        goes_to="a Terraform module of the siderolabs/talos provider: "
-        f"`module.<name>.{terraform_name(pool.name)}` from your root module",
-        commands=("terraform plan", "terraform apply"),
+        goes_to=f"a Terraform module of the siderolabs/talos provider, `module.{name}.{name}` "
+        "from your root module: the block below (`source` is the path from your root module "
+        "to this folder; `talos_machine_secrets.this` and `data.talos_machine_configuration."
+        "this` are named as in the provider's example)",
+        commands=("terraform init", "terraform plan", "terraform apply"),
+        example=("hcl", module_usage(pool.name, "./" + path.rsplit("/", 1)[0])),
     )
 
 
