@@ -636,6 +636,54 @@ def test_ts156_passes_before_1_14_and_with_the_metal_installer(tmp_path: Path) -
     assert codes(bumped) == {"TS156"}
 
 
+# An Omni template (siderolabs/omni client/pkg/template/internal/models: Cluster.talos.version
+# is the release of every machine set), with machine sets as generate -f omni writes them.
+OMNI_TEMPLATE = """\
+kind: Cluster
+name: c
+kubernetes:
+  version: v1.35.0
+talos:
+  version: {cluster}
+---
+kind: Workers
+name: gpu
+annotations:
+  talos-schematic/talos-version: {workers}
+machineClass:
+  name: gpu
+  size: unlimited
+systemExtensions:
+  - siderolabs/intel-ucode
+patches:
+  - name: gpu-kernelmoduleconfig-nvidia
+    inline:
+      apiVersion: v1alpha1
+      kind: KernelModuleConfig
+      name: nvidia
+"""
+
+
+def test_ts157_a_machine_set_for_another_talos_release(tmp_path: Path) -> None:
+    template = OMNI_TEMPLATE.format(cluster="v1.13.9", workers="v1.14.0")
+    found = [f for f in run(tmp_path, {"t.yaml": template}) if f.code == "TS157"]
+    assert sorted((f.line, f.message) for f in found) == [
+        (11, "omni Workers gpu: written for Talos v1.14.0, in a template for Talos v1.13.9"),
+        (
+            21,  # its kind: line
+            "omni Workers gpu: a KernelModuleConfig patch (Talos 1.14 and later), in a "
+            "template for Talos v1.13.9",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("cluster", "workers"), [("v1.14.0", "v1.14.0"), ("v1.14.1", "v1.14.0")])
+def test_ts157_passes_on_one_release(tmp_path: Path, cluster: str, workers: str) -> None:
+    # A patch release of the same minor is the same release for the config's form.
+    template = OMNI_TEMPLATE.format(cluster=cluster, workers=workers)
+    assert "TS157" not in codes(run(tmp_path, {"t.yaml": template}))
+
+
 def test_ts101_on_a_rendered_cpu_pool(tmp_path: Path) -> None:
     cpu = kmt(OPEN_PROD).split("          template:")[0]
     found = run(tmp_path, {"kmt.yaml": cpu})

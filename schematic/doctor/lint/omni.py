@@ -309,5 +309,5 @@ def check_template_releases(documents: Sequence[Document], out: Collector) -> No
                     "KernelModuleConfig patch (Talos 1.14 and later), in a template for "
                     f"Talos {version}",
                     file=patch.file,
-                    line=patch.line(()),
+                    line=patch.line(("kind",)),
                 )
