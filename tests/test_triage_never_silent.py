@@ -145,3 +145,37 @@ def test_notes_quoting_an_error_give_no_unknown_failure() -> None:
     )
     signals = read_evidence(sources, "SOURCES.md").signals
     assert not [s for s in signals if s.kind is Kind.UNKNOWN_FAILURE]
+
+
+# --- another extension's service shown waiting -------------------------------------------------
+
+ISCSI = BUNDLES / "paste-extension-service-waits-iscsid"
+
+
+def test_another_extensions_wait_is_said_with_what_to_collect() -> None:
+    (diagnosis,) = triage_paths([str(ISCSI)]).diagnoses
+    assert (diagnosis.code, diagnosis.severity) == ("TS201", "warning")
+    assert "ext-iscsid" in diagnosis.summary
+    assert any("service ext-iscsid" in c for c in diagnosis.collect)
+
+
+def test_an_extension_shown_running_or_waiting_seconds_into_a_boot_is_nothing(
+    tmp_path: Path,
+) -> None:
+    # Must not fire: `talosctl services` shows it Running (the layout of the table in
+    # siderolabs/extensions#237), or the kernel's uptime puts the wait in a boot's first seconds.
+    shutil.copy(ISCSI / "console.md", tmp_path / "console.md")
+    (tmp_path / "services.txt").write_text(
+        "NODE   SERVICE      STATE     HEALTH   LAST CHANGE   LAST EVENT\n"
+        "n1     ext-iscsid   Running   ?        2h2m53s ago   Started task ext-iscsid (PID 2299) "
+        "for container ext-iscsid\n",
+        encoding="utf-8",
+    )
+    assert "TS201" not in _diagnoses(tmp_path)
+    early = tmp_path / "early"
+    early.mkdir()
+    (early / "console.log").write_text(
+        '[    5.915003] [talos] task startAllServices (1/1): service "ext-iscsid" to be "up"\n',
+        encoding="utf-8",
+    )
+    assert _diagnoses(early) == {}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from schematic.doctor.triage.causes.boot import (
+    extension_waits_not_held,
     memory_causes,
     nvidia_service_restart_loops,
     nvidia_waits_not_held,
@@ -140,6 +141,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause(memory_causes),
     # An NVIDIA service shown waiting without time: any finding on the machine says more.
     Cause(nvidia_waits_not_held, frozenset({ANY_FINDING})),
+    # Another extension's service shown waiting without time: likewise.
+    Cause(extension_waits_not_held, frozenset({ANY_FINDING})),
     # The plugin and the runtime see no driver: a cause on the GPU path already says why.
     Cause(plugin_without_driver, GPU_PATH_EXPLAINED),
     Cause(driver_unreachable, GPU_PATH_EXPLAINED),

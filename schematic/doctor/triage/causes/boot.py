@@ -21,11 +21,12 @@ from schematic.doctor.triage.causes.shown import (
     pending,
     unloaded,
 )
-from schematic.doctor.triage.model import ClusterModel, Machine
+from schematic.doctor.triage.model import LONG_PENDING_SECONDS, ClusterModel, Machine
 from schematic.doctor.triage.signals import Kind, Signal
 from schematic.doctor.triage.values import number
 
 __all__ = [
+    "extension_waits_not_held",
     "memory_causes",
     "nvidia_service_restart_loops",
     "nvidia_waits_not_held",
@@ -299,6 +300,45 @@ def _nvidia_image_without_gpu(
     running = machine.running_schematic()
     schematics = [("running", running[0])] if running else []
     return Finding("TS101", machine, evidence, ruled, summary, collect, schematics=schematics)
+
+
+def _early(wait: Signal) -> bool:
+    """A wait the kernel's uptime places in a boot's first minutes: the ordinary one."""
+    uptime = wait.get("uptime")
+    return bool(uptime) and float_of(uptime) < LONG_PENDING_SECONDS
+
+
+def extension_waits_not_held(model: ClusterModel) -> list[Finding]:
+    """Another extension's service (``ext-iscsid``, ``ext-lldpd``) shown waiting with nothing to
+    say how long: every boot waits for it a few seconds, and one that never comes up holds the
+    boot until the timer reboots the node (TS201) — a warning with what to collect, never
+    silence."""
+    found = []
+    for machine in model.sorted_machines():
+        waited = {
+            name: signal
+            for name, signal in machine.waited_services().items()
+            if name.startswith("ext-") and not name.startswith("ext-nvidia") and not _early(signal)
+        }
+        if not waited:
+            continue
+        names = sorted(waited)
+        lines = [waited[n].evidence for n in names]
+        node = machine.name or "<node>"
+        summary = [
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} shown waiting "
+            f"({lines[0].where}) and nothing among the inputs says for how long: every boot "
+            "waits a few seconds for its extensions' services, and one that never comes up "
+            "holds the boot until the 70-minute boot timer reboots the node"
+        ]
+        collect = [
+            f"talosctl -n {node} service {names[0]}: its STATE and events say why it is not up",
+            f"talosctl -n {node} logs {names[0]}",
+            f"talosctl -n {node} dmesg | grep -E 'startAllServices|boot sequence': still "
+            "pending when the boot fails confirms it",
+        ]
+        found.append(Finding("TS201", machine, lines, [], summary, collect, "warning"))
+    return found
 
 
 def nvidia_waits_not_held(model: ClusterModel) -> list[Finding]:
