@@ -197,3 +197,27 @@ def test_every_kubectl_command_of_the_plan_runs_as_printed(
         where: sorted({_name(d): d for d in docs}.values(), key=_name)
         for where, docs in created.items()
     } == {where: sorted(docs, key=_name) for where, docs in expected.items()}
+
+
+def test_a_metal_clusters_kubectl_steps_create_its_smoke_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    made = runner.invoke(app, ["init", "c.yaml", "--pool", "gpu=metal-hgx-b200-8x"])
+    assert made.exit_code == 0, made.stderr
+    assert runner.invoke(app, ["generate", "c.yaml", "--out", "d"]).exit_code == 0
+    out = tmp_path / "d"
+    commands = [line for line in plan_commands(out) if line.startswith("kubectl ")]
+    assert commands == [
+        "kubectl apply -f gpu/smoke-test.yaml",
+        "kubectl logs -f pod/gpu-smoke-test-gpu",
+    ]
+    with fake_api_server() as server:
+        _run_as_printed(commands[0], out, server, tmp_path)
+    (write,) = server.writes
+    pod = yaml.safe_load((out / "gpu" / "smoke-test.yaml").read_text())
+    pod["metadata"] = {**pod["metadata"], "namespace": "default"}
+    assert (write.method, write.path) == ("POST", "/api/v1/namespaces/default/pods")
+    assert _without_applied(write.body) == pod
+    # Nothing of Cozystack's was sent anywhere.
+    assert not [w for w in server.writes if "cozystack" in w.path]
