@@ -22,7 +22,8 @@ from schematic.doctor.lint.media import check_url_listings, is_meta_key_problem
 from schematic.doctor.lint.omni import check_template_releases
 
 if TYPE_CHECKING:
-    from schematic.doctor.lint.loader import Document
+    from schematic.doctor.lint.inventory import Inventory
+    from schematic.doctor.lint.loader import Document, LoadProblem
     from schematic.facts.chart_targets import ChartTarget
     from schematic.inputs.profile_values import HardwareProfile
 
@@ -89,16 +90,8 @@ def lint_paths(
     more: the run goes on, its IDs stay unresolved (TS001), and one TS005 finding says why.
     Raises LintInputError for a path that cannot be read, ValueError for an unknown release.
     """
-    import yaml
-
     from schematic.doctor.lint.addons import check_addons
-    from schematic.doctor.lint.extensions import (
-        check_extension_names,
-        check_extension_order,
-        check_extensions_together,
-    )
-    from schematic.doctor.lint.inventory import Pool, SchematicUse, config_patch_pool
-    from schematic.doctor.lint.loader import load_counted, parse_yaml
+    from schematic.doctor.lint.loader import load_counted
     from schematic.doctor.lint.manifests import check_manifests
     from schematic.doctor.lint.passthrough import check_passthrough
     from schematic.doctor.lint.pools import LintContext, check_clusters, check_pools
@@ -113,6 +106,33 @@ def lint_paths(
     if chart is None:
         chart = generated_for(documents)
     out = Collector()
+    _report_load_problems(problems, out)
+    inventory = read_tool_formats(documents)
+    _add_config_patch_pool(config_patches, inventory, out)
+    local = _check_schematic_files(inventory, talos, hardware, out)
+    failures: list[str] = []
+    ctx = LintContext(
+        SchematicResolver(local, _guarded(fetch, failures)), talos, out, hardware, chart
+    )
+    check_pools(inventory, ctx)
+    check_clusters(inventory, ctx)
+    check_addons(inventory, out, release)
+    check_passthrough(inventory, out)
+    check_manifests(inventory, out)
+    check_url_listings(documents, out)
+    check_template_releases(documents, out)
+    if scripts:
+        from schematic.doctor.lint.rollout import check_rollout_scripts, indexed_pools
+
+        check_rollout_scripts(scripts, indexed_pools(documents), out)
+    for failure in failures:
+        out.add("TS005", message=f"the factory was not asked: {failure}", file=factory, line=None)
+    files += len(config_patches)
+    return LintReport(findings=tuple(out.findings), files=files)
+
+
+def _report_load_problems(problems: Sequence[LoadProblem], out: Collector) -> None:
+    """A finding for each input that was not read, or not read whole."""
     for problem in problems:
         if problem.skipped:
             out.add("TS190", message=problem.message, file=problem.file, line=None)
@@ -120,19 +140,13 @@ def lint_paths(
             out.add(
                 "TS192",
                 message="Terraform HCL builds a Talos schematic here; lint does not read HCL, "
-                "so its "
-                "extensions are not checked",
+                "so its extensions are not checked",
                 file=problem.file,
                 line=problem.line,
             )
         elif problem.unread:
-            out.add(
-                "TS002",
-                message=f"not read: {problem.message}",
-                file=problem.file,
-                line=None,
-                fix=problem.fix,
-            )
+            message = f"not read: {problem.message}"
+            out.add("TS002", message=message, file=problem.file, line=None, fix=problem.fix)
         elif problem.template:
             out.add(
                 "TS003",
@@ -143,21 +157,22 @@ def lint_paths(
                 " | talos-schematic lint - (a talhelper patch: the configs talhelper genconfig"
                 " writes to clusterconfig/)",
             )
-        elif not problem.relevant:
-            out.add(
-                "TS191",
-                message=f"not valid YAML: {problem.message}",
-                file=problem.file,
-                line=problem.line,
-            )
         else:
-            out.add(
-                "TS002",
-                message=f"not valid YAML: {problem.message}",
-                file=problem.file,
-                line=problem.line,
-            )
-    inventory = read_tool_formats(documents)
+            # Invalid YAML in a file that holds nothing lint reads is a note (TS191).
+            code = "TS002" if problem.relevant else "TS191"
+            message = f"not valid YAML: {problem.message}"
+            out.add(code, message=message, file=problem.file, line=problem.line)
+
+
+def _add_config_patch_pool(
+    config_patches: Sequence[tuple[str, str]], inventory: Inventory, out: Collector
+) -> None:
+    """The config patches, applied in order to one node's config, as one pool."""
+    import yaml
+
+    from schematic.doctor.lint.inventory import config_patch_pool
+    from schematic.doctor.lint.loader import parse_yaml
+
     patches = []
     for name, text in config_patches:
         try:
@@ -165,17 +180,27 @@ def lint_paths(
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None
-            out.add(
-                "TS002",
-                message=f"not valid YAML: {getattr(err, 'problem', err)}",
-                file=name,
-                line=line,
-            )
+            message = f"not valid YAML: {getattr(err, 'problem', err)}"
+            out.add("TS002", message=message, file=name, line=line)
     if patches:
         shown = ", ".join(dict.fromkeys(doc.file for doc in patches))
         patched = config_patch_pool(patches, f"config patches {shown}")
         if patched is not None:
             inventory.pools.append(patched)
+
+
+def _check_schematic_files(
+    inventory: Inventory, talos: str | None, hardware: HardwareProfile | None, out: Collector
+) -> dict[str, tuple[Schematic, str]]:
+    """Check the schematic files among the inputs (and their problems); the schematics they
+    hold by ID, with where each is, for resolving the IDs pools name."""
+    from schematic.doctor.lint.extensions import (
+        check_extension_names,
+        check_extension_order,
+        check_extensions_together,
+    )
+    from schematic.doctor.lint.inventory import Pool, SchematicUse
+
     local: dict[str, tuple[Schematic, str]] = {}
     # A schematic a pool uses has its names checked there, against the pool's release: checked
     # here again it would be reported twice on the same line.
@@ -204,25 +229,7 @@ def lint_paths(
         field = f"{error.path}: " if error.path else ""
         code = "TS135" if is_meta_key_problem(error.path) else "TS004"
         out.add(code, message=f"schematic: {field}{error.reason}", file=place.file, line=line)
-    failures: list[str] = []
-    ctx = LintContext(
-        SchematicResolver(local, _guarded(fetch, failures)), talos, out, hardware, chart
-    )
-    check_pools(inventory, ctx)
-    check_clusters(inventory, ctx)
-    check_addons(inventory, out, release)
-    check_passthrough(inventory, out)
-    check_manifests(inventory, out)
-    check_url_listings(documents, out)
-    check_template_releases(documents, out)
-    if scripts:
-        from schematic.doctor.lint.rollout import check_rollout_scripts, indexed_pools
-
-        check_rollout_scripts(scripts, indexed_pools(documents), out)
-    for failure in failures:
-        out.add("TS005", message=f"the factory was not asked: {failure}", file=factory, line=None)
-    files += len(config_patches)
-    return LintReport(findings=tuple(out.findings), files=files)
+    return local
 
 
 def generated_for(documents: Sequence[Document]) -> ChartTarget | None:
