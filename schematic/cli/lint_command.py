@@ -23,95 +23,107 @@ class FailOn(StrEnum):
     note = "note"
 
 
+_PathsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="PATH...",
+        help="YAML files or directories: KubernetesNodes / Kubernetes objects, values "
+        "files, rendered manifests, schematic files, this tool's output and rollout scripts "
+        "(.sh, upgrade -f talosctl|tuppr); '-' reads standard input.",
+        show_default=False,
+    ),
+]
+_OutputFormatOption = Annotated[
+    str,
+    typer.Option("--format", "-f", metavar="text|json|sarif", help="Output format."),
+]
+_TalosOption = Annotated[
+    str | None,
+    typer.Option(
+        "--talos",
+        metavar="vX.Y.Z",
+        help="Talos version to check against, overriding what the objects say.",
+    ),
+]
+_FactoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--factory",
+        metavar="URL",
+        help="Resolve unknown schematic IDs with GET URL/schematics/{id}.",
+    ),
+]
+_ChartOption = Annotated[
+    str | None,
+    typer.Option(
+        "--chart",
+        metavar="TARGET",
+        help=f"The Cozystack release or chart the values are for: {chart_choices()}. Keys it "
+        "ignores are reported (TS181) and kernel-module findings follow what it loads.",
+    ),
+]
+_HardwareOption = Annotated[
+    str | None,
+    typer.Option(
+        "--hardware",
+        metavar="PROFILE",
+        help="Hardware profile (shipped name or file) of the nodes that standalone Talos "
+        "machine configs (and other pools that do not say their GPUs) are for; every GPU "
+        "rule (TS101, TS103-TS107, TS110, TS155, ...) then holds them to its GPUs.",
+    ),
+]
+_CozystackOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cozystack",
+        metavar="RELEASE",
+        help="Cozystack release the Kubernetes apps run, for the GPU Operator addon's "
+        "defaults TS140 compares with: v1.6 (default), pr3585, or a chart target.",
+    ),
+]
+_ConfigPatchesOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--config-patch",
+        metavar="@FILE|YAML",
+        help="A Talos config patch (talosctl's spelling: @file or inline YAML; strategic "
+        "merge or RFC 6902). Repeat it: the patches are applied in order to one node's "
+        "config and checked as that config.",
+        show_default=False,
+    ),
+]
+_FailOnOption = Annotated[
+    FailOn,
+    typer.Option(
+        "--fail-on",
+        help="Exit 3 when a finding is this severe or more: error (default), warning "
+        "(errors and warnings), note (any finding).",
+    ),
+]
+_IgnoreOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ignore",
+        metavar="CODE",
+        help="Leave out the findings of this code, in the output and for --fail-on "
+        "(repeatable, or comma-separated: --ignore TS001,TS003).",
+    ),
+]
+
+
 @app.command(short_help="Find silent Talos GPU-pool failures in manifests; exit 3 on any error.")
 def lint(
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="PATH...",
-            help="YAML files or directories: KubernetesNodes / Kubernetes objects, values "
-            "files, rendered manifests, schematic files, this tool's output and rollout scripts "
-            "(.sh, upgrade -f talosctl|tuppr); '-' reads standard input.",
-            show_default=False,
-        ),
-    ] = None,
-    output_format: Annotated[
-        str,
-        typer.Option("--format", "-f", metavar="text|json|sarif", help="Output format."),
-    ] = "text",
+    paths: _PathsArgument = None,
+    output_format: _OutputFormatOption = "text",
     as_json: JsonAliasOption = False,
-    talos: Annotated[
-        str | None,
-        typer.Option(
-            "--talos",
-            metavar="vX.Y.Z",
-            help="Talos version to check against, overriding what the objects say.",
-        ),
-    ] = None,
-    factory: Annotated[
-        str | None,
-        typer.Option(
-            "--factory",
-            metavar="URL",
-            help="Resolve unknown schematic IDs with GET URL/schematics/{id}.",
-        ),
-    ] = None,
-    chart: Annotated[
-        str | None,
-        typer.Option(
-            "--chart",
-            metavar="TARGET",
-            help=f"The Cozystack release or chart the values are for: {chart_choices()}. Keys it "
-            "ignores are reported (TS181) and kernel-module findings follow what it loads.",
-        ),
-    ] = None,
-    hardware: Annotated[
-        str | None,
-        typer.Option(
-            "--hardware",
-            metavar="PROFILE",
-            help="Hardware profile (shipped name or file) of the nodes that standalone Talos "
-            "machine configs (and other pools that do not say their GPUs) are for; every GPU "
-            "rule (TS101, TS103-TS107, TS110, TS155, ...) then holds them to its GPUs.",
-        ),
-    ] = None,
-    cozystack: Annotated[
-        str | None,
-        typer.Option(
-            "--cozystack",
-            metavar="RELEASE",
-            help="Cozystack release the Kubernetes apps run, for the GPU Operator addon's "
-            "defaults TS140 compares with: v1.6 (default), pr3585, or a chart target.",
-        ),
-    ] = None,
-    config_patches: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--config-patch",
-            metavar="@FILE|YAML",
-            help="A Talos config patch (talosctl's spelling: @file or inline YAML; strategic "
-            "merge or RFC 6902). Repeat it: the patches are applied in order to one node's "
-            "config and checked as that config.",
-            show_default=False,
-        ),
-    ] = None,
-    fail_on: Annotated[
-        FailOn,
-        typer.Option(
-            "--fail-on",
-            help="Exit 3 when a finding is this severe or more: error (default), warning "
-            "(errors and warnings), note (any finding).",
-        ),
-    ] = FailOn.error,
-    ignore: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--ignore",
-            metavar="CODE",
-            help="Leave out the findings of this code, in the output and for --fail-on "
-            "(repeatable, or comma-separated: --ignore TS001,TS003).",
-        ),
-    ] = None,
+    talos: _TalosOption = None,
+    factory: _FactoryOption = None,
+    chart: _ChartOption = None,
+    hardware: _HardwareOption = None,
+    cozystack: _CozystackOption = None,
+    config_patches: _ConfigPatchesOption = None,
+    fail_on: _FailOnOption = FailOn.error,
+    ignore: _IgnoreOption = None,
     facts: FactsOption = None,
     assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
