@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import io
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -44,6 +45,8 @@ __all__ = [
     "TriageInputError",
     "UnknownDeviceError",
     "UsageError",
+    "describe_os_error",
+    "discard_output",
     "printable",
 ]
 
@@ -233,5 +236,27 @@ def terminal_safe_output() -> Iterator[None]:
     finally:
         for guarded in (sys.stdout, sys.stderr):
             with suppress(OSError, ValueError):
-                guarded.flush()
+                try:
+                    guarded.flush()
+                except BrokenPipeError:
+                    discard_output(guarded)
         sys.stdout, sys.stderr = saved
+
+
+def describe_os_error(err: OSError) -> str:
+    """``PATH: reason`` for a failed file-system call (both paths of a rename or link)."""
+    names = [str(name) for name in (err.filename, err.filename2) if name is not None]
+    reason = err.strerror or str(err) or type(err).__name__
+    return ": ".join([" → ".join(names), reason] if names else [reason])
+
+
+def discard_output(stream: Any) -> None:
+    """Point ``stream``'s descriptor at the null device: its reader left (`| head`), and what
+    is still buffered, flushed at exit, must not end the run with a complaint about the pipe."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, stream.fileno())
+    except (OSError, ValueError):  # a stream with no descriptor (a test's capture): nothing to do
+        pass
+    finally:
+        os.close(null)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from typer.core import TyperGroup
 
+from schematic import errors
 from schematic.errors import TalosSchematicError, UsageError, printable, terminal_safe_output
 from schematic.facts.chart_targets import chart_choices
 
@@ -35,7 +36,6 @@ __all__ = [
     "TextFormat",
     "TextFormatOption",
     "app",
-    "describe_os_error",
     "fail",
     "json_alias",
     "out_directory",
@@ -68,17 +68,14 @@ class _ReportingGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:  # typer's click Context, a private module's name
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader left (`| head -2`): nothing went wrong, so nothing is said.
+            errors.discard_output(sys.stdout)
+            raise typer.Exit(0) from None
         except TalosSchematicError as err:
             raise fail(err) from None
         except OSError as err:
-            raise fail(TalosSchematicError(describe_os_error(err))) from None
-
-
-def describe_os_error(err: OSError) -> str:
-    """``PATH: reason`` for a failed file-system call (both paths of a rename or link)."""
-    names = [str(name) for name in (err.filename, err.filename2) if name is not None]
-    reason = err.strerror or str(err) or type(err).__name__
-    return ": ".join([" → ".join(names), reason] if names else [reason])
+            raise fail(TalosSchematicError(errors.describe_os_error(err))) from None
 
 
 app = typer.Typer(

@@ -25,6 +25,12 @@ def _gpus(document: dict[str, Any]) -> str:
     return ", ".join(f"{gpu['count']}x {gpu['id']}" for gpu in gpus) or "no GPU"
 
 
+def _name_and_aliases(document: dict[str, Any]) -> str:
+    # A pool's `profile` may name either; the README's examples use the short aliases.
+    aliases = document.get("aliases") or []
+    return f"{document['name']} ({', '.join(aliases)})" if aliases else str(document["name"])
+
+
 @app.command(short_help="List the hardware profiles a pool's `profile` may name.")
 def profiles(
     profile_dirs: ProfilesOption = None,
@@ -32,7 +38,8 @@ def profiles(
     as_json: JsonAliasOption = False,
 ) -> None:
     """List the hardware profiles: the shipped ones and those of --profiles directories (which
-    shadow a shipped profile of the same name), with platform, GPUs and description.
+    shadow a shipped profile of the same name), with their aliases (in parentheses; a pool's
+    profile may name either), platform, GPUs and description.
 
     Example: talos-schematic profiles --profiles ./profiles -f json
     """
@@ -45,11 +52,12 @@ def profiles(
     if json_alias(output_format, as_json, TextFormat.text) == TextFormat.json:
         sys.stdout.write(json.dumps(documents, indent=2, ensure_ascii=False) + "\n")
         return
-    width = max((len(document["name"]) for document in documents), default=0)
-    for document in documents:
+    names = [_name_and_aliases(document) for document in documents]
+    width = max(map(len, names), default=0)
+    for name, document in zip(names, documents, strict=True):
         where = f"{document['platform']}-{document['architecture']}"
         sys.stdout.write(
-            f"{document['name']:<{width}}  {where:<14}  {_gpus(document)}"
+            f"{name:<{width}}  {where:<14}  {_gpus(document)}"
             f"  {document.get('description', '')}".rstrip()
             + "\n"
         )
