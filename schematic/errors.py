@@ -170,10 +170,17 @@ class TriageInputError(TalosSchematicError):
 # NUL; ESC, which starts every escape sequence, OSC 52 clipboard writes included; a carriage
 # return that hides the start of a line), DEL, the C1 controls (U+0085 to U+009F; U+009B is a
 # one-byte CSI), and the bidirectional overrides, isolates and marks that make a terminal show
-# text in another order than it is (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# text in another order than it is (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C); and
+# the lone surrogates a file name that is no UTF-8 decodes to (a byte 0x9b becomes U+DC9B),
+# which no UTF-8 stream can write and a C-locale stream would write as that raw byte.
+_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 # The same, tab and line feed included: for a name that must stay on its line.
-_CONTROL_OR_BREAK = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_BREAK = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _escape(found: re.Match[str]) -> str:
@@ -208,6 +215,20 @@ class TerminalSafeStream(io.TextIOBase):
         self.unescaped.write(printable(text))
         return len(text)
 
+    def write_data(self, text: str) -> None:
+        """An artifact (a schematic, values, a manifest): escaped like any text on a terminal,
+        where it is read; written as it is to a pipe or file, where it is the data, so
+        ``> file`` holds what ``--out`` writes. Data no UTF-8 file can hold is refused."""
+        if self.isatty():
+            self.write(text)
+            return
+        if _SURROGATE.search(text):
+            raise TalosSchematicError(
+                "the output holds a character that is no UTF-8 (from a file name that is not "
+                "UTF-8?): it cannot be written as it is; rename the file"
+            )
+        self.unescaped.write(text)
+
     def flush(self) -> None:
         self.unescaped.flush()
 
@@ -224,6 +245,15 @@ class TerminalSafeStream(io.TextIOBase):
     @property
     def errors(self) -> str | None:  # type: ignore[override]
         return getattr(self.unescaped, "errors", None)
+
+
+def write_data(text: str) -> None:
+    """``text``, an artifact, to stdout: as it is, unless stdout is a terminal
+    (:meth:`TerminalSafeStream.write_data`)."""
+    if isinstance(sys.stdout, TerminalSafeStream):
+        sys.stdout.write_data(text)
+    else:
+        sys.stdout.write(text)
 
 
 @contextmanager

@@ -289,7 +289,7 @@ def run_library(call: Callable[[_Asked], Result[Detail]], request: _Asked) -> Re
     except TalosSchematicError as err:
         raise fail(err) from None
     # Text first: what a run tells follows the artifact it tells about, as on a terminal.
-    sys.stdout.write(result.text)
+    write_data(result.text)
     sys.stdout.flush()
     for line in result.messages:
         print(f"talos-schematic: {line}", file=sys.stderr)
