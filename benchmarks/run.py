@@ -21,7 +21,6 @@ BENCHMARKS = (
     "hostile_input",
     "hostile_shapes",
     "triage",
-    "triage_joining",
     "lint",
     "check_diff",
 )

@@ -247,15 +247,6 @@ class TerminalSafeStream(io.TextIOBase):
         return getattr(self.unescaped, "errors", None)
 
 
-def write_data(text: str) -> None:
-    """``text``, an artifact, to stdout: as it is, unless stdout is a terminal
-    (:meth:`TerminalSafeStream.write_data`)."""
-    if isinstance(sys.stdout, TerminalSafeStream):
-        sys.stdout.write_data(text)
-    else:
-        sys.stdout.write(text)
-
-
 @contextmanager
 def terminal_safe_output() -> Iterator[None]:
     """stdout and stderr through :class:`TerminalSafeStream` for the duration."""

@@ -289,7 +289,8 @@ def run_library(call: Callable[[_Asked], Result[Detail]], request: _Asked) -> Re
     except TalosSchematicError as err:
         raise fail(err) from None
     # Text first: what a run tells follows the artifact it tells about, as on a terminal.
-    write_data(result.text)
+    # An artifact: as it is to a pipe or file (TerminalSafeStream.write_data).
+    getattr(sys.stdout, "write_data", sys.stdout.write)(result.text)
     sys.stdout.flush()
     for line in result.messages:
         print(f"talos-schematic: {line}", file=sys.stderr)
