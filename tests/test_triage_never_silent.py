@@ -5,6 +5,8 @@ tests/test_triage_model.py for the exit codes)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from schematic.doctor.triage import triage_paths
@@ -14,6 +16,15 @@ from schematic.doctor.triage.signals import Kind
 
 BUNDLES = Path(__file__).parent / "data" / "triage"
 TS131 = BUNDLES / "ts131-trustd-port-missing"
+
+
+def _triage_exit(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "schematic", "triage", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 def _diagnoses(path: Path) -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
@@ -73,7 +84,19 @@ def test_ts213_an_unknown_fabric_manager_error_is_said_with_what_to_collect() ->
     assert (diagnosis.code, diagnosis.severity) == ("TS213", "warning")
     assert "FABRIC_NODE_CONFIG_FILE has an invalid value" in diagnosis.evidence[0].text
     assert any("logs ext-nvidia-fabricmanager" in c for c in diagnosis.collect)
-    assert report.verdict == "healthy"  # a warning: judged, no error
+    # A warning, since its cause is unknown; but a failing fabric manager is no healthy node.
+    assert report.verdict == "failures"
+
+
+def test_ts213_alone_exits_3_and_a_healthy_bundle_exits_0() -> None:
+    unexplained = _triage_exit(BUNDLES / "paste-fabricmanager-invalid-config-h200")
+    assert unexplained.returncode == 3, unexplained.stderr
+    assert "TS213" in unexplained.stdout
+    healthy = [path for path in sorted(BUNDLES.iterdir()) if path.name.startswith("healthy")]
+    assert healthy
+    for bundle in healthy:
+        result = _triage_exit(bundle)
+        assert (result.returncode, "TS213" in result.stdout) == (0, False), bundle.name
 
 
 def test_unknown_container_cli_error_is_said() -> None:

@@ -77,9 +77,9 @@ def triage(
     Files no reader knows are listed, not errors.
     Diagnoses go to stdout, the summary to stderr.
 
-    Exit status: 3 an error diagnosed; 0 inputs read and no error found; 4 nothing could be
-    judged (no input was read as evidence: an empty folder, only unrecognised files);
-    1 bad input; 2 wrong usage.
+    Exit status: 3 an error diagnosed or an error line unexplained (TS213); 0 inputs read and
+    neither found; 4 nothing could be judged (no input was read as evidence: an empty folder,
+    only unrecognised files); 1 bad input; 2 wrong usage.
 
     Example: talos-schematic triage evidence/
 
@@ -138,7 +138,7 @@ def triage(
     if not report.judged:
         summary += "; nothing could be judged"
     print(f"talos-schematic triage: {summary}", file=sys.stderr)
-    if report.has_errors:
+    if report.has_failures:
         raise typer.Exit(FOUND_ERRORS)
     if not report.judged:
         raise typer.Exit(NOTHING_JUDGED)

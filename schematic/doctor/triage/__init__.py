@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from schematic.doctor.triage.archive import Source, is_zip, node_folders, unpacked
+from schematic.doctor.triage.causes.unknown import UNEXPLAINED_FAILURE
 from schematic.doctor.triage.diagnose import Committed, CommittedPool, Diagnosis, diagnose
 from schematic.doctor.triage.readers import DocumentError, Reading, file_reading, read_evidence
 from schematic.doctor.triage.readers.documents import read_json_chunks
@@ -71,10 +72,17 @@ class TriageReport:
         return any(r.format for r in self.readings)
 
     @property
+    def has_failures(self) -> bool:
+        """An error diagnosed, or an NVIDIA or Talos error line no cause explains: a warning,
+        since its cause is unknown, but never a healthy cluster."""
+        return self.has_errors or any(d.code == UNEXPLAINED_FAILURE for d in self.diagnoses)
+
+    @property
     def verdict(self) -> str:
-        """``failures`` (an error diagnosed), ``healthy`` (judged, no error) or ``not judged``
-        (no input read as evidence), the three states a script tells apart by exit code."""
-        if self.has_errors:
+        """``failures`` (an error diagnosed or an error line unexplained), ``healthy`` (judged,
+        neither) or ``not judged`` (no input read as evidence), the three states a script
+        tells apart by exit code."""
+        if self.has_failures:
             return FAILURES
         return HEALTHY if self.judged else NOT_JUDGED
 

@@ -7,7 +7,10 @@ from schematic.doctor.triage.causes.shown import Finding
 from schematic.doctor.triage.model import ClusterModel
 from schematic.doctor.triage.signals import Kind
 
-__all__ = ["unknown_failures"]
+__all__ = ["UNEXPLAINED_FAILURE", "unknown_failures"]
+
+# An error line no cause explains is a failure still: the verdict counts it as one.
+UNEXPLAINED_FAILURE = "TS213"
 
 # How many of a machine's unknown error lines a finding quotes.
 _QUOTED_LINES = 3
@@ -53,7 +56,7 @@ def unknown_failures(model: ClusterModel) -> list[Finding]:
         collect = [item.format(node=node) for source in sources for item in _COLLECT[source]]
         found.append(
             Finding(
-                "TS213",
+                UNEXPLAINED_FAILURE,
                 machine,
                 [s.evidence for s in lines[:_QUOTED_LINES]],
                 [("", "no failure triage knows matches the line")],
