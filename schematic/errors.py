@@ -21,12 +21,13 @@ message (one line or a few, never a traceback) to stderr and exits with its ``ex
 
 from __future__ import annotations
 
+import difflib
 import enum
 import io
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -45,9 +46,11 @@ __all__ = [
     "TriageInputError",
     "UnknownDeviceError",
     "UsageError",
+    "closest_names",
     "describe_os_error",
     "discard_output",
     "printable",
+    "unknown_name_hint",
 ]
 
 
@@ -281,3 +284,24 @@ def discard_output(stream: Any) -> None:
         pass
     finally:
         os.close(null)
+
+
+def closest_names(word: str, known: Iterable[str], most: int = 3) -> list[str]:
+    """The known names nearest ``word``: difflib's closest, then those holding every run of
+    letters and of digits it has (``rtx6000`` finds ``rtx-pro-6000-blackwell-server``, too far
+    apart for difflib alone)."""
+    by_lowered = {name.lower(): name for name in sorted(set(known))}  # case is no distance
+    lowered = word.lower()
+    close = difflib.get_close_matches(lowered, list(by_lowered), n=most, cutoff=0.6)
+    runs = re.findall(r"[a-z]+|[0-9]+", lowered)
+    holding = [name for name in by_lowered if runs and all(run in name for run in runs)]
+    return [by_lowered[name] for name in dict.fromkeys([*close, *holding])][:most]
+
+
+def unknown_name_hint(word: str, known: Iterable[str], lister: str) -> str:
+    """``; did you mean A, B? (`LISTER` lists them all)``: what follows "no X named W" in a message,
+    instead of every known name."""
+    close = closest_names(word, known)
+    if close:
+        return f"; did you mean {', '.join(close)}? (`{lister}` lists them all)"
+    return f"; `{lister}` lists them"

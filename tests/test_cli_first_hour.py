@@ -13,8 +13,13 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
+from schematic.core.decode import _CLUSTER_FILE_KEYS
+from schematic.errors import closest_names
+from schematic.inputs.cluster_file import CLUSTER_KEYS
 
 register_all_commands()
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
 
 
 # --- a closed pipe --------------------------------------------------------------------------------
@@ -80,3 +85,82 @@ def test_profiles_shows_each_profiles_aliases_beside_its_name(tmp_path: Path) ->
     for document in documents:
         for alias in document.get("aliases") or []:
             assert alias in rows[document["name"]]
+
+
+# --- unknown names: the closest ones, and the command that lists them ----------------------------
+
+
+def test_an_unknown_profile_gets_the_closest_names_not_all_of_them() -> None:
+    # rtx6000 is the example cluster file's pool name, easily typed where a profile belongs.
+    result = run("init", "--pool", "gpu=rtx6000", "--chart", "osimage", "--namespace", "t")
+    assert result.exit_code != 0
+    message = result.stderr.strip()
+    assert message == (
+        "talos-schematic: no hardware profile named 'rtx6000'; did you mean "
+        "kubevirt-rtx-pro-6000-blackwell-server, rtx-pro-6000-blackwell-server? "
+        "(`talos-schematic profiles` lists them all)"
+    )
+    assert "kubevirt-a10" not in message  # not the list of every profile
+
+
+def test_an_unknown_profile_with_nothing_close_names_the_listing_command() -> None:
+    result = run("init", "--pool", "gpu=zzz", "--chart", "osimage", "--namespace", "t")
+    assert result.exit_code != 0
+    assert "did you mean" not in result.stderr
+    assert result.stderr.strip().endswith("'zzz'; `talos-schematic profiles` lists them")
+
+
+@pytest.mark.parametrize(
+    ("typed", "hint"),
+    [
+        ("101", "did you mean TS101?"),
+        ("ts0101", "did you mean TS101, TS001, TS211?"),
+        ("TS999", "`talos-schematic explain --list` lists them"),
+    ],
+)
+def test_an_unknown_lint_code_gets_the_closest_codes(typed: str, hint: str) -> None:
+    result = run("explain", typed)
+    assert result.exit_code == 2
+    said = " ".join(result.stderr.replace("│", " ").split())  # the usage box's wrapping undone
+    assert f"unknown lint code '{typed}'" in said
+    assert hint in said
+    assert "TS201" not in said  # not every code
+
+
+def test_a_known_lint_code_is_explained() -> None:
+    result = run("explain", "TS101")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("TS101")
+
+
+def test_closest_names_are_case_blind_and_find_the_parts_of_a_name() -> None:
+    known = ["kubevirt-rtx-pro-6000-blackwell-server", "kubevirt-l40s", "kubevirt-l4"]
+    assert closest_names("RTX6000", known) == ["kubevirt-rtx-pro-6000-blackwell-server"]
+    assert closest_names("kubevirt-l40", known) == ["kubevirt-l40s", "kubevirt-l4"]
+    assert closest_names("", known) == []
+    assert closest_names("h100", known) == []
+
+
+def test_id_on_a_cluster_file_says_which_command_reads_it() -> None:
+    result = run("id", str(EXAMPLE))
+    assert result.exit_code == 1
+    assert "unknown field 'cluster'" in result.stderr
+    assert "this is a cluster file, not a schematic" in result.stderr
+    assert "`talos-schematic generate CLUSTER -f schematic --pool NAME`" in result.stderr
+    # And that command does print a pool's schematic of it.
+    shown = run("generate", str(EXAMPLE), "-f", "schematic", "--pool", "rtx6000")
+    assert shown.exit_code == 0, shown.stderr
+    assert "customization:" in shown.stdout
+
+
+def test_a_schematic_with_a_stray_key_is_not_called_a_cluster_file(tmp_path: Path) -> None:
+    stray = tmp_path / "schematic.yaml"
+    stray.write_text("customization: {}\nnamespace: x\n")
+    result = run("id", str(stray))
+    assert result.exit_code == 1
+    assert "unknown field 'namespace'" in result.stderr
+    assert "cluster file" not in result.stderr
+
+
+def test_the_cluster_file_keys_a_schematic_reader_knows_are_cluster_file_keys() -> None:
+    assert set(CLUSTER_KEYS) >= _CLUSTER_FILE_KEYS

@@ -274,9 +274,11 @@ def test_user_directories_shadow_shipped_profiles(tmp_path: Path) -> None:
     assert load_profile("kubevirt-l40s").description != "ours"
 
 
-def test_unknown_profile_names_the_known_ones(tmp_path: Path) -> None:
+def test_unknown_profile_names_the_closest_ones(tmp_path: Path) -> None:
     with pytest.raises(
-        ProfileError, match=r"no hardware profile named 'kubevirt-h300'; known: .*kubevirt-h200-sxm"
+        ProfileError,
+        match=r"no hardware profile named 'kubevirt-h300'; did you mean kubevirt-.*\? "
+        r"\(`talos-schematic profiles` lists them all\)$",
     ):
         load_profile("kubevirt-h300")
     with pytest.raises(ProfileError, match="not a directory"):

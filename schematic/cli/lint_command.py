@@ -186,6 +186,7 @@ def explain(
     Example: talos-schematic explain TS101
     """
     from schematic.doctor.lint.findings import RULES
+    from schematic.errors import unknown_name_hint
 
     if list_codes or code is None:
         for known in RULES.values():
@@ -194,7 +195,6 @@ def explain(
     wanted = code.strip().upper()
     if wanted not in RULES:
         # A code that does not exist is a wrong argument, like a misspelt option: exit 2.
-        raise typer.BadParameter(
-            f"unknown lint code {code!r}; known codes: {', '.join(RULES)}", param_hint="CODE"
-        )
+        hint = unknown_name_hint(wanted, RULES, "talos-schematic explain --list")
+        raise typer.BadParameter(f"unknown lint code {code!r}{hint}", param_hint="CODE")
     sys.stdout.write(RULES[wanted].explain())

@@ -480,6 +480,11 @@ class _Decoder:
                     # The usual slip: a customization key written at the top (the factory
                     # refuses the schematic the same way).
                     reason += f"; {name} belongs under customization:"
+                elif not path and name in _CLUSTER_FILE_KEYS:
+                    reason += (
+                        "; this is a cluster file, not a schematic: `talos-schematic generate "
+                        "CLUSTER -f schematic --pool NAME` prints a pool's schematic"
+                    )
                 raise self.fail(key, child, reason)
             out[name] = handler(self, value, child)
         return out
@@ -615,6 +620,10 @@ _OVERLAY_FIELDS: dict[str, _Field] = {
     "name": _Decoder.string,
     "options": _Decoder.options,
 }
+# Keys every cluster file has (a subset of schematic.inputs.cluster_file.CLUSTER_KEYS, a layer
+# above): a schematic reader given a cluster file says which command reads it.
+_CLUSTER_FILE_KEYS = frozenset({"cluster", "pools"})
+
 _CUSTOMIZATION_FIELDS: dict[str, _Field] = {
     "embeddedMachineConfiguration": _Decoder.string,
     "extraKernelArgs": _Decoder.string_list,

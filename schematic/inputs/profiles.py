@@ -8,14 +8,13 @@ the JSON Schema (`talos-schematic schema profile`) comes from :mod:`schematic.in
 
 from __future__ import annotations
 
-import difflib
 import functools
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-from schematic.errors import ProfileError, printable
+from schematic.errors import ProfileError, printable, unknown_name_hint
 from schematic.facts.media import MEDIA_KEYS
 from schematic.inputs.media_options import read_media
 from schematic.inputs.profile_values import (
@@ -241,11 +240,11 @@ def load_profile(name_or_path: str, extra_dirs: Sequence[Path] = ()) -> Hardware
     shipped_aliases = _shipped_aliases()
     if name_or_path in shipped_aliases:
         return shipped_aliases[name_or_path]
-    known = sorted({*user, *user_aliases, *shipped, *shipped_aliases})
-    close = difflib.get_close_matches(name_or_path, known, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    listed = ", ".join(sorted({*user, *shipped}))
-    raise ProfileError(f"no hardware profile named {name_or_path!r}; known: {listed}{hint}")
+    # The closest few, not all 31: a list that long hides the one that was meant.
+    hint = unknown_name_hint(
+        name_or_path, {*user, *user_aliases, *shipped, *shipped_aliases}, "talos-schematic profiles"
+    )
+    raise ProfileError(f"no hardware profile named {name_or_path!r}{hint}")
 
 
 def _aliases(profiles: Iterable[HardwareProfile]) -> dict[str, HardwareProfile]:
