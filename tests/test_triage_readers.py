@@ -574,3 +574,19 @@ def test_a_node_objects_gpu_capacity_is_read_beside_its_allocatable() -> None:
     )
     (node,) = [s for s in read_evidence(text, "node.json").signals if s.kind is Kind.NODE]
     assert (node.get("capacity"), node.get("gpus")) == ("8", "7")
+
+
+def test_a_described_daemonset_is_evidence_at_its_desired_count_line() -> None:
+    # The fixture's source is in its folder's SOURCES.md (kubectl describe daemonset).
+    path = (
+        Path(__file__).parent / "data/triage/paste-device-plugin-describe-ds-zero/describe-ds.txt"
+    )
+    text = path.read_text()
+    (daemonset,) = [
+        s for s in read_evidence(text, "describe-ds.txt").signals if s.kind == Kind.DAEMONSET
+    ]
+    desired = text.splitlines().index("Desired Number of Nodes Scheduled: 0") + 1
+    assert (daemonset.evidence.line, daemonset.evidence.text) == (
+        desired,
+        "Desired Number of Nodes Scheduled: 0",
+    )
