@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -164,3 +165,35 @@ def test_a_schematic_with_a_stray_key_is_not_called_a_cluster_file(tmp_path: Pat
 
 def test_the_cluster_file_keys_a_schematic_reader_knows_are_cluster_file_keys() -> None:
     assert set(CLUSTER_KEYS) >= _CLUSTER_FILE_KEYS
+
+
+# --- gpu says which platform it assumed -----------------------------------------------------------
+
+
+def test_gpu_states_the_platform_it_assumed_in_its_first_line() -> None:
+    assumed = run("gpu", "10de:26b9", "--talos", "v1.13.9")
+    assert assumed.exit_code == 0, assumed.stderr
+    assert assumed.stdout.splitlines()[0] == (
+        "platform: KubeVirt VM, GPUs passed through (assumed; --metal for bare metal)"
+    )
+    metal = run("gpu", "10de:26b9", "--talos", "v1.13.9", "--metal")
+    assert metal.exit_code == 0, metal.stderr
+    assert metal.stdout.splitlines()[0] == "platform: bare metal (--metal)"
+    assert "KubeVirt" not in metal.stdout
+    # JSON and the schematic are documents for tools: no line is added to them.
+    as_json = run("gpu", "10de:26b9", "--talos", "v1.13.9", "--json")
+    assert as_json.exit_code == 0, as_json.stderr
+    assert "platform:" not in as_json.stdout
+    assert json.loads(as_json.stdout)["gpus"]
+
+
+# --- the example's pointers lead somewhere -----------------------------------------------------
+
+
+def test_the_example_cluster_files_see_pointers_name_a_heading_that_exists() -> None:
+    pointers = re.findall(r'See "([^"]+)" in (\S+?)\.?$', EXAMPLE.read_text(), re.MULTILINE)
+    assert pointers, "the example points to no section"
+    for section, document in pointers:
+        text = (EXAMPLE.parents[1] / document).read_text()
+        headings = [line for line in text.splitlines() if line.startswith("#")]
+        assert any(section in heading for heading in headings), (section, document)

@@ -168,8 +168,9 @@ def test_human_output_explains_the_choice() -> None:
     result = run("gpu", "L40S", "L40S", "--talos", "v1.12.6")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert lines[0] == "2x 10de:26b9  NVIDIA L40S  (AD102, Ada Lovelace)"
-    assert lines[1] == "Talos v1.12.6: open kernel modules, tier lts, driver 580.126.20"
+    assert lines[0].startswith("platform: KubeVirt VM")
+    assert lines[1] == "2x 10de:26b9  NVIDIA L40S  (AD102, Ada Lovelace)"
+    assert lines[2] == "Talos v1.12.6: open kernel modules, tier lts, driver 580.126.20"
     assert "  siderolabs/nvidia-open-gpu-kernel-modules-lts" in lines
     assert (
         "kernel modules: nvidia (NVreg_NvLinkDisable=1), nvidia_uvm, nvidia_drm, nvidia_modeset"

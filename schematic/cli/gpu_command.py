@@ -82,8 +82,16 @@ def _no_gpu_json(notes: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def _human(decision: NvidiaDecision, counts: dict[str, int]) -> str:
-    lines = [
+def _human(decision: NvidiaDecision, counts: dict[str, int], *, metal: bool) -> str:
+    # First, as it changes the answer (passthrough, the guest agent, fabric manager) and was
+    # otherwise visible only in the kernel arguments.
+    platform = (
+        "bare metal (--metal)"
+        if metal
+        else "KubeVirt VM, GPUs passed through (assumed; --metal for bare metal)"
+    )
+    lines = [f"platform: {platform}"]
+    lines += [
         f"{counts.get(gpu.id, 1)}x {gpu.id}  {gpu.name}  ({gpu.chip or '?'}, {gpu.architecture})"
         for gpu in decision.gpus
     ]
@@ -238,5 +246,7 @@ def gpu(
     if json_output:
         typer.echo(json.dumps(document, indent=2))
     else:
-        typer.echo(_human(decision, {found.id: count for found, count in resolved.gpus}))
+        typer.echo(
+            _human(decision, {found.id: count for found, count in resolved.gpus}, metal=metal)
+        )
         typer.echo(facts_used)
