@@ -192,6 +192,14 @@ _LONGEST_LINE = 65536
 _TOO_LONG = re.compile(rf"^[^\n]{{{_LONGEST_LINE + 1}}}", re.MULTILINE)
 
 
+def _line_breaks(text: str) -> str:
+    """Lines that end in a carriage return alone (no line feed anywhere: a console saved by a
+    terminal program) as lines: read as one line, such a log was cut at 64 KiB. A carriage
+    return among lines that end in line feeds is a terminal's overwrite, left to the paste
+    cleaner."""
+    return text.replace("\r", "\n") if "\n" not in text and "\r" in text else text
+
+
 def _cut_long_lines(text: str) -> str:
     if len(text) <= _LONGEST_LINE or not _TOO_LONG.search(text):
         return text
@@ -229,7 +237,7 @@ def _read(file: str, max_json_size: int) -> Reading:
         where = f"{file}:{err.line}" if err.line else file
         raise TriageInputError(f"{where}: {err}") from None
     try:
-        reading = read_evidence(_cut_long_lines(text), file)
+        reading = read_evidence(_cut_long_lines(_line_breaks(text)), file)
     except DocumentError as err:
         if json_problem and not err.fatal:
             return Reading(file, "", (), json_problem)
