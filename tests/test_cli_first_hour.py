@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
@@ -197,3 +198,44 @@ def test_the_example_cluster_files_see_pointers_name_a_heading_that_exists() -> 
         text = (EXAMPLE.parents[1] / document).read_text()
         headings = [line for line in text.splitlines() if line.startswith("#")]
         assert any(section in heading for heading in headings), (section, document)
+
+
+# --- init: every missing answer at once, and no KubeVirt keys on bare metal ---------------------
+
+
+def _said(result: Result) -> str:
+    return " ".join(result.stderr.replace("│", " ").split())  # the usage box's wrapping undone
+
+
+def test_init_names_every_missing_answer_in_one_run(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    refused = run("init", str(path), "--pool", "gpu=l40s")
+    assert refused.exit_code == 2
+    said = _said(refused)
+    assert "--chart / --namespace" in said
+    assert "give --chart TARGET" in said and "and --namespace tenant-NAME" in said
+    assert not path.exists()
+    # One given: only the other is asked for.
+    chart_given = _said(run("init", "--pool", "gpu=l40s", "--chart", "osimage"))
+    assert "give --namespace tenant-NAME" in chart_given and "--chart TARGET" not in chart_given
+    namespace_given = _said(run("init", "--pool", "gpu=l40s", "--namespace", "tenant-ml"))
+    assert "give --chart TARGET" in namespace_given
+    assert "--namespace tenant-NAME" not in namespace_given
+
+
+def test_init_writes_replica_bounds_only_for_kubevirt_pools(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    args = ["--pool", "gpu=l40s", "--pool", "hgx=metal-hgx-b200-8x", "--pool", "cpu=metal-amd"]
+    written = run("init", str(path), "--chart", "osimage", "--namespace", "tenant-ml", *args)
+    assert written.exit_code == 0, written.stderr
+    pools = {pool["name"]: pool for pool in yaml.safe_load(path.read_text())["pools"]}
+    assert (pools["gpu"]["minReplicas"], pools["gpu"]["maxReplicas"]) == (0, 2)
+    for metal in ("hgx", "cpu"):
+        assert "minReplicas" not in pools[metal] and "maxReplicas" not in pools[metal]
+    # generate accepts it as written.
+    generated = run("generate", str(path), "--out", str(tmp_path / "out"))
+    assert generated.exit_code == 0, generated.stderr
+    # Bare metal alone: nothing Cozystack is asked, and no replica key is written.
+    alone = run("init", "--pool", "gpu=metal-hgx-b200-8x")
+    assert alone.exit_code == 0, alone.stderr
+    assert "Replicas" not in alone.stdout

@@ -14,6 +14,9 @@ __all__ = ["pool_entries"]
 # The keys of a detected profile a pool's inline `hardware:` carries (its name and description
 # become the pool's name and comment).
 _HARDWARE_KEYS = ("platform", "architecture", "cpuVendor", "gpus", "nvswitch", "extensions")
+# A Cozystack tenant (KubeVirt) pool's autoscaling range, written to start from; other pools'
+# nodes join by their machine config and boot media, where these keys mean nothing.
+_TENANT_REPLICAS = {"minReplicas": 0, "maxReplicas": 2}
 
 
 def pool_entries(pools: Sequence[str], dump: Path | None) -> list[tuple[str, dict[str, Any]]]:
@@ -26,7 +29,8 @@ def pool_entries(pools: Sequence[str], dump: Path | None) -> list[tuple[str, dic
         if not sep or not name or not profile:
             raise UsageError(f"{given!r} is not NAME=PROFILE", "--pool")
         found = load_profile(profile)
-        entries.append((found.description or found.name, {"name": name, "profile": profile}))
+        pool = {"name": name, "profile": profile} | _replicas(found.platform)
+        entries.append((found.description or found.name, pool))
     if dump is not None:
         from schematic.doctor.detect import detect
         from schematic.errors import DetectError
@@ -45,7 +49,11 @@ def pool_entries(pools: Sequence[str], dump: Path | None) -> list[tuple[str, dic
             }
             name = "gpu" if hardware.get("gpus") else "workers"
             entries.append(
-                (detected.get("description", ""), {"name": f"{name}-{index}", "hardware": hardware})
+                (
+                    detected.get("description", ""),
+                    {"name": f"{name}-{index}", "hardware": hardware}
+                    | _replicas(hardware.get("platform")),
+                )
             )
     if not entries:
         entries.append(
@@ -53,7 +61,7 @@ def pool_entries(pools: Sequence[str], dump: Path | None) -> list[tuple[str, dic
                 "No GPU: Cozystack's default extension set, no NVIDIA extension, no kernel "
                 "modules. A GPU pool names a profile with GPUs (talos-schematic profiles), e.g.\n"
                 "  - name: gpu\n    profile: rtx-pro-6000-blackwell-server",
-                {"name": "workers", "profile": "kubevirt-cpu"},
+                {"name": "workers", "profile": "kubevirt-cpu"} | _TENANT_REPLICAS,
             )
         )
     names = [pool["name"] for _, pool in entries]
@@ -61,3 +69,7 @@ def pool_entries(pools: Sequence[str], dump: Path | None) -> list[tuple[str, dic
     if duplicates:
         raise UsageError(f"pool names repeat: {', '.join(duplicates)}", "--pool")
     return entries
+
+
+def _replicas(platform: object) -> dict[str, int]:
+    return dict(_TENANT_REPLICAS) if platform == "kubevirt" else {}

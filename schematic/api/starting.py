@@ -54,19 +54,25 @@ def init(request: InitRequest) -> Result[ClusterPlan]:
     base_dir = Path.cwd() if file is None else file.parent
     plan = plan_cluster(parse_cluster(text, source), source=source, base_dir=base_dir)
     tenants = ", ".join(pool.name for pool in plan.pools if pool.tenant_pool)
-    if chart is None and tenants:
-        # The release decides which keys the chart reads; a guessed one fails silently.
+    # Both asked at once, so one run says everything missing. The release decides which keys
+    # the chart reads (a guessed one fails silently); every KubernetesNodes object carries the
+    # namespace, and the tenant's name is not known here.
+    missing = {
+        "--chart": f"--chart TARGET (the Cozystack release the values are for, one of: "
+        f"{chart_choices()})",
+        "--namespace": "--namespace tenant-NAME (the tenant's namespace in the management "
+        "cluster, where its objects live)",
+    }
+    asked = [
+        option
+        for option, value in (("--chart", chart), ("--namespace", namespace))
+        if value is None
+    ]
+    if tenants and asked:
         raise UsageError(
-            f"name the Cozystack release the values are for (pools {tenants} are Cozystack "
-            f"tenant pools): --chart TARGET, one of: {chart_choices()}",
-            "--chart",
-        )
-    if namespace is None and tenants:
-        # Every KubernetesNodes object carries it; the tenant's name is not known here.
-        raise UsageError(
-            f"name the tenant's namespace in the management cluster (pools {tenants} are "
-            "Cozystack tenant pools, whose objects live there): --namespace tenant-NAME",
-            "--namespace",
+            f"pools {tenants} are Cozystack tenant pools; give "
+            + " and ".join(missing[option] for option in asked),
+            " / ".join(asked),
         )
     if tenants:
         _check_fits_chart(plan, chart)

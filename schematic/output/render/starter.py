@@ -68,5 +68,5 @@ def cluster_text(
     for comment, pool in entries:
         if comment:
             parts.append(_comment(comment, "  "))
-        parts.append(_indented(yamltext.dump([pool | {"minReplicas": 0, "maxReplicas": 2}])))
+        parts.append(_indented(yamltext.dump([pool])))
     return "".join(parts)
