@@ -215,8 +215,16 @@ class TerminalSafeStream(io.TextIOBase):
         self.unescaped = stream
 
     def write(self, text: str) -> int:
-        self.unescaped.write(printable(text))
+        self._write_through(printable(text))
         return len(text)
+
+    def _write_through(self, text: str) -> None:
+        # The reader left (`| head -2`): the rest goes nowhere, quietly, and the command
+        # runs on to its own exit status, so `lint ... | head` still exits 3 on an error.
+        try:
+            self.unescaped.write(text)
+        except BrokenPipeError:
+            discard_output(self.unescaped)
 
     def write_data(self, text: str) -> None:
         """An artifact (a schematic, values, a manifest): escaped like any text on a terminal,
@@ -230,10 +238,13 @@ class TerminalSafeStream(io.TextIOBase):
                 "the output holds a character that is no UTF-8 (from a file name that is not "
                 "UTF-8?): it cannot be written as it is; rename the file"
             )
-        self.unescaped.write(text)
+        self._write_through(text)
 
     def flush(self) -> None:
-        self.unescaped.flush()
+        try:
+            self.unescaped.flush()
+        except BrokenPipeError:
+            discard_output(self.unescaped)
 
     def isatty(self) -> bool:
         return bool(self.unescaped.isatty())

@@ -27,14 +27,13 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
 # --- a closed pipe --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [["profiles"], ["explain", "--list"]])
-def test_a_reader_that_left_ends_the_run_quietly(args: list[str]) -> None:
+def _into_a_closed_pipe(args: list[str]) -> subprocess.CompletedProcess[str]:
     # `talos-schematic profiles | head -2`, with `head` gone before the first write, so the
     # write meets the closed pipe every time (a live `head` races the writer).
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        done = subprocess.run(
+        return subprocess.run(
             [sys.executable, "-m", "schematic", *args],
             stdout=write_end,
             stderr=subprocess.PIPE,
@@ -44,8 +43,21 @@ def test_a_reader_that_left_ends_the_run_quietly(args: list[str]) -> None:
         )
     finally:
         os.close(write_end)
+
+
+@pytest.mark.parametrize("args", [["profiles"], ["explain", "--list"]])
+def test_a_reader_that_left_ends_the_run_quietly(args: list[str]) -> None:
+    done = _into_a_closed_pipe(args)
     assert done.returncode == 0
     assert done.stderr == ""
+
+
+def test_a_reader_that_left_keeps_the_verdict() -> None:
+    # `triage evidence/ | head` in CI: the failure it found is still exit 3, not a quiet 0.
+    bundle = Path(__file__).parent / "data" / "triage" / "paste-fabricmanager-invalid-config-h200"
+    done = _into_a_closed_pipe(["triage", str(bundle)])
+    assert done.returncode == 3
+    assert "pipe" not in done.stderr.lower()
 
 
 def test_a_reader_that_stays_reads_everything() -> None:
