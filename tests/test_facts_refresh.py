@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import pty
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -252,3 +255,44 @@ def test_extensions_lists_a_new_release_from_the_facts_file(factory: str, tmp_pa
     (tmp_path / "elsewhere").mkdir()
     code, _, err = run("extensions", "--talos", "v1.15.0", cwd=tmp_path / "elsewhere")
     assert code == 1 and "talos-schematic facts refresh" in err
+
+
+def _refresh_with_stderr(factory: str, out: Path, stderr: int) -> int:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TALOS_SCHEMATIC_FACTORY_")}
+    command = [sys.executable, "-m", "schematic", "facts", "refresh"]
+    return subprocess.run(
+        [*command, "--factory", factory, "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        env=env,
+        timeout=120,
+        check=False,
+    ).returncode
+
+
+def test_the_progress_line_shows_on_a_terminal_and_nowhere_else(
+    factory: str, tmp_path: Path
+) -> None:
+    leader, follower = pty.openpty()
+    try:
+        code = _refresh_with_stderr(factory, tmp_path / "tty.yaml", follower)
+        os.close(follower)
+        shown = b""
+        while chunk := _read_or_end(leader):
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert code == 0, shown
+    # One line that overwrites itself as releases arrive, ending at the whole count.
+    assert b"\rreading releases: 3/3\r\n" in shown
+    piped = tmp_path / "piped.err"
+    with piped.open("wb") as err:
+        assert _refresh_with_stderr(factory, tmp_path / "pipe.yaml", err.fileno()) == 0
+    assert b"reading releases" not in piped.read_bytes()
+
+
+def _read_or_end(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # the terminal's other side closed: everything was read
+        return b""
