@@ -15,6 +15,7 @@ import pytest
 
 from schematic.doctor.lint import lint_paths
 from schematic.doctor.lint.findings import Finding
+from schematic.facts.chart_targets import chart_target
 
 HEAD = """\
 clusterName: home-cluster
@@ -329,3 +330,16 @@ def test_a_finding_on_a_nodes_modules_points_at_its_kernel_modules(
     text = HEAD.format(talos=talos) + node("gpu1", LTS, modules)
     (finding,) = [f for f in lint(tmp_path, text) if f.code == code]
     assert finding.line == text.splitlines().index("    kernelModules:") + 1
+
+
+@pytest.mark.parametrize("chart_name", ["v1.6", "pr3571"])
+def test_a_talhelper_node_is_told_its_own_fix_whatever_the_chart(
+    tmp_path: Path, chart_name: str
+) -> None:
+    # A Cozystack chart in the lint run makes no talhelper node a chart's pool: its modules
+    # load from its own config, so the fix names the machine config, never the chart.
+    (tmp_path / "talconfig.yaml").write_text(HEAD.format(talos="v1.13.0") + node("gpu1", LTS))
+    findings = lint_paths([str(tmp_path / "talconfig.yaml")], chart=chart_target(chart_name))
+    (ts123,) = [f for f in findings.findings if f.code == "TS123"]
+    assert "chart" not in (ts123.fix or "")
+    assert "nvidia" in (ts123.fix or "")

@@ -510,7 +510,11 @@ class _PoolCheck:
         if modules is None or not gpu_pool or not has_kmods:
             return
         if "nvidia" not in modules.names:
-            chart = self.ctx.chart
+            # The chart's word is for a pool the chart makes (its values or its rendered
+            # objects); a talhelper, topf, Omni or Terraform node loads what its own config says.
+            chart = (
+                self.ctx.chart if self.pool.value_keys is not None or self.pool.rendered else None
+            )
             fix = None
             if chart is not None and chart.nvidia_modules_by_default:
                 fix = "leave kernelModules unset (the chart loads the NVIDIA set) or list them"
