@@ -246,7 +246,46 @@ def test_ts220_a_healthy_node_at_96_percent_gets_the_page_cache_note_and_no_erro
         ["tenant-c-md0-4hx8d"],
     )
     assert "MemAvailable never fell below 5.7 GiB" in note["ruledOut"][0]
+    # The share is of the machine's MemTotal (33,419,505,664 bytes), not of what was available.
+    assert "(18% of 31.1 GiB)" in note["ruledOut"][0]
     assert any("96%" in e["text"] for e in note["evidence"])
+
+
+def test_ts220_without_memtotal_claims_no_share_of_the_machine(tmp_path: Path) -> None:
+    # Without node_memory_MemTotal_bytes the machine's size is unknown: MemAvailable's own
+    # highest value is no stand-in for it.
+    for file in (BUNDLES / "healthy-memory-96").iterdir():
+        if file.name != "node_memory_MemTotal_bytes.json":
+            (tmp_path / file.name).write_bytes(file.read_bytes())
+    code, out, _ = run("triage", "-f", "json", str(tmp_path))
+    assert code == 0
+    (note,) = json.loads(out)["diagnoses"]
+    assert note["code"] == "TS220"
+    assert "MemAvailable never fell below 5.7 GiB over the window;" in note["ruledOut"][0]
+    assert " of " not in note["ruledOut"][0].split("GiB", 1)[1].split(";")[0]
+
+
+def test_ts221_available_memory_under_5_percent_of_memtotal_is_no_page_cache(
+    tmp_path: Path,
+) -> None:
+    # MemAvailable scaled so its low is 1.2 GiB: above the 1 GiB floor used when the size is
+    # unknown, below 5 % of the machine's 31.1 GiB MemTotal (1.56 GiB): short of memory (a
+    # warning), no page-cache note.
+    source = BUNDLES / "healthy-memory-96"
+    for file in source.iterdir():
+        (tmp_path / file.name).write_bytes(file.read_bytes())
+    available = tmp_path / "node_memory_MemAvailable_bytes.json"
+    answer = json.loads(available.read_text())
+    (series,) = [
+        s for s in answer["data"]["result"] if s["metric"]["instance"] == "10.244.11.5:9100"
+    ]
+    low = min(float(value) for _, value in series["values"])
+    scale = 1.2 * (1 << 30) / low
+    series["values"] = [[at, str(int(float(value) * scale))] for at, value in series["values"]]
+    available.write_text(json.dumps(answer))
+    _, out, _ = run("triage", "-f", "json", str(tmp_path))
+    (diagnosis,) = json.loads(out)["diagnoses"]
+    assert (diagnosis["code"], diagnosis["nodes"]) == ("TS221", ["tenant-c-md0-4hx8d"])
 
 
 def test_ts221_real_oom_kills_are_not_called_page_cache(tmp_path: Path) -> None:
