@@ -1064,3 +1064,18 @@ def test_a_silent_driver_on_a_node_shown_without_an_nvidia_gpu_is_no_ts123(
     ):
         (tmp_path / name).write_text((BUNDLES / bundle / name).read_text())
     assert "TS123" not in [d.code for d in triage_paths([str(tmp_path)]).diagnoses]
+
+
+def test_ts140_quotes_three_plugin_logs_however_many_show_the_strategy(tmp_path: Path) -> None:
+    # Five device-plugin logs without a CDI strategy: the finding quotes the first three (the
+    # rest say the same) and is one finding, not five.
+    log = (BUNDLES / "ts140-device-plugin-env-override" / "device-plugin.log").read_bytes()
+    for number in range(1, 6):
+        (tmp_path / f"device-plugin-{number}.log").write_bytes(log)
+    (ts140,) = [d for d in triage_paths([str(tmp_path)]).diagnoses if d.code == "TS140"]
+    quoted = [e.file for e in ts140.evidence]
+    assert [Path(file).name for file in quoted] == [
+        "device-plugin-1.log",
+        "device-plugin-2.log",
+        "device-plugin-3.log",
+    ]
