@@ -7,8 +7,8 @@ BIN := $(VENV)/bin
 SHARED ?= ../shared
 TOOLS := $(VENV)/tools
 
-.PHONY: help example test tools lint bench docs mutation mutation-map mutation-sample mutation-draw \
-	clean
+.PHONY: help example test tools lint bench dist docs mutation mutation-map mutation-sample \
+	mutation-draw clean
 
 ## help: list these targets (the first, so a bare `make` prints them)
 help:
@@ -107,6 +107,11 @@ mutation-sample: $(MUTATION_MAP)
 ## mutation-draw: draw a new sample: PER_AREA mutants of each pipeline area, seeded by SEED
 mutation-draw: $(VENV)/.mutation-tools
 	$(MUTATION) draw --seed $(SEED) --per-area $(PER_AREA)
+
+## dist: build the wheel and the sdist into dist/ (what a CI image installs: pip install dist/*.whl)
+dist: $(VENV)/.dev-tools
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
 
 ## docs: build the documentation site into site/ (a broken link or page fails the build)
 docs: $(VENV)/.docs-tools
