@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -156,6 +157,29 @@ def test_shell_completion_scripts_as_documented(shell: str) -> None:
     ).stdout
     assert "_TALOS_SCHEMATIC_COMPLETE" in script
     assert f"source_{shell}" in (ROOT_DIR / "docs" / "commands.md").read_text()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_show_completion_prints_a_script_bash_loads() -> None:
+    """docs/commands.md: `talos-schematic --show-completion` prints the script."""
+    env = dict(os.environ, _TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION="1")
+    shown = subprocess.run(
+        [sys.executable, "-m", "schematic", "--show-completion", "bash"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "_TALOS_SCHEMATIC_COMPLETE=complete_bash" in shown.stdout
+    # bash itself reads the script: it registers a completion function for the command.
+    loaded = subprocess.run(
+        ["bash", "-c", f"{shown.stdout}\ncomplete -p talos-schematic"],
+        capture_output=True,
+        text=True,
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip().endswith("-F _talos_schematic_completion talos-schematic")
+    assert "--install-completion" in run("--help").stdout
 
 
 def test_shell_completion_completes_commands_and_choices() -> None:

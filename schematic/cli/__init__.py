@@ -46,9 +46,6 @@ _COMMAND_MODULES = {
     "init": "init_command",
     "facts": "facts_command",
 }
-# The environment variable a shell's completion script sets (docs/commands.md shows the
-# scripts): click's name for it, from the program name.
-COMPLETE_VARIABLE = "_TALOS_SCHEMATIC_COMPLETE"
 
 
 def _register_commands(names: Sequence[str] = ()) -> None:
@@ -76,12 +73,6 @@ def main() -> None:
     if "--help" in sys.argv[1:] and command is None:
         wanted = []
     _register_commands(wanted)
-    if COMPLETE_VARIABLE in os.environ:
-        # Typer registers its completion scripts only with add_completion, which would put
-        # --install-completion in every help; the documented variable asks for them instead.
-        from typer._completion_classes import completion_init
-
-        completion_init()
     try:
         # Named, so `python -m schematic` completes and prints usage as the installed tool.
         app(prog_name="talos-schematic")

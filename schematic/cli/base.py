@@ -88,7 +88,9 @@ app = typer.Typer(
         "Offline unless a command or option asks the Image Factory. " + CREDENTIALS_HELP
     ),
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion and --show-completion; the scripts call back through
+    # _TALOS_SCHEMATIC_COMPLETE, which docs/commands.md shows as well.
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
