@@ -30,7 +30,13 @@ from schematic.cli.base import (
     out_directory,
     run_library,
 )
-from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
+from schematic.cli.options import (
+    AssumeDriversOption,
+    FactsOption,
+    QuietOption,
+    deciding_by_facts,
+    quieted,
+)
 from schematic.errors import TalosSchematicError, printable
 
 if TYPE_CHECKING:
@@ -152,6 +158,7 @@ def check(
     facts: FactsOption = None,
     assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
     missing or is extra (the GitOps drift gate).
@@ -163,51 +170,52 @@ def check(
 
     Example: talos-schematic check cluster.yaml --out deploy/mycluster --diff
     """
-    from schematic.api import Request
+    with quieted(quiet):
+        from schematic.api import Request
 
-    report_format = json_alias(report_format, as_json, CheckReport.text)
-    directory = out_directory(out)
-    assert directory is not None
-    request = Request(
-        cluster_file,
-        out=directory,
-        pools=tuple(pool or ()),
-        chart=chart,
-        layout=None if layout is None else layout.value,
-        allow_ignored_keys=allow_ignored_keys,
-        profiles=tuple(profiles or ()),
-        live_catalogue=live_catalogue,
-        factory=factory,
-    )
-    from schematic import api
+        report_format = json_alias(report_format, as_json, CheckReport.text)
+        directory = out_directory(out)
+        assert directory is not None
+        request = Request(
+            cluster_file,
+            out=directory,
+            pools=tuple(pool or ()),
+            chart=chart,
+            layout=None if layout is None else layout.value,
+            allow_ignored_keys=allow_ignored_keys,
+            profiles=tuple(profiles or ()),
+            live_catalogue=live_catalogue,
+            factory=factory,
+        )
+        from schematic import api
 
-    with deciding_by_facts(facts, assume_drivers_of, cluster_file.parent) as facts_used:
-        result = run_library(api.check, request)
-    drift = result.detail
-    try:
-        from schematic.output.drift import drift_diff, drift_json
+        with deciding_by_facts(facts, assume_drivers_of, cluster_file.parent) as facts_used:
+            result = run_library(api.check, request)
+        drift = result.detail
+        try:
+            from schematic.output.drift import drift_diff, drift_json
 
-        diff = None
-        if show_diff:
-            diff = drift_diff(directory, result.files, drift, index=diff_index) if drift else ""
-        if report_format == CheckReport.json:
-            sys.stdout.write(
-                drift_json(drift, directory=directory, cluster_file=cluster_file, diff=diff)
-            )
-        elif diff:
-            sys.stdout.write(diff)
-    except TalosSchematicError as err:
-        raise fail(err) from None
-    print(f"talos-schematic: {facts_used}", file=sys.stderr)
-    if not drift:
-        print(f"{_name(out)}: up to date with {_name(cluster_file)}", file=sys.stderr)
-        return
-    print(f"{_name(out)}: out of date with {_name(cluster_file)}:", file=sys.stderr)
-    for line in drift.lines():
-        print(f"  {line}", file=sys.stderr)
-    hint = _regenerate_hint(result, cluster_file, out, {"max_input_size": max_input_size})
-    print(hint, file=sys.stderr)
-    raise typer.Exit(3)
+            diff = None
+            if show_diff:
+                diff = drift_diff(directory, result.files, drift, index=diff_index) if drift else ""
+            if report_format == CheckReport.json:
+                sys.stdout.write(
+                    drift_json(drift, directory=directory, cluster_file=cluster_file, diff=diff)
+                )
+            elif diff:
+                sys.stdout.write(diff)
+        except TalosSchematicError as err:
+            raise fail(err) from None
+        print(f"talos-schematic: {facts_used}", file=sys.stderr)
+        if not drift:
+            print(f"{_name(out)}: up to date with {_name(cluster_file)}", file=sys.stderr)
+            return
+        print(f"{_name(out)}: out of date with {_name(cluster_file)}:", file=sys.stderr)
+        for line in drift.lines():
+            print(f"  {line}", file=sys.stderr)
+        hint = _regenerate_hint(result, cluster_file, out, {"max_input_size": max_input_size})
+        print(hint, file=sys.stderr)
+        raise typer.Exit(3)
 
 
 def _name(path: object) -> str:

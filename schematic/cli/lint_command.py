@@ -9,7 +9,13 @@ from typing import Annotated
 import typer
 
 from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
-from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
+from schematic.cli.options import (
+    AssumeDriversOption,
+    FactsOption,
+    QuietOption,
+    deciding_by_facts,
+    quieted,
+)
 from schematic.errors import TalosSchematicError
 from schematic.facts.chart_targets import chart_choices
 
@@ -127,6 +133,7 @@ def lint(
     facts: FactsOption = None,
     assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error (or on
     what --fail-on names).
@@ -141,35 +148,38 @@ def lint(
 
     Example, in CI: talos-schematic lint clusters/ --fail-on warning --ignore TS001
     """
-    from schematic.api import LintRequest
-    from schematic.api import lint as run_lint
-    from schematic.doctor.lint.formats import FORMATS, render
+    with quieted(quiet):
+        from schematic.api import LintRequest
+        from schematic.api import lint as run_lint
+        from schematic.doctor.lint.formats import FORMATS, render
 
-    output_format = json_alias(output_format, as_json, "text")
-    if output_format not in FORMATS:
-        raise typer.BadParameter(
-            f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
+        output_format = json_alias(output_format, as_json, "text")
+        if output_format not in FORMATS:
+            raise typer.BadParameter(
+                f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
+            )
+        request = LintRequest(
+            paths=tuple(paths or ()),
+            talos=talos,
+            hardware=hardware,
+            cozystack=cozystack,
+            chart=chart,
+            config_patches=tuple(config_patches or ()),
+            factory=factory,
+            ignore=tuple(
+                code.strip().upper() for given in ignore or () for code in given.split(",")
+            ),
+            fail_on=fail_on.value,
         )
-    request = LintRequest(
-        paths=tuple(paths or ()),
-        talos=talos,
-        hardware=hardware,
-        cozystack=cozystack,
-        chart=chart,
-        config_patches=tuple(config_patches or ()),
-        factory=factory,
-        ignore=tuple(code.strip().upper() for given in ignore or () for code in given.split(",")),
-        fail_on=fail_on.value,
-    )
-    try:
-        with deciding_by_facts(facts, assume_drivers_of) as facts_used:
-            result = run_lint(request)
-    except TalosSchematicError as err:
-        raise fail(err) from None
-    sys.stdout.write(render(result.detail, output_format))
-    print(f"talos-schematic lint: {result.detail.summary()}; {facts_used}", file=sys.stderr)
-    if result.status:
-        raise typer.Exit(FOUND_ERRORS)
+        try:
+            with deciding_by_facts(facts, assume_drivers_of) as facts_used:
+                result = run_lint(request)
+        except TalosSchematicError as err:
+            raise fail(err) from None
+        sys.stdout.write(render(result.detail, output_format))
+        print(f"talos-schematic lint: {result.detail.summary()}; {facts_used}", file=sys.stderr)
+        if result.status:
+            raise typer.Exit(FOUND_ERRORS)
 
 
 @app.command(short_help="Explain a lint finding: what you see, why, how to confirm and fix it.")

@@ -9,13 +9,26 @@ plans a release neither knows with another release's NVIDIA drivers, said in the
 from __future__ import annotations
 
 import contextlib
+import io
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-__all__ = ["AssumeDriversOption", "FactoryOption", "FactsOption", "deciding_by_facts"]
+__all__ = [
+    "AssumeDriversOption",
+    "FactoryOption",
+    "FactsOption",
+    "QuietOption",
+    "deciding_by_facts",
+    "quieted",
+]
+
+# The exits that are a command's verdict, not an error that stopped it: 0 passed, 3 found
+# errors (lint, check, triage), 4 nothing could be judged (triage).
+VERDICT_EXITS = frozenset({0, 3, 4})
 
 FactoryOption = Annotated[
     str | None,
@@ -50,6 +63,39 @@ AssumeDriversOption = Annotated[
         "tables know, use this release's drivers (said in the output) instead of refusing.",
     ),
 ]
+
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Print nothing; the exit code alone is the verdict. An error that stops the run "
+        "(exit 1 or 2) is still printed.",
+    ),
+]
+
+
+@contextlib.contextmanager
+def quieted(quiet: bool) -> Iterator[None]:
+    """With --quiet, hold back what the block prints. What it said on stderr is printed after
+    all when it ends in an error rather than a verdict, so a script still learns why."""
+    if not quiet:
+        yield
+        return
+    shown_out, shown_err = sys.stdout, sys.stderr
+    held = io.StringIO()
+    sys.stdout, sys.stderr = io.StringIO(), held
+    try:
+        yield
+    except typer.Exit as done:
+        if done.exit_code not in VERDICT_EXITS:
+            shown_err.write(held.getvalue())
+        raise
+    except BaseException:
+        shown_err.write(held.getvalue())
+        raise
+    finally:
+        sys.stdout, sys.stderr = shown_out, shown_err
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
+from schematic.cli.options import QuietOption, quieted
 from schematic.errors import TalosSchematicError, printable
 
 # Exit status when an error is diagnosed (shared with lint / check / verify / detect).
@@ -68,6 +69,7 @@ def triage(
         ),
     ] = None,
     max_input_size: MaxInputSizeOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Name the failure from what a broken cluster shows; exit 3 when an error is diagnosed.
 
@@ -93,55 +95,56 @@ def triage(
     JSON answers (kubectl get -o json, Prometheus) are read as they stream, up to 256 MiB;
     every other file up to 16 MiB; --max-input-size sets one limit for both.
     """
-    if commands:
-        from schematic.doctor.triage.commands import CommandValueError, collection_commands
+    with quieted(quiet):
+        if commands:
+            from schematic.doctor.triage.commands import CommandValueError, collection_commands
 
+            try:
+                script = collection_commands(cluster=cluster, namespace=namespace, node=node)
+            except CommandValueError as err:
+                raise typer.BadParameter(str(err), param_hint=err.option) from None
+            sys.stdout.write(script)
+            return
+        from schematic.doctor.triage import triage_paths
+        from schematic.doctor.triage.formats import FORMATS, render
+
+        output_format = json_alias(output_format, as_json, "text")
+        if output_format not in FORMATS:
+            raise typer.BadParameter(
+                f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
+            )
+        if not paths:
+            raise typer.BadParameter("give at least one file or directory", param_hint="PATH...")
         try:
-            script = collection_commands(cluster=cluster, namespace=namespace, node=node)
-        except CommandValueError as err:
-            raise typer.BadParameter(str(err), param_hint=err.option) from None
-        sys.stdout.write(script)
-        return
-    from schematic.doctor.triage import triage_paths
-    from schematic.doctor.triage.formats import FORMATS, render
+            from schematic.safe_yaml import max_input_size as current_limit
 
-    output_format = json_alias(output_format, as_json, "text")
-    if output_format not in FORMATS:
-        raise typer.BadParameter(
-            f"{output_format!r} is not one of {', '.join(FORMATS)}", param_hint="--format"
+            # Given, the limit holds for every file; left out, JSON streams up to its own default.
+            json_limit = current_limit() if max_input_size else None
+            report = triage_paths(paths, max_json_size=json_limit, against=against)
+        except TalosSchematicError as err:
+            raise fail(err) from None
+        sys.stdout.write(render(report, output_format))
+        errors = sum(1 for d in report.diagnoses if d.severity == "error")
+        read = len(report.readings) - len(report.unrecognised)
+        summary = (
+            f"{_count(len(report.diagnoses), 'diagnosis', 'diagnoses')} "
+            f"({_count(errors, 'error', 'errors')}) from {_count(read, 'file', 'files')}"
         )
-    if not paths:
-        raise typer.BadParameter("give at least one file or directory", param_hint="PATH...")
-    try:
-        from schematic.safe_yaml import max_input_size as current_limit
-
-        # Given, the limit holds for every file; left out, JSON streams up to its own default.
-        json_limit = current_limit() if max_input_size else None
-        report = triage_paths(paths, max_json_size=json_limit, against=against)
-    except TalosSchematicError as err:
-        raise fail(err) from None
-    sys.stdout.write(render(report, output_format))
-    errors = sum(1 for d in report.diagnoses if d.severity == "error")
-    read = len(report.readings) - len(report.unrecognised)
-    summary = (
-        f"{_count(len(report.diagnoses), 'diagnosis', 'diagnoses')} "
-        f"({_count(errors, 'error', 'errors')}) from {_count(read, 'file', 'files')}"
-    )
-    if report.read_in_part:
-        names = ", ".join(printable(r.file, one_line=True) for r in report.read_in_part[:5])
-        more = "…" if len(report.read_in_part) > 5 else ""
-        summary += f"; {len(report.read_in_part)} read in part: {names}{more}"
-    if report.unrecognised:
-        names = ", ".join(printable(r.file, one_line=True) for r in report.unrecognised[:5])
-        more = "…" if len(report.unrecognised) > 5 else ""
-        summary += f"; {len(report.unrecognised)} unrecognised: {names}{more}"
-    if not report.judged:
-        summary += "; nothing could be judged"
-    print(f"talos-schematic triage: {summary}", file=sys.stderr)
-    if report.has_failures:
-        raise typer.Exit(FOUND_ERRORS)
-    if not report.judged:
-        raise typer.Exit(NOTHING_JUDGED)
+        if report.read_in_part:
+            names = ", ".join(printable(r.file, one_line=True) for r in report.read_in_part[:5])
+            more = "…" if len(report.read_in_part) > 5 else ""
+            summary += f"; {len(report.read_in_part)} read in part: {names}{more}"
+        if report.unrecognised:
+            names = ", ".join(printable(r.file, one_line=True) for r in report.unrecognised[:5])
+            more = "…" if len(report.unrecognised) > 5 else ""
+            summary += f"; {len(report.unrecognised)} unrecognised: {names}{more}"
+        if not report.judged:
+            summary += "; nothing could be judged"
+        print(f"talos-schematic triage: {summary}", file=sys.stderr)
+        if report.has_failures:
+            raise typer.Exit(FOUND_ERRORS)
+        if not report.judged:
+            raise typer.Exit(NOTHING_JUDGED)
 
 
 def _count(number: int, one: str, several: str) -> str:
