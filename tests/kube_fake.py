@@ -25,7 +25,7 @@ from typing import Any
 
 # group/version → (plural, kind, namespaced)
 RESOURCES: dict[str, list[tuple[str, str, bool]]] = {
-    "v1": [("pods", "Pod", True)],
+    "v1": [("pods", "Pod", True), ("namespaces", "Namespace", False)],
     "apps.cozystack.io/v1alpha1": [
         ("kuberneteses", "Kubernetes", True),
         ("kubernetesnodeses", "KubernetesNodes", True),

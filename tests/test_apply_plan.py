@@ -298,7 +298,10 @@ def test_a_metal_only_cluster_gets_no_cozystack_file_step_or_word(
     out = tmp_path / "d"
     written = files_of(out)
     assert "gpu/machine-config-patch.yaml" in written and "gpu/smoke-test.yaml" in written
-    assert not [path for path in written if path.startswith(("cluster/", "management/"))]
+    # Of the cluster-wide files, only the GPU Operator's values (installed with helm).
+    assert [path for path in written if path.startswith(("cluster/", "management/"))] == [
+        "cluster/gpu-operator-values.yaml"
+    ]
     assert "kustomization.yaml" not in written
     for path in written:
         text = (out / path).read_text()
@@ -311,6 +314,9 @@ def test_a_metal_only_cluster_gets_no_cozystack_file_step_or_word(
     assert patch in lines
     assert "kubectl apply -f gpu/smoke-test.yaml" in lines
     assert [line for line in lines if line.startswith("kubectl")] == [
+        "kubectl create namespace gpu-operator",
+        "kubectl label namespace gpu-operator pod-security.kubernetes.io/enforce=privileged "
+        "--overwrite",
         "kubectl apply -f gpu/smoke-test.yaml",
         "kubectl logs -f pod/gpu-smoke-test-gpu",
     ]

@@ -209,12 +209,29 @@ def test_a_metal_clusters_kubectl_steps_create_its_smoke_test(
     out = tmp_path / "d"
     commands = [line for line in plan_commands(out) if line.startswith("kubectl ")]
     assert commands == [
+        "kubectl create namespace gpu-operator",
+        "kubectl label namespace gpu-operator pod-security.kubernetes.io/enforce=privileged "
+        "--overwrite",
         "kubectl apply -f gpu/smoke-test.yaml",
         "kubectl logs -f pod/gpu-smoke-test-gpu",
     ]
+    # The namespace as kubectl makes it (kubectl sends a created object as protobuf, which the
+    # stand-in does not read: the same words, printed instead of sent).
+    created = yaml.safe_load(
+        kubectl(*shlex.split(commands[0])[1:], "--dry-run=client", "-o", "yaml", cwd=out)
+    )
+    assert (created["kind"], created["metadata"]["name"]) == ("Namespace", "gpu-operator")
+    namespace_path = "/api/v1/namespaces/gpu-operator"
     with fake_api_server() as server:
-        _run_as_printed(commands[0], out, server, tmp_path)
-    (write,) = server.writes
+        server.objects[namespace_path] = created
+        _run_as_printed(commands[1], out, server, tmp_path)
+        _run_as_printed(commands[2], out, server, tmp_path)
+    labelled, write = server.writes
+    # Pod Security's privileged level on the GPU Operator's namespace (Talos enforces
+    # "baseline" by default, which refuses the operator's host-path pods).
+    assert (labelled.method, labelled.path) == ("PATCH", namespace_path)
+    labels = labelled.body["metadata"]["labels"]
+    assert labels == {"pod-security.kubernetes.io/enforce": "privileged"}
     pod = yaml.safe_load((out / "gpu" / "smoke-test.yaml").read_text())
     pod["metadata"] = {**pod["metadata"], "namespace": "default"}
     assert (write.method, write.path) == ("POST", "/api/v1/namespaces/default/pods")

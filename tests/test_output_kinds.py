@@ -21,8 +21,9 @@ from schematic.plan.cluster import ClusterPlan, plan_cluster
 
 register_all_commands()
 
-# A Cozystack tenant GPU pool and a bare-metal pool whose name holds a `-` (a name another
-# file refers to must be spelled by the one naming function).
+# A Cozystack tenant GPU pool, a bare-metal pool whose name holds a `-` (a name another
+# file refers to must be spelled by the one naming function), and a bare-metal GPU pool (its
+# cluster runs NVIDIA's GPU Operator itself).
 CLUSTER = """\
 cluster: demo
 namespace: tenant-demo
@@ -31,6 +32,7 @@ talos: {version: v1.13.9}
 pools:
   - {name: gpu, profile: kubevirt-rtx-pro-6000-blackwell-server}
   - {name: metal-a, profile: metal-intel}
+  - {name: metal-gpu, profile: metal-hgx-b200-8x}
 """
 
 
@@ -68,7 +70,7 @@ def test_a_written_file_is_recognised_by_its_lint_format_only(
 
     assert isinstance(kind, OutputKind) and kind.lint_format is not None
     written = [body for name, body in files.items() if name.endswith(f"/{kind.pool_file}")]
-    assert len(written) == 2  # both pools: a tool's file is not tenant-only
+    assert len(written) == 3  # every pool: a tool's file is not tenant-only
     for body in written:
         documents = list(yaml.safe_load_all(body))
         if kind.pool_file is not None and kind.pool_file.endswith(".tpl"):

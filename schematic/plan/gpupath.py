@@ -45,6 +45,7 @@ __all__ = [
     "ManagementGpu",
     "OperatorRelease",
     "PermittedDevice",
+    "StandaloneOperator",
     "effective_operator_values",
     "management_gpus",
     "merge_overwrite",
@@ -64,6 +65,7 @@ __all__ = [
     "smoke_test_pod",
     "smoke_test_pod_name",
     "smoke_test_runtime_class",
+    "standalone_operator",
     "talos_device_plugin_env",
     "talos_upstream_values",
     "tenant_addons",
@@ -490,6 +492,52 @@ def tenant_addons(
     if with_hami:
         addons["hami"] = {"enabled": True}
     return {"addons": addons}
+
+
+# --- GPU pools outside Cozystack: NVIDIA's own gpu-operator release ---------------------------
+
+
+@dataclass(frozen=True)
+class StandaloneOperator:
+    """Where NVIDIA's own ``gpu-operator`` release comes from, and the values Talos needs."""
+
+    repository: str  # the Helm repository, added as ``nvidia``
+    chart: str
+    operator: str  # the release installed: the one the Talos shape was checked against
+    namespace: str
+    values: Mapping[str, Any]
+
+
+def _node_gpu_pools(plan: ClusterPlan) -> list[PoolPlan]:
+    # Bare-metal, board and cloud pools: their cluster runs the operator itself.
+    return [pool for pool in plan.pools if pool.nvidia is not None and not pool.tenant_pool]
+
+
+def standalone_operator(plan: ClusterPlan) -> StandaloneOperator | None:
+    """The GPU Operator release for the plan's GPU pools outside Cozystack; None without any.
+
+    The values are :func:`operator_values`'s, for a release that sets nothing of its own: Talos's
+    own shape where every such pool's Talos allows it, else the CDI env lists.
+    """
+    pools = _node_gpu_pools(plan)
+    if not pools:
+        return None
+    source = _operator_data()["standalone"]
+    release = OperatorRelease(
+        name=source["chart"],
+        description=f"{source['chart']} {source['operator']}",
+        operator=source["operator"],
+        chart_defaults={},
+        hami_defaults={},
+    )
+    upstream = upstream_shape_fits(release, [pool.release.version for pool in pools])
+    return StandaloneOperator(
+        repository=source["repository"],
+        chart=source["chart"],
+        operator=source["operator"],
+        namespace=source["namespace"],
+        values=operator_values(release, upstream=upstream)["gpu-operator"],
+    )
 
 
 # --- the smoke test -----------------------------------------------------------------------------

@@ -196,5 +196,6 @@ def check_addons(
         _check_cluster(cluster, out, release)
     for place in inventory.operator_values:
         name = str(place.doc.get(("metadata", "name")) or place.file)
-        kind = str(place.doc.get(("kind",)) or "HelmRelease")
+        # A kind-less document is a values file of its own (helm -f).
+        kind = str(place.doc.get(("kind",)) or "GPU Operator")
         _check_operator_values(place, f"{kind} {name!r} values", name, out, release)

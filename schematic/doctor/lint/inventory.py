@@ -33,6 +33,7 @@ import itertools
 import re
 import textwrap
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, Literal
 
 import yaml
@@ -197,6 +198,16 @@ def _kind(data: dict[str, Any]) -> str:
 
 def _name(doc: Document) -> str:
     return _str(doc.get(("metadata", "name")))
+
+
+def _is_operator_values(data: dict[str, Any], file: str) -> bool:
+    """The GPU Operator's own values file (``helm -f``, as ``generate`` writes
+    ``cluster/gpu-operator-values.yaml``): named so, or saying whether the operator runs its
+    driver and toolkit."""
+    if PurePath(file).name.endswith("gpu-operator-values.yaml"):
+        return True
+    parts = [_dict(data.get(part)) for part in ("driver", "toolkit")]
+    return all("enabled" in part for part in parts)
 
 
 def _is_schematic(data: dict[str, Any], file: str) -> bool:
@@ -744,6 +755,8 @@ def build_inventory(documents: list[Document]) -> Inventory:
                 inventory.operator_values.append(Place(doc, operator_path))
         elif not kind and _platform_gpu(data):
             inventory.platform_gpu.append(Place(doc, ("gpu",)))
+        elif not kind and _is_operator_values(data, doc.file):
+            inventory.operator_values.append(Place(doc, ()))
         elif not kind and _is_schematic(data, doc.file):
             _schematic_file(doc, inventory)
         elif not kind and _is_app_values(data):

@@ -286,6 +286,8 @@ _WORDS = (
     "ControlPlane",
     "systemExtensions",
     "extraKernelArgs",
+    # the GPU Operator's own values file (its driver and toolkit).
+    "toolkit",
 )
 # A file of this name holds a schematic whatever its keys: read (and decoded) as one.
 SCHEMATIC_FILE_NAMES = frozenset({"schematic.yaml", "schematic.yml"})

@@ -1,15 +1,16 @@
 """``APPLY.md``'s steps for Talos nodes of the user's own (bare metal, boards, clouds): each
-node gets its pool's machine-config patch and installer through ``talosctl``, and a GPU pool's
-smoke test runs in the cluster they form. Never for KubeVirt pools: a chart makes their
-machine config."""
+node gets its pool's machine-config patch and installer through ``talosctl``, NVIDIA's GPU
+Operator is installed with helm in the cluster they form, and a GPU pool's smoke test runs
+there. Never for KubeVirt pools: a chart makes their machine config."""
 
 from __future__ import annotations
 
 import shlex
 
 from schematic.output.render.applysteps import Directory, Entry, Section
-from schematic.output.render.kinds import SMOKE_TEST_FILE
+from schematic.output.render.kinds import OPERATOR_VALUES_FILE, SMOKE_TEST_FILE
 from schematic.output.render.urls import pool_urls
+from schematic.plan.gpupath import standalone_operator
 
 __all__ = ["talosctl_sections"]
 
@@ -44,6 +45,41 @@ def _nodes(directory: Directory) -> Section | None:
     )
 
 
+# Talos enforces the "baseline" Pod Security level by default (siderolabs/talos
+# pkg/machinery/config/types/k8s/admission_control.go, commit ad882317); the operator's pods
+# mount host paths and run privileged, so its namespace is labelled before they are created.
+PRIVILEGED = "pod-security.kubernetes.io/enforce=privileged"
+
+
+def _gpu_operator(directory: Directory) -> Section | None:
+    operator = standalone_operator(directory.plan)
+    if operator is None or OPERATOR_VALUES_FILE not in directory.paths:
+        return None
+    namespace, chart = operator.namespace, operator.chart
+    commands = (
+        f"kubectl create namespace {namespace}",
+        f"kubectl label namespace {namespace} {PRIVILEGED} --overwrite",
+        f"helm repo add nvidia {operator.repository}",
+        "helm repo update nvidia",
+        f"helm upgrade --install {chart} nvidia/{chart} -n {namespace} --create-namespace "
+        f"--version {operator.operator} -f {OPERATOR_VALUES_FILE}",
+    )
+    entry = Entry(
+        OPERATOR_VALUES_FILE,
+        f"the values of NVIDIA's GPU Operator {operator.operator}, installed with helm "
+        f"in namespace `{namespace}` of the cluster `{directory.plan.cluster}`",
+        commands,
+    )
+    return Section(
+        "Talos nodes: the GPU Operator",
+        f'With the kubeconfig of cluster "{directory.plan.cluster}": the operator advertises '
+        "the GPUs of the pools' nodes, with its own driver and toolkit off (the pools' "
+        "extensions provide them). Its namespace must allow privileged pods (Talos enforces "
+        '"baseline" by default); create it once, and run helm again after a new `generate`.',
+        (entry,),
+    )
+
+
 def _smoke_tests(directory: Directory) -> Section | None:
     cluster = directory.plan.cluster
     entries = tuple(
@@ -71,4 +107,4 @@ def _smoke_tests(directory: Directory) -> Section | None:
 
 def talosctl_sections(directory: Directory) -> list[Section | None]:
     """The steps for the pools whose nodes take their machine config through talosctl."""
-    return [_nodes(directory), _smoke_tests(directory)]
+    return [_nodes(directory), _gpu_operator(directory), _smoke_tests(directory)]

@@ -36,12 +36,14 @@ from schematic.output.render.gpupath import (
     SmokeTests,
     addons_text,
     operator_release_of,
+    operator_values_text,
     platform_text,
 )
 from schematic.output.render.kinds import (
     ADDONS_FILE,
     DEFAULT_KINDS,
     KINDS,
+    OPERATOR_VALUES_FILE,
     OUTPUT_KINDS,
     PLATFORM_FILE,
     SMOKE_TEST_FILE,
@@ -232,6 +234,10 @@ def _gpu_path_files(
         text = addons_text(plan, release, plan.hami)
         if text is not None:
             files[ADDONS_FILE] = text
+    if "gpu-operator" in wanted:
+        text = operator_values_text(plan)
+        if text is not None:
+            files[OPERATOR_VALUES_FILE] = text
     if "platform" in wanted:
         text = platform_text(plan)
         if text is not None:
@@ -370,7 +376,7 @@ def render_stream(
     (``lock``: the lock file's text, whose digests the mirror kinds name)."""
     if kind == "json":
         return summary_json(plan, layout)
-    if kind in ("addons", "platform", "smoke-test"):
+    if kind in _NOTHING:
         return _gpu_path_stream(plan, kind, layout)
     renderer = _Renderer(plan, layout, lock)
     documents = []
@@ -390,6 +396,7 @@ _NOTHING = {
     "addons": "# no NVIDIA GPU pool: the GPU Operator addon is not needed\n",
     "platform": "# every pool GPU is permitted by Cozystack's default passthrough list\n",
     "smoke-test": "# no NVIDIA GPU pool: nothing to smoke-test\n",
+    "gpu-operator": "# no NVIDIA GPU pool whose cluster installs the GPU Operator itself\n",
 }
 
 

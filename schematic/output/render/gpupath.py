@@ -21,6 +21,7 @@ from schematic.plan.gpupath import (
     operator_release_for_chart,
     platform_values,
     smoke_test_pod,
+    standalone_operator,
     tenant_addons,
 )
 
@@ -28,6 +29,7 @@ __all__ = [
     "SmokeTests",
     "addons_text",
     "operator_release_of",
+    "operator_values_text",
     "platform_text",
     "smoke_test_text",
 ]
@@ -78,6 +80,29 @@ def addons_text(
         "in a Git repository, merge spec.addons into the app's own file."
     )
     return _comment(_wrapped(text)) + yamltext.dump({"spec": addons})
+
+
+def operator_values_text(plan: ClusterPlan) -> str | None:
+    """``cluster/gpu-operator-values.yaml``: the values of NVIDIA's gpu-operator release for
+    the GPU pools outside Cozystack; None without any."""
+    operator = standalone_operator(plan)
+    if operator is None:
+        return None
+    shape = (
+        "the driver found under /usr/local (GPU Operator "
+        f"{operator.operator} and Talos 1.13 or later detect it there)"
+        if "hostPaths" in operator.values
+        else "the device plugin handing out GPUs through CDI, with the driver at the host's root"
+    )
+    text = (
+        f"Values of NVIDIA's GPU Operator {operator.operator} for the GPU nodes of cluster "
+        f"\"{plan.cluster}\": the operator's driver and toolkit off (the pools' system "
+        f"extensions provide both), {shape}. Install it with helm into namespace "
+        f"{operator.namespace} (helm upgrade --install {operator.chart} nvidia/{operator.chart} "
+        f"--version {operator.operator} -f this file), once the namespace allows privileged "
+        'pods: Talos enforces the "baseline" Pod Security level by default.'
+    )
+    return _comment(_wrapped(text)) + yamltext.dump(dict(operator.values))
 
 
 def platform_text(plan: ClusterPlan) -> str | None:

@@ -21,6 +21,7 @@ __all__ = [
     "ADDONS_FILE",
     "DEFAULT_KINDS",
     "KINDS",
+    "OPERATOR_VALUES_FILE",
     "OUTPUT_KINDS",
     "PLATFORM_FILE",
     "SMOKE_TEST_FILE",
@@ -37,6 +38,8 @@ Kind = str  # the name of a row of OUTPUT_KINDS
 # The GPU path's files beyond the pools' own.
 ADDONS_FILE = "cluster/kubernetes-addons.yaml"
 PLATFORM_FILE = "management/platform-gpu-values.yaml"
+# The GPU Operator's values for GPU pools outside Cozystack (their cluster installs it).
+OPERATOR_VALUES_FILE = "cluster/gpu-operator-values.yaml"
 SMOKE_TEST_FILE = "smoke-test.yaml"  # under <pool>/
 SUMMARY = "summary.json"
 
@@ -249,6 +252,11 @@ OUTPUT_KINDS: tuple[OutputKind, ...] = (
         name="addons",
         help="a merge patch of the tenant Kubernetes app: its GPU Operator addon under spec",
         cluster_files=(ADDONS_FILE,),
+    ),
+    OutputKind(
+        name="gpu-operator",
+        help="the NVIDIA GPU Operator's values for the GPU pools outside Cozystack",
+        cluster_files=(OPERATOR_VALUES_FILE,),
     ),
     OutputKind(
         name="platform",
