@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from apply_md import commands
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
@@ -29,14 +30,6 @@ def files_of(out: Path) -> set[str]:
 def described(plan: str) -> list[str]:
     """The paths APPLY.md gives an entry to, in its order."""
     return re.findall(r"^- `([^`]+)`: ", plan, flags=re.MULTILINE)
-
-
-def commands(plan: str) -> list[str]:
-    """Every command line of APPLY.md's sh blocks."""
-    lines: list[str] = []
-    for block in re.findall(r"```sh\n(.*?)```", plan, flags=re.DOTALL):
-        lines += [line.strip() for line in block.splitlines() if line.strip()]
-    return lines
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ validates on its side); every other word of each command is the plan's.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from apply_md import commands
 from kube_fake import FakeServer, fake_api_server
 from typer.testing import CliRunner
 
@@ -90,11 +90,7 @@ def generated(tmp_path: Path, *formats: str) -> Path:
 
 
 def plan_commands(out: Path) -> list[str]:
-    plan = (out / "APPLY.md").read_text()
-    lines: list[str] = []
-    for block in re.findall(r"```sh\n(.*?)```", plan, flags=re.DOTALL):
-        lines += [line.strip() for line in block.splitlines() if line.strip()]
-    return lines
+    return commands((out / "APPLY.md").read_text())
 
 
 def test_the_addons_patch_lands_under_spec_and_nowhere_else(tmp_path: Path) -> None:

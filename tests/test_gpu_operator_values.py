@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import apply_md
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -77,11 +78,7 @@ def plan_of(folder: Path) -> ClusterPlan:
 
 
 def plan_commands(out: Path) -> list[str]:
-    plan = (out / "APPLY.md").read_text()
-    lines: list[str] = []
-    for block in re.findall(r"```sh\n(.*?)```", plan, flags=re.DOTALL):
-        lines += [line.strip() for line in block.splitlines() if line.strip()]
-    return lines
+    return apply_md.commands((out / "APPLY.md").read_text())
 
 
 @pytest.mark.parametrize(
