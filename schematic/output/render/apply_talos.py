@@ -95,12 +95,13 @@ def _smoke_tests(directory: Directory) -> Section | None:
     )
     if not entries:
         return None
+    installed = "; the step above installs it" if _gpu_operator(directory) else ""
     return Section(
         "Talos nodes: the smoke tests",
         f'With the kubeconfig of cluster "{cluster}", once the pool\'s nodes are Ready and the '
         "NVIDIA GPU Operator runs there with its driver and toolkit off (the driver comes from "
-        "the pool's extensions): each pod runs `nvidia-smi -L` on one node's GPUs; its file "
-        "says how to read the answer.",
+        f"the pool's extensions{installed}): each pod runs `nvidia-smi -L` on one node's GPUs; "
+        "its file says how to read the answer.",
         entries,
     )
 
