@@ -8,8 +8,11 @@ Discovery lists what Cozystack registers (cozystack/cozystack at 3c780acd):
 ``packages/system/kubernetes-nodes-rd/cozyrds/kubernetes-nodes.yaml``), the cluster-scoped
 ``packages`` of ``cozystack.io/v1alpha1`` (``internal/crdinstall/manifests/
 cozystack.io_packages.yaml``), Flux's ``helmreleases`` of ``helm.toolkit.fluxcd.io/v2`` (the
-version Cozystack's own charts write) and core ``pods``. Nothing is merged here: what a merge
-patch does to an object is shown by ``kubectl patch --local`` itself.
+version Cozystack's own charts write), core ``pods`` and ``services``. Nothing is merged here: what
+a merge patch does to an object is shown by ``kubectl patch --local`` itself.
+
+Pods and services put in (``put``) are listed, in one namespace or all, as JSON or as the Table
+``kubectl get`` asks for (kube_tables.py), so the real kubectl prints its own tables of them.
 """
 
 from __future__ import annotations
@@ -19,13 +22,20 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from kube_tables import TABLE_RESOURCES, table
+
 # group/version → (plural, kind, namespaced)
 RESOURCES: dict[str, list[tuple[str, str, bool]]] = {
-    "v1": [("pods", "Pod", True), ("namespaces", "Namespace", False)],
+    "v1": [
+        ("pods", "Pod", True),
+        ("services", "Service", True),
+        ("namespaces", "Namespace", False),
+    ],
     "apps.cozystack.io/v1alpha1": [
         ("kuberneteses", "Kubernetes", True),
         ("kubernetesnodeses", "KubernetesNodes", True),
@@ -34,6 +44,8 @@ RESOURCES: dict[str, list[tuple[str, str, bool]]] = {
     "helm.toolkit.fluxcd.io/v2": [("helmreleases", "HelmRelease", True)],
 }
 _VERBS = ["get", "list", "create", "update", "patch", "delete"]
+# What `kubectl get svc`, `kubectl get po` are resolved by (the API server's discovery).
+SHORT_NAMES = {"pods": ["po"], "services": ["svc"], "namespaces": ["ns"]}
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,38 @@ class FakeServer:
     reads: list[str] = field(default_factory=list)
     # Objects that exist, by their API path (a PATCH leaves them as they are).
     objects: dict[str, Any] = field(default_factory=dict)
+    # The server's clock, which the ages in its tables are counted from: fixed, so kubectl
+    # prints the same bytes on every run.
+    now: datetime = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+    def put(self, obj: dict[str, Any]) -> None:
+        """Make a core v1 object exist at its API path (``pods``, ``services``)."""
+        plural = {"Pod": "pods", "Service": "services"}[obj["kind"]]
+        metadata = obj["metadata"]
+        self.objects[f"/api/v1/namespaces/{metadata['namespace']}/{plural}/{metadata['name']}"] = (
+            obj
+        )
+
+    def listed(self, path: str) -> tuple[str, list[Any]] | None:
+        """The resource and the objects a list path names (``/api/v1/pods``,
+        ``/api/v1/namespaces/<ns>/services``), in name order as the API server lists them;
+        None for a path that is no list of a resource with a table."""
+        parts = path.strip("/").split("/")
+        if parts[:2] != ["api", "v1"] or parts[-1] not in TABLE_RESOURCES:
+            return None
+        if len(parts) == 3:
+            prefix = "/api/v1/namespaces/"
+        elif len(parts) == 5 and parts[2] == "namespaces":
+            prefix = f"/api/v1/namespaces/{parts[3]}/"
+        else:
+            return None
+        resource = parts[-1]
+        found = [
+            (key, obj)
+            for key, obj in self.objects.items()
+            if key.startswith(prefix) and key.split("/")[-2] == resource
+        ]
+        return resource, [obj for _, obj in sorted(found)]
 
     def kubeconfig(self, folder: Path) -> Path:
         path = folder / "kubeconfig"
@@ -78,6 +122,7 @@ def _resource_list(group_version: str) -> dict[str, Any]:
                 "namespaced": namespaced,
                 "kind": kind,
                 "verbs": _VERBS,
+                "shortNames": SHORT_NAMES.get(plural, []),
             }
             for plural, kind, namespaced in RESOURCES[group_version]
         ],
@@ -133,6 +178,13 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self.reply(200, {"swagger": "2.0", "info": {}, "paths": {}, "definitions": {}})
             elif path in server.objects:
                 self.reply(200, server.objects[path])
+            elif (listed := server.listed(path)) is not None:
+                resource, items = listed
+                if "as=Table" in self.headers.get("Accept", ""):
+                    self.reply(200, table(resource, items, server.now))
+                else:
+                    kind = {"pods": "PodList", "services": "ServiceList"}[resource]
+                    self.reply(200, {"kind": kind, "apiVersion": "v1", "items": items})
             else:  # every object is absent, and so is the OpenAPI document
                 self.reply(404, _NOT_FOUND)
 
