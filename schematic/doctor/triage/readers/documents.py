@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from schematic.doctor.triage.readers.grafana import csv_answer
-from schematic.doctor.triage.readers.interpret import Located, interpret
-from schematic.doctor.triage.signals import Signal
+from schematic.doctor.triage.readers.grafana import csv_answer, unnamed_columns
+from schematic.doctor.triage.readers.interpret import METRICS_READ, Located, interpret
+from schematic.doctor.triage.signals import Evidence, Kind, Signal
 from schematic.doctor.triage.values import json_decoder
 from schematic.safe_yaml import (
     InputKind,
@@ -265,9 +265,24 @@ def _items_node(node: yaml.Node) -> list[yaml.Node] | None:
 
 def read_grafana_csv(text: str, file: str) -> Iterator[Signal]:
     """The series of a Grafana panel's CSV export that name their metric (readers/grafana.py),
-    read as a query answer."""
-    found = csv_answer(text)
-    if found is None:
+    read as a query answer. A file of which no column names its metric is no evidence
+    (DocumentError, saying why); such columns beside named ones are listed as unread."""
+    export = csv_answer(text)
+    if export is None:
         return
-    answer, line = found
-    yield from interpret(answer, file, Located(line, lambda _key: line))
+    named = export.answer["data"]["result"]
+    if export.unnamed and not named:
+        raise DocumentError(f"Grafana CSV: {unnamed_columns(export)}", export.line)
+    if export.unnamed:
+        # Said in full: the unread-value note's cut to 40 characters would lose the remedy.
+        evidence = Evidence(file, export.line, f"Grafana CSV {unnamed_columns(export)}")
+        yield Signal(Kind.UNREADABLE_VALUE, "", evidence, "Grafana CSV")
+    read = list(interpret(export.answer, file, Located(export.line, lambda _key: export.line)))
+    if named and not any(s.kind is not Kind.UNREADABLE_VALUE for s in read):
+        metrics = sorted({str(series["metric"]["__name__"]) for series in named})
+        raise DocumentError(
+            f"Grafana CSV of {', '.join(metrics)}: no metric triage reads (it reads "
+            f"{', '.join(METRICS_READ)})",
+            export.line,
+        )
+    yield from read

@@ -18,9 +18,14 @@ from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
 from schematic.redact import redacted
 from schematic.safe_yaml import compose_all
 
-__all__ = ["Located", "interpret"]
+__all__ = ["METRICS_READ", "Located", "interpret"]
 
 _MAX_TEXT = 240
+_MEMORY_METRICS = ("node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes")
+_BOOT_METRIC = "node_boot_time_seconds"
+# The metrics whose samples are evidence (node_exporter's names); any other series only names
+# its node.
+METRICS_READ = (*_MEMORY_METRICS, _BOOT_METRIC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -528,7 +533,7 @@ def _metrics(data: dict[str, Any], file: str, where: Located) -> Iterator[Signal
                 node,
                 (("aliases", ",".join(names[1:])), ("source", "metric-labels")),
             )
-        if name in ("node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes"):
+        if name in _MEMORY_METRICS:
             low, high = min(numbers), max(numbers)
             yield Signal(
                 Kind.MEMORY_AVAILABLE,
@@ -541,7 +546,7 @@ def _metrics(data: dict[str, Any], file: str, where: Located) -> Iterator[Signal
                 name,
                 (("min", f"{low:.0f}"), ("max", f"{high:.0f}"), ("samples", str(len(numbers)))),
             )
-        elif name == "node_boot_time_seconds":
+        elif name == _BOOT_METRIC:
             boots = sorted({round(n) for n in numbers})
             yield Signal(
                 Kind.BOOT_TIME,
