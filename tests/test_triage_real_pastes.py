@@ -113,3 +113,23 @@ def test_grafana_6_layouts_naming_a_metric_are_read_with_zoned_times() -> None:
 def test_a_log_line_starting_with_time_is_no_grafana_csv() -> None:
     # Must not fire: "Time;" alone does not make a CSV; the next line must be a time.
     assert read_evidence("Time; the node rebooted\nagain and again\n", "p").format != "grafana-csv"
+
+
+# --- PCI listings -----------------------------------------------------------------------------
+
+
+def test_insecure_pcidevices_rows_take_the_node_from_the_command_line() -> None:
+    text = (BUNDLES / "healthy-pcidevices-insecure-no-nvidia" / "pcidevices.txt").read_text()
+    found = read_evidence(text, "pcidevices.txt")
+    assert found.format == "table"
+    devices = [s for s in found.signals if s.kind is Kind.PCI_DEVICE]
+    assert len(devices) == 5
+    assert {s.node for s in devices} == {"10.0.20.81"}
+
+
+def test_a_real_kernel_pci_list_without_nvidia_is_read_and_quiet() -> None:
+    report = triage_paths([str(BUNDLES / "healthy-proc-pci-virtio-no-nvidia")])
+    (reading,) = [r for r in report.readings if Path(r.file).name == "devices"]
+    assert reading.format == "proc-pci"
+    assert len(reading.signals) == 6
+    assert report.diagnoses == ()
