@@ -208,3 +208,58 @@ def test_chart_help_names_every_target_the_data_has(command: str) -> None:
     text = " ".join(result.stdout.replace("│", " ").split())
     for target in chart_targets():
         assert re.search(rf"\b{re.escape(target.name)}\b", text), (command, target.name)
+
+
+def _command_paths(group: Any = ROOT, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command as typed, a group's own commands too (``facts refresh``)."""
+    found = []
+    for name, command in group.commands.items():
+        found.append((*path, name))
+        if hasattr(command, "commands"):
+            found += _command_paths(command, (*path, name))
+    return found
+
+
+def _command(path: tuple[str, ...]) -> Any:
+    command = ROOT
+    for name in path:
+        command = command.commands[name]
+    return command
+
+
+def _unwrapped(text: str) -> str:
+    """The help as one line: the wrapping undone, a word broken after its hyphen rejoined."""
+    return " ".join(re.sub(r"(?<=\w-)\n\s+", "", text).split())
+
+
+@pytest.mark.parametrize("path", _command_paths(), ids=" ".join)
+def test_every_help_sentence_is_printed_whole_at_80_columns(path: tuple[str, ...]) -> None:
+    """What a reader of `--help` in an 80-column terminal sees: every option's and argument's
+    whole help (no word dropped as markup, none cut with an ellipsis), no line past the edge."""
+    result = CliRunner().invoke(app, [*path, "--help"], terminal_width=80)
+    assert result.exit_code == 0, result.stderr
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    shown = _unwrapped(result.stdout)
+    for param in _command(path).params:
+        if getattr(param, "help", None):
+            assert " ".join(param.help.split()) in shown, (path, param.name)
+    assert "…" not in shown
+    assert not re.search(r"\w \.(\s|$)", shown), re.search(r".{30}\w \.(\s|$)", shown)
+
+
+def test_the_command_list_gives_every_summary_whole_at_80_columns() -> None:
+    result = CliRunner().invoke(app, ["--help"], terminal_width=80)
+    assert result.exit_code == 0
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    shown = _unwrapped(result.stdout)
+    for name, command in ROOT.commands.items():
+        summary = command.get_short_help_str(limit=10_000)
+        assert f"{name} {' '.join(summary.split())}" in shown, name
+    assert "..." not in shown.split("Commands:", 1)[1]
+
+
+def test_the_help_keeps_what_is_written_in_brackets() -> None:
+    # The text a markup reader took for a style tag and dropped, leaving "CPU architecture .".
+    shown = _unwrapped(CliRunner().invoke(app, ["gpu", "--help"], terminal_width=80).stdout)
+    assert "CPU architecture [default: arm64 for GB10 / Grace, else amd64]." in shown
+    assert "Add GPUDirect RDMA (nvidia-gdrdrv-device)." in shown

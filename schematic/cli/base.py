@@ -9,13 +9,12 @@ import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from typer.core import TyperGroup
 
-from schematic import errors
-from schematic.errors import TalosSchematicError, UsageError, printable, terminal_safe_output
+from schematic.cli.group import ReportingGroup, fail
+from schematic.errors import TalosSchematicError
 from schematic.facts.chart_targets import chart_choices
 
 if TYPE_CHECKING:
@@ -53,34 +52,9 @@ CREDENTIALS_HELP = (
 )
 
 
-class _ReportingGroup(TyperGroup):
-    """Runs a command and turns what it lets escape into one message and an exit code.
-
-    Commands map their own errors; this is the net under them, so a path nobody thought to
-    check (a name longer than 255 bytes, a symbolic-link loop, a vanished directory) ends as
-    ``talos-schematic: PATH: reason`` and exit 1, never a traceback.
-    """
-
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # usage errors too: outside invoke
-        with terminal_safe_output():
-            return super().main(*args, **kwargs)
-
-    def invoke(self, ctx: Any) -> Any:  # typer's click Context, a private module's name
-        try:
-            return super().invoke(ctx)
-        except BrokenPipeError:
-            # The reader left (`| head -2`): nothing went wrong, so nothing is said.
-            errors.discard_output(sys.stdout)
-            raise typer.Exit(0) from None
-        except TalosSchematicError as err:
-            raise fail(err) from None
-        except OSError as err:
-            raise fail(TalosSchematicError(errors.describe_os_error(err))) from None
-
-
 app = typer.Typer(
     name="talos-schematic",
-    cls=_ReportingGroup,
+    cls=ReportingGroup,
     help=(
         "Talos Image Factory schematics for NVIDIA GPU node pools: offline schematic IDs, "
         "open/proprietary NVIDIA extension choice by GPU generation, and Cozystack "
@@ -92,16 +66,9 @@ app = typer.Typer(
     # _TALOS_SCHEMATIC_COMPLETE, which docs/commands.md shows as well.
     add_completion=True,
     pretty_exceptions_enable=False,
+    # Plain help (cli/group.py says why): every word of every help text is printed.
+    rich_markup_mode=None,
 )
-
-
-def fail(err: TalosSchematicError) -> typer.Exit | typer.BadParameter:
-    """Print a user-fixable error to stderr; the caller raises the returned Exit. A request
-    the library refused as given is a usage error naming its option (exit 2)."""
-    if isinstance(err, UsageError):
-        return typer.BadParameter(str(err), param_hint=err.option)
-    print(f"talos-schematic: {printable(str(err))}", file=sys.stderr)
-    return typer.Exit(err.exit_code)
 
 
 def _print_version(value: bool) -> None:

@@ -44,6 +44,9 @@ FormatOption = Annotated[
     typer.Option(
         "--format",
         "-f",
+        # The kinds are listed in the help, each with what it is; in the option's column they
+        # would make one line of 180 characters.
+        metavar="KIND",
         help=(
             "What to print (default cozystack); with --out, write only these kinds "
             f"(repeatable; default: {', '.join(DEFAULT_KINDS)}) and keep every other file of "
