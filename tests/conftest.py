@@ -56,3 +56,10 @@ def factory_router(request: pytest.FixtureRequest) -> Iterator[respx.MockRouter]
     url = request.module.URL
     with respx.mock(base_url=url, assert_all_mocked=True, assert_all_called=False) as mock:
         yield mock
+
+
+def pytest_report_header() -> list[str]:
+    """Which helm and kubectl the consumer tests run (tests/real_tools.py)."""
+    from real_tools import HELM, KUBECTL
+
+    return [tool.found for tool in (HELM, KUBECTL)]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 import yaml
 from apply_md import commands
 from kube_fake import FakeServer, fake_api_server
+from real_tools import KUBECTL
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
@@ -30,11 +30,7 @@ register_all_commands()
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"
-TOOLS = Path(os.environ.get("TALOS_SCHEMATIC_TOOLS", ROOT / ".venv" / "tools"))
-KUBECTL = str(TOOLS / "kubectl") if (TOOLS / "kubectl").is_file() else shutil.which("kubectl")
-pytestmark = pytest.mark.skipif(
-    KUBECTL is None, reason=f"needs kubectl ({TOOLS}/kubectl or on PATH; make installs it)"
-)
+pytestmark = KUBECTL.needed
 APP_PATH = "/apis/apps.cozystack.io/v1alpha1/namespaces/tenant-ml/kuberneteses/mycluster"
 PACKAGE_PATH = "/apis/cozystack.io/v1alpha1/packages/cozystack.cozystack-platform"
 # The tenant's Kubernetes app as a user has it: keys of Cozystack v1.6.2's kubernetes chart
@@ -69,7 +65,7 @@ open(path, "w").write(yaml.safe_dump(package))
 
 def kubectl(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
-        [KUBECTL or "kubectl", *args],
+        [str(KUBECTL.path), *args],
         cwd=cwd,
         env=env,
         capture_output=True,

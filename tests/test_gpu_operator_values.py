@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import apply_md
 import pytest
 import yaml
+from real_tools import HELM
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
@@ -30,8 +30,6 @@ from schematic.plan.gpupath import (
 register_all_commands()
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]
-TOOLS = Path(os.environ.get("TALOS_SCHEMATIC_TOOLS", ROOT / ".venv" / "tools"))
-HELM = str(TOOLS / "helm") if (TOOLS / "helm").is_file() else shutil.which("helm")
 
 # The key paths of NVIDIA/gpu-operator's chart the values may use, read at tag v26.3.1 (commit
 # 5a25fef4572b2b36e32ebcacd482b586e467dc2d): deployments/gpu-operator/values.yaml, and
@@ -168,7 +166,7 @@ def test_the_helm_steps_name_the_repository_chart_version_and_file(tmp_path: Pat
     assert label < commands.index(shlex.join(install))
 
 
-@pytest.mark.skipif(HELM is None, reason=f"needs helm ({TOOLS}/helm or on PATH; make installs it)")
+@HELM.needed
 def test_every_helm_flag_of_the_plan_is_one_helm_documents(tmp_path: Path) -> None:
     out = generate(tmp_path, cluster_text("v1.14.0", "gpu metal-hgx-b200-8x"))
     helm = [shlex.split(line) for line in plan_commands(out) if line.startswith("helm ")]
@@ -177,7 +175,7 @@ def test_every_helm_flag_of_the_plan_is_one_helm_documents(tmp_path: Path) -> No
     for words in helm:
         verbs = [word for word in words[1:3] if not word.startswith("-")]
         done = subprocess.run(
-            [HELM or "helm", *verbs, "--help"],
+            [str(HELM.path), *verbs, "--help"],
             capture_output=True,
             text=True,
             check=False,

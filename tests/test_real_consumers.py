@@ -11,9 +11,7 @@ of them is absent.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from real_tools import HELM, KUBECTL
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
@@ -30,22 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 CHARTS = SHARED / "reference" / "cozystack" / "charts"
 TALOS_SCHEMA = SHARED / "reference" / "talos" / "config.schema.v1.13.9.json"
-TOOLS = Path(os.environ.get("TALOS_SCHEMATIC_TOOLS", ROOT / ".venv" / "tools"))
-
-
-def _tool(name: str) -> str | None:
-    installed = TOOLS / name
-    return str(installed) if installed.is_file() else shutil.which(name)
-
-
-HELM, KUBECTL = _tool("helm"), _tool("kubectl")
 needs_charts = pytest.mark.skipif(
-    not CHARTS.is_dir() or HELM is None,
-    reason=f"needs Cozystack's charts at {CHARTS} and helm ({TOOLS}/helm or on PATH: make tools)",
+    not CHARTS.is_dir() or HELM.path is None,
+    reason=f"needs Cozystack's charts at {CHARTS}" if HELM.path else HELM.found,
 )
-needs_kubectl = pytest.mark.skipif(
-    KUBECTL is None, reason=f"needs kubectl ({TOOLS}/kubectl or on PATH; make installs it)"
-)
+needs_kubectl = KUBECTL.needed
 
 # The chart folder each target's data was read from.
 CHART_OF = {"v1.6": "v1.6.2", "main": "main-3c780acd", "pr3571": "pr3571-63f64855"}
@@ -95,7 +83,7 @@ def render(tmp_path: Path, chart: str, values: dict[str, Any], release: str) -> 
         injected |= {"instanceType": "", "resources": {"cpu": 4, "memory": "16Gi"}}
     (tmp_path / "values.yaml").write_text(yaml.safe_dump(values))
     (tmp_path / "platform.yaml").write_text(yaml.safe_dump(injected))
-    command = [HELM or "helm", "template", release, str(CHARTS / chart / "kubernetes-nodes")]
+    command = [str(HELM.path), "template", release, str(CHARTS / chart / "kubernetes-nodes")]
     command += ["--namespace", "tenant-demo", "-f", str(tmp_path / "values.yaml")]
     command += ["-f", str(tmp_path / "platform.yaml")]
     done = subprocess.run(
@@ -267,7 +255,7 @@ def test_kubectl_kustomize_builds_every_output_directory(
     assert folders, "no kustomization.yaml written"
     for folder in folders:
         done = subprocess.run(
-            [KUBECTL or "kubectl", "kustomize", str(folder)],
+            [str(KUBECTL.path), "kustomize", str(folder)],
             capture_output=True,
             text=True,
             check=False,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from real_tools import KUBECTL
 from typer.testing import CliRunner, Result
 
 from schematic.api import Request, generate
@@ -22,8 +22,6 @@ register_all_commands()
 
 DATA = Path(__file__).parent / "data" / "rollout"
 NODES = DATA / "nodes.json"
-TOOLS = Path(__file__).resolve().parents[1] / ".venv" / "tools"
-KUBECTL = (TOOLS / "kubectl") if (TOOLS / "kubectl").exists() else shutil.which("kubectl")
 # A SecureBoot metal pool, a KubeVirt GPU pool and a CPU pool, one release before the next.
 MIXED = """\
 cluster: lab
@@ -225,7 +223,7 @@ def test_the_tuppr_rules_catch_what_tuppr_refuses() -> None:
         assert _tuppr_problems(broken) != [], broken
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="needs kubectl (.venv/tools/kubectl; make installs it)")
+@KUBECTL.needed
 @pytest.mark.parametrize("verb", ["annotate", "label"])
 def test_kubectl_takes_the_annotate_and_label_arguments(
     mixed: Path, tmp_path: Path, verb: str
@@ -241,7 +239,7 @@ def test_kubectl_takes_the_annotate_and_label_arguments(
     )
     args = line.split()[3:]  # after "kubectl <verb> node/<name>"
     done = subprocess.run(
-        [str(KUBECTL), verb, "--local", "-f", str(one), *args, "-o", "json"],
+        [str(KUBECTL.path), verb, "--local", "-f", str(one), *args, "-o", "json"],
         capture_output=True,
         text=True,
         check=False,

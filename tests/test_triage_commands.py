@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from real_tools import KUBECTL
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
@@ -22,8 +23,6 @@ from schematic.doctor.triage import triage_paths
 
 register_all_commands()
 
-TOOLS = Path(__file__).parent.parent / ".venv" / "tools"
-KUBECTL = (TOOLS / "kubectl") if (TOOLS / "kubectl").exists() else shutil.which("kubectl")
 BASH = shutil.which("bash")
 
 
@@ -138,7 +137,8 @@ def api_server() -> Iterator[str]:
         server.server_close()
 
 
-@pytest.mark.skipif(KUBECTL is None or BASH is None, reason="needs kubectl and bash")
+@KUBECTL.needed
+@pytest.mark.skipif(BASH is None, reason="needs bash")
 def test_metrics_go_through_the_service_proxy_with_the_real_kubectl(
     tmp_path: Path, api_server: str
 ) -> None:
@@ -148,7 +148,7 @@ def test_metrics_go_through_the_service_proxy_with_the_real_kubectl(
     tools = _stand_in(
         tmp_path / "bin",
         'if [ "$2" = svc ]; then printf "tenant-root\\ntenant-a\\n"; exit 0; fi\n'
-        f'exec {KUBECTL} --server {api_server} "$@"',
+        f'exec {KUBECTL.path} --server {api_server} "$@"',
     )
     block = _block(_script(*FULL), "monitoring=", "done")
     work = tmp_path / "evidence"
