@@ -297,16 +297,42 @@ def discard_output(stream: Any) -> None:
         os.close(null)
 
 
+def _name_tokens(name: str) -> set[str]:
+    """The runs of letters and of digits in a lowered name, a number without leading zeros:
+    ``kubevirt-h100-nvl`` → kubevirt, h, 100, nvl."""
+    return {run.lstrip("0") or "0" if run.isdigit() else run for run in _RUNS.findall(name)}
+
+
+_RUNS = re.compile(r"[a-z]+|[0-9]+")
+
+
 def closest_names(word: str, known: Iterable[str], most: int = 3) -> list[str]:
-    """The known names nearest ``word``: difflib's closest, then those holding every run of
-    letters and of digits it has (``rtx6000`` finds ``rtx-pro-6000-blackwell-server``, too far
-    apart for difflib alone)."""
-    by_lowered = {name.lower(): name for name in sorted(set(known))}  # case is no distance
+    """The known names nearest ``word``, for a "did you mean": every name of the program's
+    hints comes from here.
+
+    A name is near when difflib finds it similar or it holds every run of letters and of
+    digits ``word`` has (``rtx6000`` finds ``rtx-pro-6000-blackwell-server``, too far apart
+    for difflib alone). Near names are ranked by the runs they share with ``word`` first, then
+    by difflib's ratio: ``kubevirt-h300`` shares kubevirt and h with ``kubevirt-h100-nvl`` but
+    only kubevirt with ``kubevirt-a30``, which difflib alone ranks higher. Case is no distance.
+    """
+    by_lowered = {name.lower(): name for name in sorted(set(known))}
     lowered = word.lower()
-    close = difflib.get_close_matches(lowered, list(by_lowered), n=most, cutoff=0.6)
-    runs = re.findall(r"[a-z]+|[0-9]+", lowered)
+    if not lowered:
+        return []
+    # difflib's filter first: it skips most names on cheap bounds (a run over many unknown
+    # keys looks each one up).
+    similar = difflib.get_close_matches(lowered, list(by_lowered), n=len(by_lowered), cutoff=0.6)
+    runs = _RUNS.findall(lowered)
     holding = [name for name in by_lowered if runs and all(run in name for run in runs)]
-    return [by_lowered[name] for name in dict.fromkeys([*close, *holding])][:most]
+    tokens = _name_tokens(lowered)
+
+    def nearness(name: str) -> tuple[int, float, str]:
+        shared = len(tokens & _name_tokens(name))
+        return (-shared, -difflib.SequenceMatcher(None, lowered, name).ratio(), name)
+
+    near = sorted(dict.fromkeys([*similar, *holding]), key=nearness)
+    return [by_lowered[name] for name in near[:most]]
 
 
 def unknown_name_hint(word: str, known: Iterable[str], lister: str) -> str:

@@ -111,7 +111,7 @@ def test_an_unknown_profile_gets_the_closest_names_not_all_of_them() -> None:
     message = result.stderr.strip()
     assert message == (
         "talos-schematic: no hardware profile named 'rtx6000'; did you mean "
-        "kubevirt-rtx-pro-6000-blackwell-server, rtx-pro-6000-blackwell-server? "
+        "rtx-pro-6000-blackwell-server, kubevirt-rtx-pro-6000-blackwell-server? "
         "(`talos-schematic profiles` lists them all)"
     )
     assert "kubevirt-a10" not in message  # not the list of every profile
@@ -128,7 +128,7 @@ def test_an_unknown_profile_with_nothing_close_names_the_listing_command() -> No
     ("typed", "hint"),
     [
         ("101", "did you mean TS101?"),
-        ("ts0101", "did you mean TS101, TS001, TS211?"),
+        ("ts0101", "did you mean TS101, TS001, TS002?"),
         ("TS999", "`talos-schematic explain --list` lists them"),
     ],
 )
@@ -153,6 +153,49 @@ def test_closest_names_are_case_blind_and_find_the_parts_of_a_name() -> None:
     assert closest_names("kubevirt-l40", known) == ["kubevirt-l40s", "kubevirt-l4"]
     assert closest_names("", known) == []
     assert closest_names("h100", known) == []
+
+
+def test_a_mistyped_gpu_model_suggests_that_gpus_family_first() -> None:
+    # H300 does not exist; the H100 and H200 profiles are what a user typing it looks for,
+    # not the A30, B200 or L40 a letter-by-letter likeness puts first.
+    result = run("init", "--pool", "gpu=kubevirt-h300", "--chart", "osimage", "--namespace", "t")
+    assert result.exit_code != 0
+    said = result.stderr.strip()
+    assert "did you mean kubevirt-h100-nvl, kubevirt-h200-sxm, kubevirt-h100-pcie?" in said
+    assert "a30" not in said and "b200" not in said and "l40" not in said
+
+
+@pytest.mark.parametrize(
+    ("typed", "known", "nearest"),
+    [
+        # The runs a name shares come before a letter-by-letter likeness.
+        (
+            "kubevirt-h300",
+            ["kubevirt-a30", "kubevirt-b200", "kubevirt-h100-nvl"],
+            ["kubevirt-h100-nvl", "kubevirt-a30", "kubevirt-b200"],
+        ),
+        ("a100", ["a10", "a100-pcie-80gb"], ["a100-pcie-80gb", "a10"]),
+        (
+            "kubevirt-a100-80",
+            ["kubevirt-a10", "kubevirt-a100-pcie-40gb", "kubevirt-a100-pcie-80gb"],
+            ["kubevirt-a100-pcie-80gb", "kubevirt-a100-pcie-40gb", "kubevirt-a10"],
+        ),
+        # A number is its value: ts0101 is TS101.
+        ("ts0101", ["TS011", "TS101", "TS110"], ["TS101", "TS011", "TS110"]),
+        # Equal runs: the closer spelling first; the order never depends on the input's.
+        ("hgx-b300", ["hgx-h100", "hgx-b200", "metal-amd"], ["hgx-b200", "hgx-h100"]),
+        ("l40", ["l40-b", "l40s"], ["l40s", "l40-b"]),
+        # A case slip is no distance.
+        ("Endpoints", ["endpoints", "overridePath"], ["endpoints"]),
+        # Nothing near: nothing said, not the whole list.
+        ("zzz", ["kubevirt-a30", "kubevirt-b200"], []),
+    ],
+)
+def test_closest_names_rank_shared_runs_before_likeness(
+    typed: str, known: list[str], nearest: list[str]
+) -> None:
+    assert closest_names(typed, known) == nearest
+    assert closest_names(typed, list(reversed(known))) == nearest
 
 
 def test_id_on_a_cluster_file_says_which_command_reads_it() -> None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from schematic.errors import CatalogError
+from schematic.errors import CatalogError, closest_names
 
 if TYPE_CHECKING:
     from schematic.factory.client import ExtensionInfo, OverlayInfo
@@ -49,7 +48,7 @@ def check_overlay(
     images = sorted({info.image for info in overlays_info if info.name == name})
     if not images:
         offered = sorted({info.name for info in overlays_info})
-        close = difflib.get_close_matches(name, offered, n=1)
+        close = closest_names(name, offered, most=1)
         if close:
             hint = f" (did you mean {close[0]}?)"
         elif not offered:

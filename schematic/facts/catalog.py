@@ -9,7 +9,6 @@ known patch is the best available answer. `resolve_version` tells which release 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import re
@@ -17,7 +16,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import resources
 
-from schematic.errors import CatalogError
+from schematic.errors import CatalogError, closest_names
 from schematic.facts.talos import REFRESH_COMMAND
 
 __all__ = [
@@ -325,7 +324,7 @@ def unoffered_extensions(
     found = []
     for name in unknown:
         full = normalise_extension_name(name)
-        close = difflib.get_close_matches(full, sorted(offered_set), n=3)
+        close = closest_names(full, offered_set)
         found.append(
             UnofferedExtension(
                 name=name,

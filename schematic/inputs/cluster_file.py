@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, get_args
 
-from schematic.errors import ClusterFileError, printable
+from schematic.errors import ClusterFileError, closest_names, printable
 from schematic.facts.media import BootSchematic, check_factory_version
 from schematic.inputs.cluster_values import (
     DEFAULT_IMAGE_FACTORY_URL,
@@ -207,7 +207,11 @@ def _pool_extras(fields: Fields, at: At) -> dict[str, Any]:
         if key in TOOL_KEYS:
             continue
         if not isinstance(key, str) or key not in known:
-            close = _closest(str(key), [*TOOL_KEYS, *known]) if at.reading.collecting else []
+            close = (
+                closest_names(str(key), [*TOOL_KEYS, *known], most=1)
+                if at.reading.collecting
+                else []
+            )
             hint = f"; did you mean {close[0]}?" if close else ""
             (at / key).problem(f"not a pool setting nor a Cozystack kubernetes-nodes value{hint}")
         elif known[key] == "tool":
@@ -217,12 +221,6 @@ def _pool_extras(fields: Fields, at: At) -> dict[str, Any]:
         passthrough[key] = value
     at.check(fields.data, check_replicas)
     return passthrough
-
-
-def _closest(word: str, choices: list[str]) -> list[str]:
-    import difflib  # only for error messages
-
-    return difflib.get_close_matches(word, choices, n=1)
 
 
 def _pool(value: object, at: At, line: int | None) -> PoolSpec | None:

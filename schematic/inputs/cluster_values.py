@@ -9,12 +9,12 @@ from __future__ import annotations
 import functools
 import re
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
-from schematic.errors import TalosSchematicError
+from schematic.errors import TalosSchematicError, closest_names
 from schematic.facts.chart_targets import check_chart_name
 from schematic.facts.media import MEDIA_KEYS, BootSchematic, ImageOptions
 from schematic.facts.talos import TalosVersion
@@ -435,7 +435,7 @@ def check_registry_mirrors(value: object) -> dict[str, Any] | None:
             raise ValueError(f"{host}: give {{endpoints: [mirror URL, ...]}}")
         for key, setting in mirror.items():
             if key not in _MIRROR_KEYS:
-                close = _closest(str(key), _MIRROR_KEYS)
+                close = closest_names(str(key), _MIRROR_KEYS, most=1)
                 hint = f"; did you mean {close[0]}?" if close else ""
                 raise ValueError(f"{host}.{key}: unknown key{hint}")
             if key != "endpoints" and not isinstance(setting, bool):
@@ -451,9 +451,3 @@ def check_registry_mirrors(value: object) -> dict[str, Any] | None:
         ):
             raise ValueError(f"{host}.endpoints: give a list of http(s) mirror URLs")
     return dict(value)
-
-
-def _closest(word: str, choices: Sequence[str]) -> list[str]:
-    import difflib  # only for error messages
-
-    return difflib.get_close_matches(word, choices, n=1)

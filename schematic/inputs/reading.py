@@ -29,7 +29,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-from schematic.errors import TalosSchematicError, printable
+from schematic.errors import TalosSchematicError, closest_names, printable
 from schematic.safe_yaml import YamlLimitError, compose_single
 
 __all__ = [
@@ -420,7 +420,7 @@ def choice(choices: Collection[str]) -> Callable[[object], Any]:
         listed = ", ".join(choices)
         if type(value) is not str:
             raise ValueError(f"must be one of {listed}, not {described(value)}")
-        close = [c for c in choices if c.lower() == value.lower()] or _closest(value, choices)
+        close = closest_names(value, choices, most=1)  # a case slip first: case is no distance
         hint = f"; did you mean {close[0]}?" if close else ""
         raise ValueError(f"{value!r} is not one of {listed}{hint}")
 
@@ -434,12 +434,6 @@ def optional(check: Callable[[Any], T]) -> Callable[[Any], T | None]:
         return None if value is None else check(value)
 
     return maybe
-
-
-def _closest(word: str, choices: Collection[str]) -> list[str]:
-    import difflib  # only for error messages
-
-    return difflib.get_close_matches(word, list(choices), n=1)
 
 
 class Fields:
@@ -465,7 +459,7 @@ class Fields:
             if key not in keys:
                 # The hint is searched only for a problem that is kept: a hundred thousand
                 # unknown keys each searched took a minute.
-                close = _closest(str(key), keys) if at.reading.collecting else []
+                close = closest_names(str(key), keys, most=1) if at.reading.collecting else []
                 hint = f"; did you mean {close[0]}?" if close else ""
                 (at / str(key)).problem(f"unknown key{hint}")
 

@@ -9,7 +9,6 @@ the files are read by :mod:`schematic.inputs`, the stage before this one.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cached_property
@@ -23,6 +22,7 @@ from schematic.errors import (
     NvidiaError,
     TalosSchematicError,
     UsageError,
+    closest_names,
     printable,
 )
 from schematic.facts.catalog import (
@@ -770,7 +770,7 @@ def _pool_media(
         return media
     offered = release.overlays
     if overlay.name not in offered:
-        hints = difflib.get_close_matches(overlay.name, sorted(offered), n=3)
+        hints = closest_names(overlay.name, offered)
         elsewhere = overlay_releases(overlay.name)
         detail = (
             f"offered by Talos {elsewhere[0]} … {elsewhere[-1]}"
