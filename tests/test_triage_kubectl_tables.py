@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from kube_fake import FakeServer, fake_api_server
+from real_tools import KUBECTL
 from test_triage_corpus import verdict_problems
 
 from schematic.doctor.triage import triage_paths
@@ -30,12 +31,8 @@ from schematic.doctor.triage import triage_paths
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
 BUNDLES = DATA / "triage"
-TOOLS = Path(os.environ.get("TALOS_SCHEMATIC_TOOLS", ROOT / ".venv" / "tools"))
-KUBECTL = str(TOOLS / "kubectl") if (TOOLS / "kubectl").is_file() else shutil.which("kubectl")
 REGENERATE = os.environ.get("TALOS_SCHEMATIC_REGENERATE") == "1"
-pytestmark = pytest.mark.skipif(
-    KUBECTL is None, reason=f"needs kubectl ({TOOLS}/kubectl or on PATH; make installs it)"
-)
+pytestmark = KUBECTL.needed
 
 
 @dataclass(frozen=True)
@@ -89,7 +86,7 @@ def _objects(file: str) -> list[dict[str, Any]]:
 
 
 def _kubectl_prints(server: FakeServer, recording: Recording, folder: Path) -> str:
-    assert KUBECTL is not None
+    assert KUBECTL.path is not None
     server.objects.clear()
     server.now = recording.now
     for obj in _objects(recording.objects):
@@ -98,7 +95,7 @@ def _kubectl_prints(server: FakeServer, recording: Recording, folder: Path) -> s
     # to the user's.
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(folder)}
     done = subprocess.run(
-        [KUBECTL, "--kubeconfig", str(server.kubeconfig(folder)), *recording.command],
+        [KUBECTL.path, "--kubeconfig", str(server.kubeconfig(folder)), *recording.command],
         capture_output=True,
         text=True,
         env=env,
