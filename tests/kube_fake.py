@@ -13,6 +13,13 @@ a merge patch does to an object is shown by ``kubectl patch --local`` itself.
 
 Pods and services put in (``put``) are listed, in one namespace or all, as JSON or as the Table
 ``kubectl get`` asks for (kube_tables.py), so the real kubectl prints its own tables of them.
+
+For ``triage --collect`` it also lists what the collection reads: core ``nodes``, ``events``
+and ``secrets``, ``apps/v1`` ``daemonsets`` and KubeVirt's ``virtualmachineinstances`` of
+``kubevirt.io/v1``, with the short names the real API server's discovery gives them (``ds``,
+``vmi``; kubernetes/kubernetes ``pkg/registry/*/rest`` ``ShortNames()``, kubevirt/kubevirt
+``pkg/virt-operator/resource/generate/components/crds.go``). A list or an object is served
+where a test puts it in ``objects`` (by its API path, the query left off).
 """
 
 from __future__ import annotations
@@ -35,7 +42,12 @@ RESOURCES: dict[str, list[tuple[str, str, bool]]] = {
         ("pods", "Pod", True),
         ("services", "Service", True),
         ("namespaces", "Namespace", False),
+        ("nodes", "Node", False),
+        ("events", "Event", True),
+        ("secrets", "Secret", True),
     ],
+    "apps/v1": [("daemonsets", "DaemonSet", True)],
+    "kubevirt.io/v1": [("virtualmachineinstances", "VirtualMachineInstance", True)],
     "apps.cozystack.io/v1alpha1": [
         ("kuberneteses", "Kubernetes", True),
         ("kubernetesnodeses", "KubernetesNodes", True),
@@ -45,7 +57,10 @@ RESOURCES: dict[str, list[tuple[str, str, bool]]] = {
 }
 _VERBS = ["get", "list", "create", "update", "patch", "delete"]
 # What `kubectl get svc`, `kubectl get po` are resolved by (the API server's discovery).
-SHORT_NAMES = {"pods": ["po"], "services": ["svc"], "namespaces": ["ns"]}
+SHORT_NAMES = {
+    **{"pods": ["po"], "services": ["svc"], "namespaces": ["ns"], "nodes": ["no"]},
+    **{"events": ["ev"], "daemonsets": ["ds"], "virtualmachineinstances": ["vmi", "vmis"]},
+}
 
 
 @dataclass(frozen=True)

@@ -230,7 +230,8 @@ def test_commands_name_the_cluster_namespace_and_node() -> None:
     assert "node_memory_MemAvailable_bytes" in out
     # The CDI generator's log (it says when the driver does not answer) and the management
     # cluster's events (where KubeVirt refuses a VM's GPU) are collected too.
-    assert "$T logs ext-nvidia-cdi-gen > w1.cdi-gen.log" in out
+    # (a service's log under the node's folder, as `talosctl support` writes it).
+    assert "$T logs ext-nvidia-cdi-gen > w1/service-logs/ext-nvidia-cdi-gen.log" in out
     assert "kubectl -n tenant-a get events -o json > management-events.json" in out
     # Placeholders where nothing was given.
     assert "TENANT_NAMESPACE" in run("triage", "--commands")[1]

@@ -59,9 +59,11 @@ def test_bash_parses_the_script(options: tuple[str, ...]) -> None:
 
 
 def _block(script: str, first: str, last: str) -> str:
+    """The lines from the first that starts with ``first`` to the last that starts with
+    ``last``."""
     lines = script.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(first))
-    end = next(i for i in range(start, len(lines)) if lines[i].startswith(last))
+    end = max(i for i in range(start, len(lines)) if lines[i].startswith(last))
     return "\n".join(lines[start : end + 1]) + "\n"
 
 
@@ -150,7 +152,8 @@ def test_metrics_go_through_the_service_proxy_with_the_real_kubectl(
         'if [ "$2" = svc ]; then printf "tenant-root\\ntenant-a\\n"; exit 0; fi\n'
         f'exec {KUBECTL.path} --server {api_server} "$@"',
     )
-    block = _block(_script(*FULL), "monitoring=", "done")
+    # One step per metric, each a line of its own.
+    block = _block(_script(*FULL), "monitoring=", "kubectl get --raw")
     work = tmp_path / "evidence"
     work.mkdir()
     env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
@@ -219,5 +222,6 @@ def test_the_script_writes_no_credential_under_evidence_and_says_what_it_wrote(
     assert done.returncode == 0, done.stderr
     written = sorted(p.name for p in (tmp_path / "evidence").iterdir())
     assert written and not [n for n in written if any(c in n for c in _CREDENTIALS)], written
-    assert "evidence/ holds" in done.stdout and "w1.dmesg.txt" in done.stdout
+    # The node's files in a folder named after it, as a `talosctl support` bundle holds them.
+    assert "evidence/ holds" in done.stdout and "./w1/dmesg.log" in done.stdout
     assert list(private.iterdir()) == []  # the credentials' folder is gone with the script

@@ -43,6 +43,41 @@ def triage(
             "--namespace, --node).",
         ),
     ] = False,
+    collect: Annotated[
+        str | None,
+        typer.Option(
+            "--collect",
+            metavar="DIR",
+            help="Run those commands (read-only; needs --cluster and --namespace, --node for "
+            "the node's own files) into DIR, new or empty, then triage DIR.",
+        ),
+    ] = None,
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option(
+            "--kubeconfig",
+            metavar="FILE",
+            help="With --collect: the management cluster's kubeconfig (default: kubectl's).",
+        ),
+    ] = None,
+    talosconfig: Annotated[
+        str | None,
+        typer.Option(
+            "--talosconfig",
+            metavar="FILE",
+            help="With --collect: a talosconfig that reaches the node, used instead of a "
+            "reader certificate signed with the tenant's Talos CA.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="With --collect: the time limit of every step (default: 60 s for kubectl, "
+            "30 s for talosctl).",
+        ),
+    ] = None,
     cluster: Annotated[
         str | None,
         typer.Option("--cluster", metavar="NAME", help="Cozystack tenant cluster name."),
@@ -88,6 +123,9 @@ def triage(
     Example: talos-schematic triage --commands --cluster gpu --namespace tenant-a
     --node 10.244.3.17 > collect.sh
 
+    Example, collecting and triaging in one go: talos-schematic triage --collect evidence
+    --cluster gpu --namespace tenant-a --node 10.244.3.17
+
     Example, for a ticket: talos-schematic triage evidence/ --format markdown
 
     Example, running vs committed: talos-schematic triage evidence/ --against deploy/gpu
@@ -96,6 +134,17 @@ def triage(
     every other file up to 16 MiB; --max-input-size sets one limit for both.
     """
     with quieted(quiet):
+        for option, given in (
+            ("--kubeconfig", kubeconfig),
+            ("--talosconfig", talosconfig),
+            ("--timeout", timeout),
+        ):
+            if given is not None and collect is None:
+                raise typer.BadParameter("is used only with --collect DIR", param_hint=option)
+        if commands and collect is not None:
+            raise typer.BadParameter(
+                "give either --commands or --collect DIR", param_hint="--collect"
+            )
         if commands:
             from schematic.doctor.triage.commands import CommandValueError, collection_commands
 
@@ -105,6 +154,14 @@ def triage(
                 raise typer.BadParameter(str(err), param_hint=err.option) from None
             sys.stdout.write(script)
             return
+        if collect is not None:
+            if paths:
+                raise typer.BadParameter(
+                    "give either --collect DIR or PATH...", param_hint="PATH..."
+                )
+            paths = [
+                _collected(collect, cluster, namespace, node, kubeconfig, talosconfig, timeout)
+            ]
         from schematic.doctor.triage import triage_paths
         from schematic.doctor.triage.formats import FORMATS, render
 
@@ -145,6 +202,54 @@ def triage(
             raise typer.Exit(FOUND_ERRORS)
         if not report.judged:
             raise typer.Exit(NOTHING_JUDGED)
+
+
+def _collected(
+    folder: str,
+    cluster: str | None,
+    namespace: str | None,
+    node: str | None,
+    kubeconfig: str | None,
+    talosconfig: str | None,
+    timeout: float | None,
+) -> str:
+    """``folder`` once the collection ran into it; exit 4 when it collected nothing."""
+    import math
+    from pathlib import Path
+
+    from schematic.doctor.triage.collect import collect
+    from schematic.doctor.triage.steps import Target
+
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise typer.BadParameter(
+            f"{timeout:g} is not a number of seconds above 0", param_hint="--timeout"
+        )
+    for option, given in (("--kubeconfig", kubeconfig), ("--talosconfig", talosconfig)):
+        if given is not None and not Path(given).is_file():
+            raise typer.BadParameter(
+                f"{printable(given, one_line=True)} is not a file", param_hint=option
+            )
+    try:
+        target = Target.checked(cluster=cluster, namespace=namespace, node=node)
+        done = collect(
+            Path(folder),
+            target,
+            kubeconfig=Path(kubeconfig) if kubeconfig else None,
+            talosconfig=Path(talosconfig) if talosconfig else None,
+            timeout=timeout,
+            progress=lambda line: print(f"talos-schematic triage: {line}", file=sys.stderr),
+        )
+    except TalosSchematicError as err:
+        raise fail(err) from None
+    for line in done.summary():
+        print(f"talos-schematic triage: {line}", file=sys.stderr)
+    if not done.files:
+        print(
+            "talos-schematic triage: nothing was collected: nothing could be judged",
+            file=sys.stderr,
+        )
+        raise typer.Exit(NOTHING_JUDGED)
+    return folder
 
 
 def _count(number: int, one: str, several: str) -> str:
