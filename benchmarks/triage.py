@@ -5,13 +5,14 @@ runs, baseline and measured alternating):
 
 - ``talos-schematic triage pods.json nodes.json`` at the default limits, on a generated
   ``kubectl get pods -A -o json`` of 5,000 pods (about 56 MB) over 200 nodes, within 1.5x the
-  time of ``json.load`` of the same two files, and its peak resident set size within 2.5x their
-  size. One pool of 50 nodes (``ml-cpu``) reboots on the 70-minute timer (every pod on it
-  restarted 14 times together, about every 70 minutes); on every other node each pod restarted
-  once. The report must hold one diagnosis naming the pool and its 50 nodes, and nothing about
-  the healthy nodes;
-- 16 MiB of blank lines, of one line, and of kernel continuation lines: each within 3 s and
-  300 MB.
+  time of ``json.load`` of the same two files with a 20 % margin (1.2x), and its peak resident
+  set size within 2.5x their size. One pool of 50 nodes (``ml-cpu``) reboots on the 70-minute
+  timer (every pod on it restarted 14 times together, about every 70 minutes); on every other
+  node each pod restarted once. The report must hold one diagnosis naming the pool and its 50
+  nodes, and nothing about the healthy nodes;
+- 16 MiB of blank lines, of one line, and of kernel continuation lines: each within the 5 s
+  promise with a 20 % margin (4 s) and 300 MB, each ending as it must: exit 4, nothing could be
+  judged (none holds evidence; the continuation lines' message is no known one).
 
 The pods are built from one realistic pod (the fields ``kubectl get pods -o json`` prints,
 ``managedFields`` included) with distinct names, nodes, and restart counts; a seeded generator
@@ -39,8 +40,11 @@ BROKEN = 50  # the nodes of pool ml-cpu
 RUNS = 3
 TIME_FACTOR = 1.5
 MEMORY_FACTOR = 2.5
-KIND_SECONDS = 3.0
+# Each target is met with this much to spare: a figure within it only on a quiet day is not.
+MARGIN = 0.2
+KIND_SECONDS = 5.0
 KIND_MB = 300.0
+NOTHING_JUDGED = 4  # triage's exit when no input was read as evidence
 KIND_SIZE = 16 * 1024 * 1024 - 1024  # just under the default input limit
 # Kubernetes' random-suffix alphabet, for node names as Cluster API gives them.
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -399,15 +403,15 @@ def main() -> int:
         f"triage:     {took_s:.2f} s CPU ({took_s / base_s:.2f}x), peak {took_mb:.0f} MB "
         f"({took_mb / size_mb:.2f}x the files), exit {sorted(codes)}"
     )
-    if took_s > TIME_FACTOR * base_s:
-        missed.append(f"time {took_s / base_s:.2f}x > {TIME_FACTOR}x json.load")
+    if took_s > (1 - MARGIN) * TIME_FACTOR * base_s:
+        missed.append(f"time {took_s / base_s:.2f}x > {TIME_FACTOR}x json.load less {MARGIN:.0%}")
     if took_mb > MEMORY_FACTOR * size_mb:
         missed.append(f"memory {took_mb / size_mb:.2f}x > {MEMORY_FACTOR}x the files")
     if not codes <= {0, 3}:
         missed.append(f"triage exited {sorted(codes)}")
     for kind, (seconds, peak, code) in kind_runs.items():
         print(f"16 MiB of {kind}: {seconds:.2f} s CPU, peak {peak:.0f} MB, exit {code}")
-        if seconds > KIND_SECONDS or peak > KIND_MB or code not in (0, 3):
+        if seconds > (1 - MARGIN) * KIND_SECONDS or peak > KIND_MB or code != NOTHING_JUDGED:
             missed.append(f"16 MiB of {kind}: {seconds:.2f} s, {peak:.0f} MB, exit {code}")
     print(f"(wall clock of every run: {min(WALL):.2f} to {max(WALL):.2f} s)")
     print("targets met" if not missed else "missed: " + "; ".join(missed))

@@ -55,6 +55,13 @@ _PATTERNS = (
 )
 
 
+# A word every pattern above needs (the names' common parts: "key" of api_key, private-key and
+# client-key-data, "passw" of password and passwd): a text without one is returned as it is,
+# without running the patterns. Most lines quoted hold none, and the patterns cost
+# microseconds a line: a cluster's 5,000 pods are 5,000 lines.
+_TRIGGER = re.compile(r"(?i)authorization|bearer|basic|://|token|passw|secret|key|pwd|signature")
+
+
 def redacted(text: str, secrets: Collection[str] = ()) -> str:
     """``text`` with every credential hidden: each of ``secrets`` (a secret of 4 characters or
     more wherever it appears; a shorter one where it stands alone, as replacing every "ab"
@@ -64,6 +71,8 @@ def redacted(text: str, secrets: Collection[str] = ()) -> str:
             text = text.replace(secret, MASK)
         else:
             text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", MASK, text)
+    if not _TRIGGER.search(text):
+        return text
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text

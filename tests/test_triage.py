@@ -359,6 +359,25 @@ def test_a_continuation_line_holding_the_signal_joins_the_message_it_continues()
     assert (signal.kind, signal.evidence.line) == (Kind.RM_INIT_FAILED, 1)
 
 
+def test_a_message_of_many_continuation_lines_is_quoted_at_both_ends_without_credentials() -> None:
+    # The quote shows the message's two ends; each line that shows is redacted, a credential
+    # on its last line as on its first, and the lines between cost nothing to quote.
+    middle = "               NVRM: x\n" * 20_000
+    text = (
+        "[    5.559842] NVRM: RmInitAdapter failed! token=firstsecretvalue1234 (0x22:0x56:884)\n"
+        + middle
+        + "               NVRM: pulled https://robot:lastsecretvalue@registry.example/x\n"
+    )
+    (signal,) = read_evidence(text, "console").signals
+    quoted = signal.evidence.text
+    assert (signal.kind, signal.evidence.line, len(quoted)) == (Kind.RM_INIT_FAILED, 1, 400)
+    assert quoted.startswith(
+        "[    5.559842] NVRM: RmInitAdapter failed! token=*** (0x22:0x56:884)\\x0aNVRM: x"
+    )
+    assert quoted.endswith("NVRM: x\\x0aNVRM: pulled https://***@registry.example/x")
+    assert "secretvalue" not in quoted and "…" in quoted
+
+
 def test_a_log_of_more_signals_than_is_read_is_read_at_both_ends_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

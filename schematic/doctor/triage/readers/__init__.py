@@ -37,7 +37,13 @@ from schematic.doctor.triage.readers.documents import (
 from schematic.doctor.triage.readers.grafana import recognise_grafana_csv
 from schematic.doctor.triage.readers.health import read_health, recognise_health
 from schematic.doctor.triage.readers.logs import read_log
-from schematic.doctor.triage.readers.paste import fenced_paste, is_prose, sections, unquote
+from schematic.doctor.triage.readers.paste import (
+    fenced_paste,
+    first_visible,
+    is_prose,
+    sections,
+    unquote,
+)
 from schematic.doctor.triage.readers.procpci import read_proc_pci, recognise_proc_pci
 from schematic.doctor.triage.readers.tables import read_table, recognise_table
 from schematic.doctor.triage.signals import Kind, Signal
@@ -54,7 +60,6 @@ __all__ = [
 # YAML of the shapes the document reader knows: a Kubernetes object or list, a talosctl
 # resource, a query answer. Logs that happen to parse as YAML are not mistaken for it.
 _YAML_SHAPE = re.compile(r"^(?:apiVersion|kind|node|metadata|status|machine):", re.MULTILINE)
-_FIRST_CHARACTER = re.compile(r"\S")
 
 
 @dataclass(frozen=True)
@@ -143,8 +148,8 @@ def read_evidence(text: str, file: str) -> Reading:
 
 
 def _read_section(text: str, file: str) -> Reading:
-    first = _FIRST_CHARACTER.search(text)
-    start = first.group() if first else ""
+    visible = first_visible(text)
+    start = text[visible : visible + 1]
     try:
         if start in ("{", "["):
             taken: list[Signal] = []

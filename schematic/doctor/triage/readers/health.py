@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import islice
 
+from schematic.doctor.triage.readers.paste import first_line
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 
 __all__ = ["read_health", "recognise_health"]
@@ -33,11 +35,31 @@ _HEAD_LINES = 20
 
 def recognise_health(text: str) -> bool:
     """Whether the reporter's lines start ``text``: ``discovered nodes`` or a check among its
-    first lines, and two checks at least."""
-    head = [line for line in text.splitlines() if line.strip()][:_HEAD_LINES]
-    if not any(_DISCOVERED.match(line) or _CHECK.match(line) for line in head):
+    first lines, and two checks at least. Cheap on any text: the first lines are found by
+    skipping to what is not blank, and the checks by their words, never by splitting every
+    line (16 MiB of blank lines are sixteen million)."""
+    if not any(_DISCOVERED.match(line) or _CHECK.match(line) for line in _head(text)):
         return False
-    return sum(1 for line in text.splitlines() if _CHECK.match(line)) >= 2
+    checks = (
+        found
+        for found in _CHECK_WORDS.finditer(text)
+        if found.start() == 0 or text[found.start() - 1] == "\n"
+    )
+    return sum(1 for _ in islice(checks, 2)) >= 2
+
+
+_CHECK_WORDS = re.compile(r"waiting for [^:\n]+: \S")
+
+
+def _head(text: str) -> Iterator[str]:
+    """The first :data:`_HEAD_LINES` lines of ``text`` that are not blank."""
+    position = 0
+    for _ in range(_HEAD_LINES):
+        start, line = first_line(text, position)
+        if not line:
+            return
+        yield line
+        position = start + len(line)
 
 
 def read_health(text: str, file: str) -> Iterator[Signal]:

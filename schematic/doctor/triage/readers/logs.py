@@ -142,7 +142,17 @@ _STRATEGY_LINES = _STRATEGY_SEARCH + 20
 class _Line:
     """One message with its place: the node its prefix names and the kernel uptime, if any."""
 
-    __slots__ = ("follows", "message", "node", "number", "raw", "time", "uptime")
+    __slots__ = (
+        "follows",
+        "message",
+        "node",
+        "number",
+        "parts",
+        "quoted",
+        "raw",
+        "time",
+        "uptime",
+    )
 
     def __init__(
         self, number: int, raw: str, node: str, uptime: str, message: str, time: str = ""
@@ -155,6 +165,22 @@ class _Line:
         self.time = time
         # Whether it comes right after the message before it (none between was passed over).
         self.follows = True
+        # The kernel continuation lines joined to it, and the evidence it shows once quoted.
+        self.parts: tuple[str, ...] = ()
+        self.quoted: Evidence | None = None
+
+    def continued(self, parts: list[str]) -> None:
+        """Join a kernel message's continuation lines to it."""
+        if parts:
+            self.parts = tuple(parts)
+            self.message += "\n" + "\n".join(parts)
+
+    def evidence(self, file: str) -> Evidence:
+        """The message as evidence, worked out the first time a signal quotes it: most lines
+        read show no signal, and quoting costs the redactor's patterns."""
+        if self.quoted is None:
+            self.quoted = Evidence(file, self.number, _quote([self.raw, *self.parts]))
+        return self.quoted
 
 
 def _split(number: int, raw: str) -> _Line:
@@ -303,10 +329,7 @@ def _lines(text: str, notes: list[str]) -> Iterator[_Line]:
         number += text.count("\n", counted, start)
         counted = start
         line = _split(number, first_line)
-        if parts:
-            line.message += "\n" + "\n".join(parts)
-            # Evidence shows at most _MAX_TEXT characters of it.
-            line.raw = _cut("\\x0a".join([line.raw, *parts]))
+        line.continued(parts)
         read += 1
         if "Running with config:" in line.message and read < READ_FIRST + 2 * READ_LAST:
             keep = _STRATEGY_LINES
@@ -325,10 +348,42 @@ def _tail(text: str, start: int, floor: int) -> int:
     return _head_of(text, _line_start(text, marks[0]), floor)
 
 
+def _quote(lines: list[str]) -> str:
+    """A message's lines as evidence: joined by a literal ``\\x0a``, as ``talosctl dmesg``
+    joins them, credentials hidden, then cut to :data:`_MAX_TEXT` in the middle (:func:`_cut`).
+
+    Credentials are hidden before the cut, so no cut halves one, and line by line (no
+    credential runs on past a line's end), so only the lines at the message's two ends that can
+    show are redacted: a message of a million continuation lines costs what its ends cost."""
+    lines[0] = lines[0].lstrip()
+    lines[-1] = lines[-1].rstrip()
+    head = _redacted_until_shown(lines)
+    if len(head) < len(lines):
+        # What lies between two ends this long is never shown: the cut drops it.
+        tail = _redacted_until_shown(lines[: len(head) - 1 : -1])
+        head += tail[::-1]
+    return _cut(_LINE_BREAK.join(head))
+
+
+_LINE_BREAK = "\\x0a"
+
+
+def _redacted_until_shown(lines: list[str]) -> list[str]:
+    """``lines`` redacted one by one, from the first, until they are long enough to fill
+    either side of a cut."""
+    shown: list[str] = []
+    length = 0
+    for line in lines:
+        shown.append(redacted(line))
+        length += len(shown[-1]) + len(_LINE_BREAK)
+        if length > _MAX_TEXT:
+            break
+    return shown
+
+
 def _cut(text: str) -> str:
-    """The line, shortened in its middle: an error's reason is at its end (a CSR error's x509
-    clause), its kind at its start. Credentials are hidden first, so no cut halves one."""
-    text = redacted(text.strip())
+    """The text, shortened in its middle: an error's reason is at its end (a CSR error's x509
+    clause), its kind at its start."""
     if len(text) <= _MAX_TEXT:
         return text
     half = (_MAX_TEXT - 1) // 2
@@ -352,9 +407,10 @@ def _unjoined(lines: Iterator[_Line]) -> Iterator[_Line]:
         if line.raw.count("] ") < 2 or not _JOINED.search(line.raw):
             yield line
             continue
-        for part in _JOINED.split(line.raw):
-            if part.strip():
-                yield _split(line.number, part)
+        records = [_split(line.number, part) for part in _JOINED.split(line.raw) if part.strip()]
+        # The continuation lines go on from the last record of the line.
+        records[-1].continued(list(line.parts))
+        yield from records
 
 
 # Signals of one kind for one node kept from one log: the first ones and the last. A real log
@@ -392,7 +448,6 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
         if line is None:
             break
         before, previous = (previous if line.follows else None), line
-        evidence = Evidence(file, line.number, _cut(line.raw))
         data: tuple[tuple[str, str], ...] = ()
         if line.uptime and number(line.uptime) is None:
             yield unreadable(file, line.number, "kernel uptime", line.uptime)
@@ -409,7 +464,7 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
             yield Signal(
                 Kind.GPU_LISTED,
                 line.node,
-                evidence,
+                line.evidence(file),
                 row["name"].strip(),
                 (*data, ("uuid", ""), ("address", bus[4:] if len(bus) == 16 else bus)),
             )
@@ -419,7 +474,11 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
             # `nvidia-smi -L` / `-q`: the driver is up and sees this GPU.
             uuid = smi.groupdict().get("uuid") or ""
             yield Signal(
-                Kind.GPU_LISTED, line.node, evidence, smi["name"].strip(), (*data, ("uuid", uuid))
+                Kind.GPU_LISTED,
+                line.node,
+                line.evidence(file),
+                smi["name"].strip(),
+                (*data, ("uuid", uuid)),
             )
             continue
         if _SMI_FABRIC.match(message):
@@ -433,7 +492,7 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
             yield Signal(
                 Kind.FABRIC_STATE,
                 line.node,
-                evidence,
+                line.evidence(file),
                 fabric["state"],
                 (*data, ("status", status["status"] if status else "")),
             )
@@ -442,7 +501,9 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
                 continue
         if "startAllServices" in message and " to be " in message:
             for found in _SERVICE_WAIT.finditer(message):
-                yield Signal(Kind.SERVICE_WAITING, line.node, evidence, found["service"], data)
+                yield Signal(
+                    Kind.SERVICE_WAITING, line.node, line.evidence(file), found["service"], data
+                )
             continue
         runner = _SERVICE_RUNNER.search(message) if "service[" in message else None
         if runner:
@@ -450,7 +511,7 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
             yield Signal(
                 Kind.SERVICE_STATE,
                 line.node,
-                evidence,
+                line.evidence(file),
                 runner["service"],
                 (
                     *data,
@@ -468,7 +529,7 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
                 yield Signal(
                     Kind.SERVICE_WAITING,
                     line.node,
-                    evidence,
+                    line.evidence(file),
                     found["service"],
                     (*data, ("source", "dependency")),
                 )
@@ -478,7 +539,7 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
                 yield Signal(
                     Kind.MODULE_LOAD_FAILED,
                     line.node,
-                    evidence,
+                    line.evidence(file),
                     found["module"],
                     (*data, ("reason", reason)),
                 )
@@ -488,7 +549,7 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
             yield Signal(
                 Kind.MODULE_LOADED,
                 line.node,
-                evidence,
+                line.evidence(file),
                 module["name"],
                 (("taint", module["taint"] or ""),),
             )
@@ -501,7 +562,7 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
                 yield Signal(
                     Kind.PLUGIN_STRATEGY,
                     line.node,
-                    Evidence(file, found_line.number, _cut(found_line.raw)),
+                    found_line.evidence(file),
                     ",".join(values),
                 )
             continue
@@ -511,9 +572,9 @@ def _read_log(text: str, file: str, notes: list[str]) -> Iterator[Signal]:
             pci = _PCI_ID.search(message) or (_PCI_ID.search(before.message) if before else None)
             if pci:
                 extra = (*extra, ("pci", pci["id"].lower()))
-            yield Signal(kind, line.node, evidence, "", extra)
+            yield Signal(kind, line.node, line.evidence(file), "", extra)
         if not kinds and (origin := unknown_failure(message)):
-            yield Signal(Kind.UNKNOWN_FAILURE, line.node, evidence, origin, data)
+            yield Signal(Kind.UNKNOWN_FAILURE, line.node, line.evidence(file), origin, data)
     for node, listed_at in listed_modules.items():
         yield Signal(Kind.MODULES_LISTED, node, Evidence(file, listed_at, "/proc/modules"))
 

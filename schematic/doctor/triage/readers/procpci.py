@@ -25,7 +25,8 @@ _MAX_TEXT = 160
 
 def recognise_proc_pci(text: str) -> bool:
     """Whether every one of the first lines is the kernel's line for a function."""
-    lines = [line for line in text.splitlines()[:50] if line.strip()]
+    # Split at the first lines only: splitting all of a 16 MiB text costs seconds.
+    lines = [line for line in text.split("\n", 50)[:50] if line.strip()]
     return bool(lines) and all(_LINE.match(line) for line in lines)
 
 

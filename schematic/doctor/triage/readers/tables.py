@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
+from schematic.doctor.triage.readers.paste import first_line
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 from schematic.doctor.triage.values import count, unreadable
 from schematic.redact import redacted
@@ -56,17 +57,13 @@ _NVIDIA = "NVIDIA Corporation"
 _MAX_TEXT = 240
 
 
-_FIRST_LINE = re.compile(r"^[ \t]*\S.*$", re.MULTILINE)
-
-
 def recognise_table(text: str) -> bool:
     """Whether ``text`` starts with a table header this reader knows, is the key-value
     listing of ``talosctl service <id>``, or holds talosctl rows without their header
     (``talosctl get ... | grep ...``)."""
-    first = _FIRST_LINE.search(text)
-    if first is None:
+    line = first_line(text)[1]
+    if not line:
         return False
-    line = first.group()
     if any(header.match(line) for header in _HEADERS) or _SERVICE_INFO.match(line):
         return True
     return bool(_headerless(line))
@@ -239,8 +236,7 @@ def _service_row(cells: dict[str, str], evidence: Evidence) -> Iterator[Signal]:
 
 def read_table(text: str, file: str) -> Iterator[Signal]:
     """The signals of a talosctl or kubectl table."""
-    first = _FIRST_LINE.search(text)
-    if first is not None and _SERVICE_INFO.match(first.group()):
+    if _SERVICE_INFO.match(first_line(text)[1]):
         yield from _service_info(text, file)
         return
     assigned = _assigned_nodes(text)
