@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from schematic.doctor.triage.steps import (
@@ -43,6 +43,7 @@ COLLECTED = "collected"
 FAILED = "failed"
 BY_HAND = "by hand"
 SKIPPED = "skipped"
+NEEDS_NODE = "needs --node"
 # How far back the metrics reach, as the script's window.
 _WINDOW_SECONDS = 2 * 86400
 # A failing tool's stderr is reported in one line, at most this long.
@@ -75,12 +76,18 @@ class Collection:
         """What was collected, what failed and why, and what to collect by hand."""
         failed = [o for o in self.outcomes if o.state == FAILED]
         by_hand = [o for o in self.outcomes if o.state == BY_HAND]
+        node_files = [o for o in self.outcomes if o.state == NEEDS_NODE]
         lines = [
             f"collected {len(self.files)} file{'' if len(self.files) == 1 else 's'} into "
             f"{printable(str(self.folder), one_line=True)}; {len(failed)} step"
             f"{'' if len(failed) == 1 else 's'} failed"
         ]
         lines += [f"  failed: {o.command}: {o.reason}" for o in failed]
+        if node_files:
+            lines.append(
+                f"not collected: the node's own files ({len(node_files)} steps); give --node "
+                "(its name or address) to collect them"
+            )
         if by_hand:
             lines.append("collect by hand (into the same folder):")
             for outcome in by_hand:
@@ -149,15 +156,20 @@ class _Run:
     talosconfig: Path | None
     timeout: float | None
     secrets: set[str]
+    # The command after which each reach is given up: a step that got no answer in its time
+    # limit, as every later step that needs the same cluster would wait as long for nothing.
+    silent: dict[Reach, str] = field(default_factory=dict)
 
     def argv(self, step: Step) -> list[str]:
-        argv = [placeholders(part, self.values) for part in step.argv]
+        # A node not given is NODE in the commands shown to run by hand (none of its steps runs).
+        shown = {"node": "NODE", **self.values}
+        argv = [placeholders(part, shown) for part in step.argv]
         if step.reach is Reach.TENANT:
             argv[1:1] = ["--kubeconfig", str(self.private / "tenant.kubeconfig")]
         elif step.reach is Reach.MANAGEMENT and self.kubeconfig and argv[0] == "kubectl":
             argv[1:1] = ["--kubeconfig", str(self.kubeconfig)]
         elif step.reach is Reach.TALOS:
-            node = self.values.get("node", "NODE")
+            node = shown["node"]
             if self.talosconfig:  # the user's own: its endpoints reach the node
                 argv = ["talosctl", "--talosconfig", str(self.talosconfig), "-n", node, *argv]
             else:  # the reader's: the node is its own endpoint
@@ -167,6 +179,8 @@ class _Run:
 
     def unmet(self, step: Step) -> str:
         """Why ``step`` cannot run now ("" when it can)."""
+        if step.reach in self.silent:
+            return f"not run: {self.silent[step.reach]} got no answer in its time limit"
         if step.reach is Reach.TENANT and not (self.private / "tenant.kubeconfig").exists():
             return "the tenant's kubeconfig could not be read"
         if step.reach is Reach.TALOS and not (
@@ -194,6 +208,7 @@ class _Run:
             out, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _end(process)
+            self.silent[step.reach] = shlex.join(step.argv)
             return b"", f"no answer within {timeout:g} s"
         except BaseException:
             _end(process)
@@ -267,7 +282,7 @@ def _end(process: subprocess.Popen[bytes]) -> None:
 def _shown(argv: list[str], step: Step, values: dict[str, str]) -> str:
     command = shlex.join(argv)
     if step.output and not step.output.startswith("<creds>/"):
-        command += " > " + shlex.quote(placeholders(step.output, values))
+        command += " > " + shlex.quote(placeholders(step.output, {"node": "NODE", **values}))
     return printable(command, one_line=True)
 
 
@@ -319,11 +334,11 @@ def _step(run: _Run, step: Step, counter: str, progress: Callable[[str], None]) 
         return Outcome(step, BY_HAND, command, reason=step.why_by_hand)
     if run.talosconfig and (step.reach is Reach.LOCAL or step.output.startswith("<creds>/talos")):
         # These make a reader's talosconfig; the user gave their own.
+        progress(f"{counter} skipped (--talosconfig given): {command}")
         return Outcome(step, SKIPPED, command, reason="--talosconfig given")
-    missing = sorted(name for name in step.needs if name not in run.values)
-    if "node" in missing:
-        progress(f"{counter} by hand: {command}")
-        return Outcome(step, BY_HAND, command, reason="give --node to collect it")
+    if "node" in step.needs and "node" not in run.values:
+        progress(f"{counter} not run (give --node): {command}")
+        return Outcome(step, NEEDS_NODE, command, reason="give --node")
     progress(f"{counter} {command}")
     reason = run.unmet(step)
     out = b""
