@@ -32,6 +32,7 @@ from real_tools import KUBECTL
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
+from schematic.doctor.triage import triage_paths
 from schematic.doctor.triage.collect import collect
 from schematic.doctor.triage.steps import STEPS, Reach, Target
 
@@ -274,6 +275,13 @@ def test_a_healthy_collection_exits_0(server: FakeServer, tmp_path: Path) -> Non
     assert done.code == 0, done.stderr
     assert "error" not in done.stdout.lower()
     assert (done.folder / "10.244.9.52/resources/modules.yaml").is_file()
+    # What the real kubectl wrote is read as evidence, as the replayed talosctl output is.
+    read = {
+        str(Path(r.file).relative_to(done.folder))
+        for r in triage_paths([str(done.folder)]).readings
+        if r.format
+    }
+    assert {"nodes.json", "services.yaml", "10.244.9.52/services.txt"} <= read
 
 
 def _failing_tools(folder: Path, talosctl_dmesg: str = "exit 1") -> None:

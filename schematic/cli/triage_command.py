@@ -116,7 +116,7 @@ def triage(
 
     Exit status: 3 an error diagnosed or an error line unexplained (TS213); 0 inputs read and
     neither found; 4 nothing could be judged (no input was read as evidence: an empty folder,
-    only unrecognised files); 1 bad input; 2 wrong usage.
+    only unrecognised files, or --collect collected nothing); 1 bad input; 2 wrong usage.
 
     Example: talos-schematic triage evidence/
 
