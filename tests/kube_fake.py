@@ -19,7 +19,8 @@ and ``secrets``, ``apps/v1`` ``daemonsets`` and KubeVirt's ``virtualmachineinsta
 ``kubevirt.io/v1``, with the short names the real API server's discovery gives them (``ds``,
 ``vmi``; kubernetes/kubernetes ``pkg/registry/*/rest`` ``ShortNames()``, kubevirt/kubevirt
 ``pkg/virt-operator/resource/generate/components/crds.go``). A list or an object is served
-where a test puts it in ``objects`` (by its API path, the query left off).
+where a test puts it in ``objects`` (by its API path, the query left off); a text there is a
+container's log (``.../pods/<name>/log``), served as text.
 """
 
 from __future__ import annotations
@@ -167,9 +168,11 @@ _NOT_FOUND = {
 def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def reply(self, code: int, body: Any) -> None:
-            data = json.dumps(body).encode()
+            # A text is a container's log, which the API server sends as it is.
+            text = isinstance(body, str)
+            data = body.encode() if text else json.dumps(body).encode()
             self.send_response(code)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "text/plain" if text else "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

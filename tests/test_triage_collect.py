@@ -67,6 +67,36 @@ def _secret(name: str, data: dict[str, str]) -> dict[str, Any]:
     }
 
 
+# The VM of the failing node and its virt-launcher pod, with the guest-console-log container of
+# a node group with logSerialConsole (kubevirt/kubevirt `staging/src/kubevirt.io/api/core/v1/
+# types.go`: `status.interfaces[].ipAddress`; the pod's `kubevirt.io/domain` label as in the
+# virt-launcher pod of akaliwod/ocp-virtualization `doc/ocp-kubevirt-cat8kv-basic/OcPod.md`).
+# Its console is the recorded one of ts101-nvidia-image-cpu-worker.
+TS101_VM = DATA / "ts101-nvidia-image-cpu-worker"
+_VM = "kubernetes-tenant-c-md0-4hx2p"
+_VMI = {
+    "apiVersion": "kubevirt.io/v1",
+    "kind": "VirtualMachineInstance",
+    "metadata": {"name": _VM, "namespace": NAMESPACE},
+    "status": {
+        "phase": "Running",
+        "interfaces": [{"name": "default", "ipAddress": "172.16.20.31"}],
+    },
+}
+_LAUNCHER_NAME = f"virt-launcher-{_VM}-8dzl7"
+_LAUNCHER: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": _LAUNCHER_NAME,
+        "namespace": NAMESPACE,
+        "labels": {"kubevirt.io": "virt-launcher", "kubevirt.io/domain": _VM},
+    },
+    "spec": {"containers": [{"name": "compute"}, {"name": "guest-console-log"}]},
+    "status": {"phase": "Running"},
+}
+
+
 def _serve(server: FakeServer) -> None:
     """What the two clusters answer (one server plays both): the management cluster's Service
     and the tenant's Secrets, the tenant's Node; every other list empty."""
@@ -85,6 +115,7 @@ def _serve(server: FakeServer) -> None:
     )
     service = json.loads((DATA / "class1-trustd-listed-apid-x509/kamaji-service.json").read_text())
     namespaced = f"/api/v1/namespaces/{NAMESPACE}"
+    server.put(_LAUNCHER)
     server.objects.update(
         {
             f"{namespaced}/secrets/kubernetes-{CLUSTER}-admin-kubeconfig": _secret(
@@ -101,8 +132,11 @@ def _serve(server: FakeServer) -> None:
             "/api/v1/services": _list("Service", []),
             "/apis/apps/v1/daemonsets": _list("DaemonSet", [], "apps/v1"),
             f"/apis/kubevirt.io/v1/namespaces/{NAMESPACE}/virtualmachineinstances": _list(
-                "VirtualMachineInstance", [], "kubevirt.io/v1"
+                "VirtualMachineInstance", [_VMI], "kubevirt.io/v1"
             ),
+            f"{namespaced}/pods/{_LAUNCHER_NAME}/log": (
+                TS101_VM / "tenant-a-cpu-7c9xv.console.log"
+            ).read_text(),
         }
     )
 
@@ -212,6 +246,9 @@ def test_a_collection_that_finds_a_known_failure_exits_3_and_names_it(failing: C
     written = _files(failing.folder)
     assert "172.16.20.31/dmesg.log" in written
     assert "172.16.20.31/resources/pcidevices.yaml" in written
+    # The serial console of the node's VM, from its virt-launcher pod's guest-console-log.
+    console = failing.folder / "172.16.20.31/172.16.20.31.console.log"
+    assert console.read_text() == (TS101_VM / "tenant-a-cpu-7c9xv.console.log").read_text()
     assert "nodes.json" in written and "services.yaml" in written, failing.stderr
 
 
@@ -227,7 +264,9 @@ def test_each_step_is_said_as_it_starts_and_the_end_says_what_failed_and_what_is
     assert "no recording for: logs ext-nvidia-fabricmanager" in failing.stderr
     # The console attach and nvidia-smi are listed with their exact command, never run.
     by_hand = failing.stderr.split("collect by hand", 1)[1]
-    assert f"virtctl -n {NAMESPACE} console VM_NAME_OF_172.16.20.31" in by_hand
+    assert (
+        f"virtctl -n {NAMESPACE} console {_VM} > 172.16.20.31/172.16.20.31.console.log" in by_hand
+    )
     assert "chroot /host /usr/local/bin/nvidia-smi -q > 172.16.20.31/nvidia-smi-q.txt" in by_hand
     assert len(unattended) < len(STEPS)
     assert not [c for c in failing.calls if "virtctl" in c or "nvidia-smi" in c]

@@ -46,6 +46,11 @@ SKIPPED = "skipped"
 NEEDS_NODE = "needs --node"
 # How far back the metrics reach, as the script's window.
 _WINDOW_SECONDS = 2 * 86400
+# Why a step waiting on a lookup cannot run, when the lookup found nothing.
+_NOT_FOUND = {
+    "vm": "no VirtualMachineInstance in the namespace has the node's name or address",
+    "monitoring": "no namespace serves vmselect-shortterm",
+}
 # A failing tool's stderr is reported in one line, at most this long.
 _REASON_CHARS = 300
 
@@ -163,6 +168,7 @@ class _Run:
     def argv(self, step: Step) -> list[str]:
         # A node not given is NODE in the commands shown to run by hand (none of its steps runs).
         shown = {"node": "NODE", **self.values}
+        shown.setdefault("vm", f"VM_NAME_OF_{shown['node']}")
         argv = [placeholders(part, shown) for part in step.argv]
         if step.reach is Reach.TENANT:
             argv[1:1] = ["--kubeconfig", str(self.private / "tenant.kubeconfig")]
@@ -187,8 +193,9 @@ class _Run:
             self.talosconfig or (self.private / "talosconfig").exists()
         ):
             return "no talosconfig (give --talosconfig, or see the Talos CA steps)"
-        if "monitoring" in step.needs and "monitoring" not in self.values:
-            return "no namespace serves vmselect-shortterm"
+        for name, reason in _NOT_FOUND.items():
+            if name in step.needs and name not in self.values:
+                return reason
         return ""
 
     def run(self, step: Step, argv: list[str]) -> tuple[bytes, str]:
@@ -239,10 +246,9 @@ class _Run:
         if not out.strip():
             return "", "no output"
         if step.sets:
-            found = [line.strip() for line in out.decode("utf-8", "replace").splitlines()]
-            found = [line for line in found if line]
+            found = out.decode("utf-8", "replace").split()
             ns = self.values.get("ns")
-            self.values[step.sets] = ns if ns in found else found[0]
+            self.values[step.sets] = ns if step.sets == "monitoring" and ns in found else found[0]
             return "", ""
         if step.output.startswith("<creds>/"):
             return self.keep_credential(step, out)

@@ -26,6 +26,13 @@ __all__ = ["CommandValueError", "collection_commands"]
 _UNKNOWN = {"cluster": "CLUSTER", "ns": "TENANT_NAMESPACE", "node": "NODE"}
 _WINDOW = "end=$(date +%s); start=$((end - 2*86400))"
 _TENANT_KUBECONFIG = "<creds>/tenant.kubeconfig"
+# What a lookup keeps of its answer (as collect.py's pick): the VM named first; the tenant's
+# own monitoring namespace when it has one, else the first.
+_PICK = {
+    "vm": "vm=$(printf '%s\\n' $vm | head -n 1)",
+    "monitoring": "monitoring=$(printf '%s\\n' \"$monitoring\" | grep -x -m1 -e {ns} "
+    "|| printf '%s\\n' \"$monitoring\" | head -n 1)",
+}
 
 
 def _word(text: str, values: dict[str, str]) -> str:
@@ -142,11 +149,8 @@ def collection_commands(
         if "start" in step.needs and _WINDOW not in lines:
             lines.append(_WINDOW)
         lines.append(_line(step, values))
-        if step.sets == "monitoring":
-            lines.append(
-                f"monitoring=$(printf '%s\\n' \"$monitoring\" | grep -x -m1 -e {ns} "
-                "|| printf '%s\\n' \"$monitoring\" | head -n 1)"
-            )
+        if step.sets:
+            lines.append(_PICK[step.sets].format(ns=ns))
         if step is talos_steps[-1]:
             lines.append(f"kubectl -n {ns} delete pod talosctl")
     lines += [

@@ -6,8 +6,13 @@ cluster named NAME is the Helm release ``kubernetes-NAME`` in the tenant's names
 admin kubeconfig is the Secret ``kubernetes-NAME-admin-kubeconfig`` (``admin.conf``); its Talos
 machine CA is the cert-manager Secret ``kubernetes-NAME-talos-ca`` (``tls.crt``, ``tls.key``);
 a node group with ``logSerialConsole`` gets a ``guest-console-log`` container beside
-virt-launcher; VictoriaMetrics answers Prometheus queries under ``/select/0/prometheus/`` of
-``vmselect-shortterm`` on port 8481, in the namespace of the tenant that runs monitoring.
+virt-launcher, whose pod KubeVirt labels ``kubevirt.io/domain: <vmi name>`` (a virt-launcher
+pod as ``oc get pod -o yaml`` shows it in akaliwod/ocp-virtualization
+``doc/ocp-kubevirt-cat8kv-basic/OcPod.md``); a VMI lists its addresses under
+``status.interfaces[].ipAddress`` (kubevirt/kubevirt ``staging/src/kubevirt.io/api/core/v1/
+types.go``, ``VirtualMachineInstanceNetworkInterface``); VictoriaMetrics answers Prometheus
+queries under ``/select/0/prometheus/`` of ``vmselect-shortterm`` on port 8481, in the
+namespace of the tenant that runs monitoring.
 
 Each step's ``output`` is where its answer goes: below the evidence folder in the layout of a
 ``talosctl support`` bundle (a node's files in a folder named after the node, which names the
@@ -48,8 +53,8 @@ class Reach(Enum):
 
 # A placeholder in a step's argv or output: ``<ns>`` the tenant namespace, ``<cluster>`` the
 # tenant cluster, ``<node>`` the node; ``<creds>`` the private credentials' folder and
-# ``<monitoring>``, ``<start>``, ``<end>`` values found while collecting.
-PLACEHOLDER = re.compile(r"<(ns|cluster|node|creds|monitoring|start|end)>")
+# ``<vm>``, ``<monitoring>``, ``<start>``, ``<end>`` values found while collecting.
+PLACEHOLDER = re.compile(r"<(ns|cluster|node|creds|vm|monitoring|start|end)>")
 STATIC = ("ns", "cluster", "node")
 
 # Default time limits, in seconds: a list of every pod of a large cluster takes a while.
@@ -80,6 +85,9 @@ class Step:
         return frozenset(PLACEHOLDER.findall(" ".join((*self.argv, self.output))))
 
 
+# A console names no node: its file's name does (a node folder is known by a support bundle's
+# files, which may all have failed to come).
+_CONSOLE = "<node>/<node>.console.log"
 METRICS = ("node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes", "node_boot_time_seconds")
 _SECRET = ("kubectl", "-n", "<ns>", "get", "secret")
 _TALOS_CA = "kubernetes-<cluster>-talos-ca"
@@ -134,8 +142,24 @@ STEPS: tuple[Step, ...] = (
         ),
     ),
     Step(
-        argv=("virtctl", "-n", "<ns>", "console", "VM_NAME_OF_<node>"),
-        output="<node>/console.log",
+        argv=(
+            "kubectl",
+            "-n",
+            "<ns>",
+            "get",
+            "vmi",
+            "-o",
+            'jsonpath={.items[?(@.metadata.name=="<node>")].metadata.name} '
+            '{.items[?(@.status.interfaces[0].ipAddress=="<node>")].metadata.name}',
+        ),
+        output="",
+        reach=Reach.MANAGEMENT,
+        sets="vm",
+        heading=("   The node's VM: the VirtualMachineInstance of the node's name or address.",),
+    ),
+    Step(
+        argv=("virtctl", "-n", "<ns>", "console", "<vm>"),
+        output=_CONSOLE,
         reach=Reach.MANAGEMENT,
         unattended=False,
         why_by_hand="stays attached across one reboot, about 70 minutes",
@@ -148,14 +172,14 @@ STEPS: tuple[Step, ...] = (
             "-n",
             "<ns>",
             "logs",
-            "VIRT_LAUNCHER_POD_OF_<node>",
+            "-l",
+            "kubevirt.io/domain=<vm>",
             "-c",
             "guest-console-log",
+            "--tail=-1",
         ),
-        output="<node>/console.log",
+        output=_CONSOLE,
         reach=Reach.MANAGEMENT,
-        unattended=False,
-        why_by_hand="needs the name of the node's virt-launcher pod",
         heading=("   or, for a node group with logSerialConsole: true,",),
     ),
     Step(
@@ -252,7 +276,7 @@ STEPS: tuple[Step, ...] = (
     ),
     _talos("get", "modules", "-o", "yaml", output="resources/modules.yaml"),
     _talos("get", "machinestatus", "-o", "yaml", output="resources/machinestatus.yaml"),
-    _talos("read", "/proc/modules", output="proc-modules.txt"),
+    _talos("read", "/proc/modules", output="<node>.proc-modules.txt"),  # names no node either
     _talos("logs", "ext-nvidia-persistenced", output="service-logs/ext-nvidia-persistenced.log"),
     _talos("logs", "ext-nvidia-cdi-gen", output="service-logs/ext-nvidia-cdi-gen.log"),
     _talos(
