@@ -5,10 +5,11 @@ tests/test_triage_model.py for the exit codes)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+from typer.testing import CliRunner, Result
+
+from schematic.cli import app, register_all_commands
 from schematic.doctor.triage import triage_paths
 from schematic.doctor.triage.readers import read_evidence
 from schematic.doctor.triage.readers.messages import unknown_failure
@@ -18,13 +19,14 @@ BUNDLES = Path(__file__).parent / "data" / "triage"
 TS131 = BUNDLES / "ts131-trustd-port-missing"
 
 
-def _triage_exit(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "schematic", "triage", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+register_all_commands()
+runner = CliRunner()
+
+
+def _triage_exit(path: Path) -> Result:
+    # In-process: the exit code is the command's own; a child process per bundle only adds
+    # start-up time (the child-process path is covered by the --quiet tests).
+    return runner.invoke(app, ["triage", str(path)])
 
 
 def _diagnoses(path: Path) -> dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]]:
@@ -90,13 +92,13 @@ def test_ts213_an_unknown_fabric_manager_error_is_said_with_what_to_collect() ->
 
 def test_ts213_alone_exits_3_and_a_healthy_bundle_exits_0() -> None:
     unexplained = _triage_exit(BUNDLES / "paste-fabricmanager-invalid-config-h200")
-    assert unexplained.returncode == 3, unexplained.stderr
+    assert unexplained.exit_code == 3, unexplained.stderr
     assert "TS213" in unexplained.stdout
     healthy = [path for path in sorted(BUNDLES.iterdir()) if path.name.startswith("healthy")]
     assert healthy
     for bundle in healthy:
         result = _triage_exit(bundle)
-        assert (result.returncode, "TS213" in result.stdout) == (0, False), bundle.name
+        assert (result.exit_code, "TS213" in result.stdout) == (0, False), bundle.name
 
 
 def test_unknown_container_cli_error_is_said() -> None:
