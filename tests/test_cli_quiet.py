@@ -3,11 +3,16 @@ and an error that stops the run is still told."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
+from schematic.cli import app, register_all_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"
@@ -18,17 +23,42 @@ FAILS_LINT = ROOT / "tests" / "data" / "lint" / "rendered-gpu-cluster.yaml"
 PASSES_LINT = ROOT / "tests" / "data" / "lint_corpus" / "kernelmoduleconfig-iscsi-nongpu.yaml"
 
 
-def typed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+register_all_commands()
+runner = CliRunner()
+
+
+@dataclass(frozen=True)
+class Typed:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def typed(*args: str, cwd: Path) -> Typed:
+    """The command run in-process from ``cwd``: what it prints and its exit code are the same
+    as a child's (one test below runs real child processes to hold that)."""
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        result = runner.invoke(app, list(args))
+    finally:
+        os.chdir(before)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return Typed(result.exit_code, result.stdout, result.stderr)
+
+
+def typed_in_a_child(*args: str, cwd: Path) -> Typed:
+    done = subprocess.run(
         [sys.executable, "-m", "schematic", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
     )
+    return Typed(done.returncode, done.stdout, done.stderr)
 
 
-def assert_silent(done: subprocess.CompletedProcess[str], code: int) -> None:
+def assert_silent(done: Typed, code: int) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (code, "", "")
 
 
@@ -95,3 +125,18 @@ def test_quiet_still_tells_a_usage_error(tmp_path: Path) -> None:
     done = typed("lint", "-q", "--format", "yaml", ".", cwd=tmp_path)
     assert done.returncode == 2
     assert "--format" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["triage", "-q", str(TRIAGE / "paste-fabricmanager-invalid-config-h200")], 3),
+        (["lint", "--quiet", str(PASSES_LINT)], 0),
+        (["triage", "-q", "evidence"], 4),
+    ],
+)
+def test_quiet_in_a_real_process_prints_nothing(tmp_path: Path, args: list[str], code: int) -> None:
+    # What a CI job runs: a child process whose streams are pipes; nothing a library writes at
+    # start-up or exit may reach them.
+    (tmp_path / "evidence").mkdir()
+    assert_silent(typed_in_a_child(*args, cwd=tmp_path), code)
