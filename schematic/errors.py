@@ -318,7 +318,7 @@ def closest_names(word: str, known: Iterable[str], most: int = 3) -> list[str]:
     """
     by_lowered = {name.lower(): name for name in sorted(set(known))}
     lowered = word.lower()
-    if not lowered:
+    if not lowered or not by_lowered:  # a factory that lists nothing: nothing is near
         return []
     # difflib's filter first: it skips most names on cheap bounds (a run over many unknown
     # keys looks each one up).

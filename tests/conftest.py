@@ -17,6 +17,14 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+@pytest.fixture(autouse=True)
+def no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Messages are wrapped at $COLUMNS when it is set (schematic/cli/telling.py), and
+    pytest-xdist sets it in its workers: every test starts without it, and a test about
+    wrapping sets the width it means."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Factory retries still happen, with zero backoff, so command tests do not sleep."""

@@ -46,7 +46,7 @@ def test_generate_without_out_renders_one_kind_and_writes_nothing(tmp_path: Path
     result = generate(Request(EXAMPLE, kinds=("values",), pools=("cpu",)))
     assert result.text.startswith("# pool cpu: schematic ") and result.files == {}
     assert "\ncluster: mycluster\n" in result.text
-    assert all(not line.startswith("removed") for line in result.messages)
+    assert all(not str(line).startswith("removed") for line in result.messages)
 
 
 def test_a_request_that_contradicts_itself_is_a_usage_error(tmp_path: Path) -> None:

@@ -148,17 +148,18 @@ def test_v1_7_gpu_pools_warn_that_kernel_modules_may_be_ignored() -> None:
     fit = fit_plan(plan_of(with_target("v1.7")))
     assert fit.layout == "osimage"
     unverified, warning = fit.warnings  # the target, then one GPU pool
-    assert "chart v1.7 (Cozystack v1.7.x) is unverified" in unverified
-    assert warning.startswith('cluster.yaml: pool "gpu": kernelModules (nvidia,')
-    assert "grep -c kernelModules" in warning and "--chart pr3571 or osimage" in warning
-    notes = " ".join(fit.notes)
+    assert "chart v1.7 (Cozystack v1.7.x) is unverified" in unverified.cause
+    assert (warning.where(), warning.pools) == ('cluster.yaml: pool "gpu"', ("gpu",))
+    assert warning.cause.startswith("kernelModules (nvidia,")
+    assert "grep -c kernelModules" in warning.fix and "--chart pr3571 or osimage" in warning.fix
+    notes = " ".join(map(str, fit.notes))
     assert "no Cozystack v1.7 release is in the sources" in notes
 
 
 def test_v1_6_4_takes_the_talos_layout_with_a_note() -> None:
     fit = fit_plan(plan_of(CPU_CLUSTER), chart="v1.6.4")
     assert fit.target.name == "v1.6" and fit.layout == "talos"
-    assert any("v1.6.4 is not among the releases" in note for note in fit.notes)
+    assert any("v1.6.4 is not among the releases" in note.cause for note in fit.notes)
 
 
 def test_targets_and_their_layouts() -> None:
@@ -530,8 +531,9 @@ def test_a_custom_list_dropping_nvlink_disable_gets_a_note(tmp_path: Path) -> No
     result = run("generate", str(write(tmp_path, text)), "-f", "values")
     assert result.exit_code == 0, result.stderr
     notes = [line for line in result.stderr.splitlines() if "NVreg_NvLinkDisable" in line]
-    assert len(notes) == 1
+    assert len(notes) == 2  # the note, then its fix
     assert 'pool "h200": kernelModules lists nvidia without NVreg_NvLinkDisable=1' in notes[0]
+    assert notes[1] == "  fix: add NVreg_NvLinkDisable=1 to nvidia's parameters"
 
 
 # --- check knows its layout ----------------------------------------------------------------------
@@ -734,7 +736,7 @@ def test_an_unknown_chart_is_a_usage_error_on_every_command(tmp_path: Path, comm
 @pytest.mark.parametrize("name", ["v1.6", "main", "pr3571", "osimage", "v1.7"])
 def test_a_target_no_chart_in_the_sources_reads_says_unverified(name: str) -> None:
     fit = fit_plan(plan_of(with_target(name, CPU_CLUSTER)))
-    said = any("is unverified" in warning for warning in fit.warnings)
+    said = any("is unverified" in warning.cause for warning in fit.warnings)
     assert said == (name in ("osimage", "v1.7"))
     assert chart_target(name).verified == (name not in ("osimage", "v1.7"))
     help_text = run("generate", "--help").stdout
@@ -745,9 +747,9 @@ def test_output_without_chart_values_is_not_called_unverified() -> None:
     # talhelper and machine-config output carry no chart values: the chart is not theirs to
     # verify, so the warning would only bury the ones that matter.
     fit = fit_plan(plan_of(with_target("v1.7", CPU_CLUSTER)), values=False)
-    assert not any("is unverified" in warning for warning in fit.warnings)
+    assert not any("is unverified" in warning.cause for warning in fit.warnings)
     assert any(
-        "is unverified" in warning
+        "is unverified" in warning.cause
         for warning in fit_plan(plan_of(with_target("v1.7", CPU_CLUSTER))).warnings
     )
 

@@ -152,6 +152,7 @@ def test_closest_names_are_case_blind_and_find_the_parts_of_a_name() -> None:
     assert closest_names("RTX6000", known) == ["kubevirt-rtx-pro-6000-blackwell-server"]
     assert closest_names("kubevirt-l40", known) == ["kubevirt-l40s", "kubevirt-l4"]
     assert closest_names("", known) == []
+    assert closest_names("rtx6000", []) == []  # a factory listing nothing: no hint, no error
     assert closest_names("h100", known) == []
 
 

@@ -378,11 +378,16 @@ def test_nvidia_pool_without_its_modules_gets_a_note(tmp_path: Path) -> None:
     )
     result = run("generate", str(cluster), "--format", "values")
     assert result.exit_code == 0, result.stderr
-    notes = [line for line in result.stderr.splitlines() if "does not load" in line]
+    lines = result.stderr.splitlines()
+    notes = [line for line in lines if "does not load" in line]
     assert len(notes) == 2
-    assert notes[0].startswith(
+    assert notes[0] == (
         f'talos-schematic: note: {cluster}: pool "gpu": kernelModules [] does not load '
-        "nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset; "
+        "nvidia, nvidia_uvm, nvidia_drm, nvidia_modeset"
+    )
+    assert lines[lines.index(notes[0]) + 1] == (
+        "  fix: list them in kernelModules, or load them on the node another way "
+        "(talos-schematic explain TS121)"
     )
     assert (
         'pool "part": kernelModules as listed does not load nvidia_uvm, nvidia_drm, ' in (notes[1])

@@ -126,12 +126,14 @@ def test_a_run_without_the_platform_values_says_which_gpus_they_would_permit(
 ) -> None:
     printed = run("generate", str(EXAMPLE))
     assert printed.exit_code == 0, printed.stderr
-    notes = [line for line in printed.stderr.splitlines() if PASSTHROUGH_NOTE in line]
+    lines = printed.stderr.splitlines()
+    notes = [at for at, line in enumerate(lines) if PASSTHROUGH_NOTE in line]
     assert len(notes) == 1
-    assert "10de:2bb5" in notes[0] and "pool rtx6000" in notes[0]
+    note, fix = lines[notes[0]], lines[notes[0] + 1]
+    assert "10de:2bb5" in note and "pool rtx6000" in note
     # The permitted ones are not named.
-    assert "10de:26b9" not in notes[0] and "10de:1db4" not in notes[0]
-    assert "-f platform" in notes[0]
+    assert "10de:26b9" not in note and "10de:1db4" not in note
+    assert fix.startswith("  fix: permit them in the platform values (generate -f platform")
     manifests_only = run("generate", str(EXAMPLE), "--out", str(tmp_path / "a"), "-f", "cozystack")
     assert PASSTHROUGH_NOTE in manifests_only.stderr
     # Where the platform values are the output, they say it themselves.

@@ -336,7 +336,7 @@ def test_forced_hami_is_written_with_the_operator_plugin_off_and_a_warning() -> 
     plan = plan_cluster(parse_cluster(text, "cluster.yaml"), source="cluster.yaml", base_dir=ROOT)
     assert plan.hami == HamiRequest(enabled=True, force=True)
     notes = hami_notes(plan)
-    assert len(notes) == 1 and "nvidia-ctk" in notes[0]
+    assert len(notes) == 1 and "nvidia-ctk" in str(notes[0])
     addons = tenant_addons(plan, operator_release(), plan.hami)
     assert addons is not None
     assert addons["addons"]["hami"] == {"enabled": True}

@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "schematic",
             "schematic.errors",
+            "schematic.messages",
             "schematic.safe_yaml",
             "schematic.redact",
             "schematic.data",
@@ -241,7 +242,12 @@ def test_reading_the_input_files_does_not_import_planning() -> None:
 
 
 # What the command modules share; none of them imports a command module.
-SHARED_BY_COMMANDS = {"schematic.cli.base", "schematic.cli.group", "schematic.cli.options"}
+SHARED_BY_COMMANDS = {
+    "schematic.cli.base",
+    "schematic.cli.group",
+    "schematic.cli.options",
+    "schematic.cli.telling",
+}
 
 
 def test_command_modules_import_none_of_each_other() -> None:

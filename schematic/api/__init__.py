@@ -16,6 +16,7 @@ from schematic.api.requests import Request, Result, UpgradeRequest
 from schematic.api.starting import InitRequest, init
 from schematic.errors import UsageError
 from schematic.factory.consult import Consulted, consult_factory
+from schematic.messages import Message
 from schematic.output import emit
 from schematic.output.render.kinds import PLATFORM_FILE
 
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-def _start(request: Request, kind: Kind | None = None) -> tuple[Consulted, ChartFit, list[str]]:
+def _start(request: Request, kind: Kind | None = None) -> tuple[Consulted, ChartFit, list[Message]]:
     """The plan held against its chart (for one ``kind``), the factory asked; what to tell."""
     plan = planning.load_plan(request.cluster_file, request.profiles)
     shown = planning.select_pools(plan, request.pools)  # an unknown pool is a UsageError
@@ -52,7 +53,8 @@ def _start(request: Request, kind: Kind | None = None) -> tuple[Consulted, Chart
     asked = consult_factory(
         plan, request.factory, request.register, request.live_catalogue, request.progress
     )
-    return asked, fit, [*([f"note: {fit.assumption}"] if fit.assumption else []), *asked.notes]
+    assumed = [fit.assumption] if fit.assumption else []
+    return asked, fit, [Message(level="note", cause=line) for line in (*assumed, *asked.notes)]
 
 
 def generate(request: Request) -> Result[Written | None]:
@@ -110,4 +112,5 @@ def upgrade(request: UpgradeRequest) -> Result[UpgradeReport]:
     live = live_catalogue_of(request.factory) if request.live_catalogue else None
     asked = (request.to, request.since, request.base, request.pools, request.profiles)
     report, said = plan_upgrade(request.cluster_file, tool_values, *asked, live)
-    return Result(report, 3 if report.breaking else 0, messages=tuple(said))
+    told = tuple(Message(level="note", cause=line) for line in said)
+    return Result(report, 3 if report.breaking else 0, messages=told)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from schematic.doctor.lint import LintReport
+    from schematic.messages import Message
     from schematic.output.disk import Drift
     from schematic.output.outdir import Written
     from schematic.plan.charts import ChartFit
@@ -65,7 +66,7 @@ class Result(Generic[Detail]):
     status: int = 0
     text: str = ""
     files: Mapping[str, bytes] = field(default_factory=dict)
-    messages: tuple[str, ...] = ()
+    messages: tuple[Message, ...] = ()
     lock: str | None = None
     plan: ClusterPlan | None = None
     fit: ChartFit | None = None

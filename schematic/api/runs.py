@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from schematic.messages import Message
+
 if TYPE_CHECKING:
     from schematic.output.outdir import OutputIndex
     from schematic.plan.charts import ChartFit
@@ -24,7 +26,7 @@ RECORDED = ("chart", "layout", "allow_ignored_keys", "profiles", "kinds")
 
 def recorded_settings(
     directory: Path, given: Any
-) -> tuple[OutputIndex | None, dict[str, Any], list[str]]:
+) -> tuple[OutputIndex | None, dict[str, Any], list[Message]]:
     """The index of ``directory``; the settings of :data:`RECORDED` as ``check`` uses them:
     those ``given`` sets, else what the index records; and notes about recorded profile
     directories."""
@@ -35,7 +37,7 @@ def recorded_settings(
     given = {name: getattr(given, name) for name in RECORDED}
     settings, notes = dict(given), list[str]()
     if recorded is None:
-        return recorded, settings, notes
+        return recorded, settings, []
     if not given["profiles"] and recorded.profiles:
         found, notes = recorded_profile_dirs(directory, recorded)
         settings["profiles"] = tuple(found)
@@ -44,7 +46,7 @@ def recorded_settings(
     settings["layout"] = given["layout"] or layout
     settings["allow_ignored_keys"] = given["allow_ignored_keys"] or recorded.allow_ignored_keys
     settings["kinds"] = given["kinds"] or tuple(recorded.kinds)
-    return recorded, settings, [f"note: {line}" for line in notes]
+    return recorded, settings, [Message(level="note", cause=line) for line in notes]
 
 
 def run_notes(
@@ -53,10 +55,10 @@ def run_notes(
     platform_written: bool,
     removed: Sequence[str] = (),
     more: Sequence[str] = (),
-) -> list[str]:
-    """What a run tells, in order: the pools it removed, then ``warning: …`` (pools that do not
-    work, keys the chart ignores) and ``note: …`` lines (modules left unloaded, GPUs the
-    management cluster would refuse, then ``more``)."""
+) -> list[Message]:
+    """What a run tells, in order: the pools it removed, then warnings (pools that do not
+    work, keys the chart ignores) and notes (modules left unloaded, GPUs the management
+    cluster would refuse, then ``more``)."""
     from schematic.plan.cluster import (
         custom_extension_notes,
         hami_notes,
@@ -66,28 +68,40 @@ def run_notes(
     from schematic.plan.gpupath import missing_passthrough_note
 
     defects = [
-        f'{plan.source}: pool "{pool.name}": does not work: {defect}'
+        Message(
+            level="warning",
+            source=plan.source,
+            pools=(pool.name,),
+            cause=f"does not work: {defect}",
+        )
         for pool in plan.pools
         if pool.nvidia is not None
         for defect in pool.nvidia.defects
     ]
-    warnings = [*fit.warnings, *hami_notes(plan), *defects]
     # A release the tables have no row for reuses the nearest row's extensions and drivers.
     tables = [
-        f"{plan.source}: {note}"
+        Message(level="note", source=plan.source, cause=note)
         for note in dict.fromkeys(pool.release.tables_note for pool in plan.pools)
         if note
     ]
-    notes = [*tables, *custom_extension_notes(plan), *unloaded_module_notes(plan)]
-    notes += [*non_nvidia_gpu_notes(plan), *fit.notes]
     # Without the platform values in this run's output, nothing else says that the
     # management cluster would refuse the pool's VMs.
     passthrough = None if platform_written else missing_passthrough_note(plan)
-    notes += [*([passthrough] if passthrough else []), *more]
     return [
-        *(f"removed pool {name}: it is no longer in {plan.source}" for name in removed),
-        *(f"warning: {line}" for line in warnings),
-        *(f"note: {line}" for line in notes),
+        *(
+            Message(level="", cause=f"removed pool {name}: it is no longer in {plan.source}")
+            for name in removed
+        ),
+        *fit.warnings,
+        *hami_notes(plan),
+        *defects,
+        *tables,
+        *custom_extension_notes(plan),
+        *unloaded_module_notes(plan),
+        *non_nvidia_gpu_notes(plan),
+        *fit.notes,
+        *([passthrough] if passthrough else []),
+        *(Message(level="note", cause=line) for line in more),
     ]
 
 

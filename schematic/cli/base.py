@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from schematic.cli.group import ReportingGroup, fail
+from schematic.cli.telling import tell
 from schematic.errors import TalosSchematicError
 from schematic.facts.chart_targets import chart_choices
 
@@ -250,9 +251,11 @@ def out_directory(out: str | None) -> Path | None:
     return Path(out)
 
 
-def run_library(call: Callable[[_Asked], Result[Detail]], request: _Asked) -> Result[Detail]:
-    """A call of the library: its text and messages printed, its errors mapped to exit
-    codes."""
+def run_library(
+    call: Callable[[_Asked], Result[Detail]], request: _Asked, *, verbose: bool = False
+) -> Result[Detail]:
+    """A call of the library: its text and messages printed (their details with
+    ``verbose``), its errors mapped to exit codes."""
     try:
         result = call(request)
     except TalosSchematicError as err:
@@ -261,6 +264,5 @@ def run_library(call: Callable[[_Asked], Result[Detail]], request: _Asked) -> Re
     # An artifact: as it is to a pipe or file (TerminalSafeStream.write_data).
     getattr(sys.stdout, "write_data", sys.stdout.write)(result.text)
     sys.stdout.flush()
-    for line in result.messages:
-        print(f"talos-schematic: {line}", file=sys.stderr)
+    tell(result.messages, verbose=verbose)
     return result

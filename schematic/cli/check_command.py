@@ -37,7 +37,9 @@ from schematic.cli.options import (
     deciding_by_facts,
     quieted,
 )
+from schematic.cli.telling import VerboseOption, say, tell
 from schematic.errors import TalosSchematicError, printable
+from schematic.messages import Message
 
 if TYPE_CHECKING:
     from schematic.api import Result
@@ -159,6 +161,7 @@ def check(
     assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
     quiet: QuietOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Regenerate in memory and compare with DIR: exit 3 listing each file that differs, is
     missing or is extra (the GitOps drift gate).
@@ -190,7 +193,7 @@ def check(
         from schematic import api
 
         with deciding_by_facts(facts, assume_drivers_of, cluster_file.parent) as facts_used:
-            result = run_library(api.check, request)
+            result = run_library(api.check, request, verbose=verbose)
         drift = result.detail
         try:
             from schematic.output.drift import drift_diff, drift_json
@@ -206,14 +209,16 @@ def check(
                 sys.stdout.write(diff)
         except TalosSchematicError as err:
             raise fail(err) from None
-        print(f"talos-schematic: {facts_used}", file=sys.stderr)
+        tell([Message(level="", cause=facts_used)])
         if not drift:
-            print(f"{_name(out)}: up to date with {_name(cluster_file)}", file=sys.stderr)
+            say(f"{_name(out)}: up to date with {_name(cluster_file)}")
             return
-        print(f"{_name(out)}: out of date with {_name(cluster_file)}:", file=sys.stderr)
-        for line in drift.lines():
-            print(f"  {line}", file=sys.stderr)
         hint = _regenerate_hint(result, cluster_file, out, {"max_input_size": max_input_size})
+        say(
+            f"{_name(out)}: out of date with {_name(cluster_file)}:",
+            *(f"  {line}" for line in drift.lines()),
+        )
+        # The command to run: whole, to be copied, never broken across lines.
         print(hint, file=sys.stderr)
         raise typer.Exit(3)
 

@@ -8,7 +8,6 @@ then, so offline runs start fast).
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,7 +29,9 @@ from schematic.cli.base import (
     run_library,
 )
 from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
+from schematic.cli.telling import VerboseOption, say, tell
 from schematic.errors import printable
+from schematic.messages import Message
 from schematic.output.render.kinds import DEFAULT_KINDS, OUTPUT_KINDS
 
 if TYPE_CHECKING:
@@ -135,6 +136,7 @@ def generate(
     facts: FactsOption = None,
     assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Per pool: schematic and ID, Cozystack KubernetesNodes values, a Talos machine-config
     patch and the boot-image / installer URLs, all carrying the same schematic.
@@ -174,8 +176,8 @@ def generate(
     from schematic import api
 
     with deciding_by_facts(facts, assume_drivers_of, cluster_file.parent) as facts_used:
-        result = run_library(api.generate, request)
-    print(f"talos-schematic: {facts_used}", file=sys.stderr)
+        result = run_library(api.generate, request, verbose=verbose)
+    tell([Message(level="", cause=facts_used)])
     if request.out is None:
         return
     from schematic.output.render.summary import decision_lines
@@ -188,10 +190,8 @@ def generate(
     target += "" if fit.target.verified else ", unverified"
     # The chart is named only where a Cozystack (KubeVirt) pool's values are written for it.
     chart = f" ({target})" if any(pool.tenant_pool for pool in plan.pools) else ""
-    print(
+    say(
         f"{pools} pool{'s' * (pools != 1)}, {written.files} files {state} "
         f"{printable(str(out), one_line=True)}{chart}",
-        file=sys.stderr,
+        *(f"  {line}" for line in decision_lines(plan)),
     )
-    for line in decision_lines(plan):
-        print(f"  {line}", file=sys.stderr)

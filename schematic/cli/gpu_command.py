@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,6 +12,7 @@ import typer
 
 from schematic.cli.base import JsonAliasOption, TextFormat, TextFormatOption, app, fail, json_alias
 from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
+from schematic.cli.telling import say
 from schematic.errors import TalosSchematicError
 
 if TYPE_CHECKING:
@@ -246,7 +248,6 @@ def gpu(
     if json_output:
         typer.echo(json.dumps(document, indent=2))
     else:
-        typer.echo(
-            _human(decision, {found.id: count for found, count in resolved.gpus}, metal=metal)
-        )
-        typer.echo(facts_used)
+        counts = {found.id: count for found, count in resolved.gpus}
+        # A report, on stdout: wrapped like the messages on a terminal, as it is to a pipe.
+        say(*_human(decision, counts, metal=metal).splitlines(), facts_used, stream=sys.stdout)

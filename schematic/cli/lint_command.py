@@ -16,6 +16,7 @@ from schematic.cli.options import (
     deciding_by_facts,
     quieted,
 )
+from schematic.cli.telling import say
 from schematic.errors import TalosSchematicError
 from schematic.facts.chart_targets import chart_choices
 
@@ -177,7 +178,7 @@ def lint(
         except TalosSchematicError as err:
             raise fail(err) from None
         sys.stdout.write(render(result.detail, output_format))
-        print(f"talos-schematic lint: {result.detail.summary()}; {facts_used}", file=sys.stderr)
+        say(f"talos-schematic lint: {result.detail.summary()}; {facts_used}")
         if result.status:
             raise typer.Exit(FOUND_ERRORS)
 

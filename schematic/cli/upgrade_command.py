@@ -25,7 +25,9 @@ from schematic.cli.base import (
     json_alias,
 )
 from schematic.cli.options import AssumeDriversOption, FactsOption, deciding_by_facts
+from schematic.cli.telling import VerboseOption, say, tell
 from schematic.errors import TalosSchematicError
+from schematic.messages import Message
 
 if TYPE_CHECKING:
     from schematic.plan.upgrade import UpgradeReport
@@ -137,6 +139,7 @@ def upgrade(
     facts: FactsOption = None,
     assume_drivers_of: AssumeDriversOption = None,
     max_input_size: MaxInputSizeOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Per pool: schematic ID, extensions, NVIDIA driver, kernel modules and machine config
     before → after a Talos upgrade (or between --base and CLUSTER), and what the running
@@ -165,8 +168,7 @@ def upgrade(
             result = upgrade(request)
     except TalosSchematicError as err:
         raise fail(err) from None
-    for line in (facts_used, *result.messages):
-        print(f"talos-schematic: {line}", file=sys.stderr)
+    tell([Message(level="", cause=facts_used), *result.messages], verbose=verbose)
     report = result.detail
     if nodes_from is not None and report_format not in (ReportFormat.talosctl, ReportFormat.tuppr):
         raise typer.BadParameter(
@@ -184,10 +186,9 @@ def upgrade(
         sys.stdout.write(render(report))
     if report.breaking:
         broken = [pool.name for pool in report.pools if pool.status == "breaking"]
-        print(
+        say(
             f"talos-schematic: {len(broken)} pool{'s' * (len(broken) != 1)} would break on "
-            f"Talos {report.talos_after}: {', '.join(broken)}",
-            file=sys.stderr,
+            f"Talos {report.talos_after}: {', '.join(broken)}"
         )
         raise typer.Exit(3)
 
@@ -207,12 +208,11 @@ def _print_rollout(report: UpgradeReport, kind: ReportFormat, nodes_from: Path |
     render = rollout_talosctl if kind == ReportFormat.talosctl else rollout_tuppr
     sys.stdout.write(render(rollout))
     if nodes is None:
-        print(
+        say(
             "talos-schematic: no node list: the commands are per pool; give --nodes-from "
-            "(kubectl get nodes -o json) for one per node",
-            file=sys.stderr,
+            "(kubectl get nodes -o json) for one per node"
         )
     if rollout.unplaced:
         names = ", ".join(node.name for node in rollout.unplaced)
-        print(f"talos-schematic: nodes in no pool, not upgraded: {names}", file=sys.stderr)
+        say(f"talos-schematic: nodes in no pool, not upgraded: {names}")
         raise typer.Exit(3)

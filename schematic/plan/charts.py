@@ -35,6 +35,7 @@ from schematic.facts.chart_targets import (
     release_note,
 )
 from schematic.facts.nvidia import NVIDIA_MODULES
+from schematic.messages import Message
 
 if TYPE_CHECKING:
     from schematic.plan.cluster import ClusterPlan, PoolPlan
@@ -87,9 +88,9 @@ class ChartFit:
     assumption: str | None = None
     # Loud warnings: things that will not happen on this chart (the user insisted, or the
     # chart offers no way). Printed with a "warning:" prefix.
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Message, ...] = ()
     # Notes: facts worth knowing that are not problems of this run.
-    notes: tuple[str, ...] = ()
+    notes: tuple[Message, ...] = ()
     # Keys the chart ignores that the user insisted on: written anyway.
     insisted: frozenset[str] = frozenset()
 
@@ -217,20 +218,24 @@ def _charts_with(key: str) -> str:
     return " or ".join(names) if names else "none of the known charts"
 
 
-def _unverified_modules(where: str, target: ChartTarget, names: str) -> str:
+def _unverified_modules(source: str, pool: str, target: ChartTarget, names: str) -> Message:
     """Why a GPU pool's kernelModules may not load on a chart whose reading of them the
     sources do not settle, how to check, and the durable way to load them."""
-    return (
-        f"{where}: kernelModules ({names}) is written, but whether {target.title}'s "
+    return Message(
+        level="warning",
+        source=source,
+        pools=(pool,),
+        cause=f"kernelModules ({names}) is written, but whether {target.title}'s "
         "kubernetes-nodes chart reads kernelModules is not settled by the sources this tool was "
-        "checked against (pull request #3571 adds it; its release is not known). If the chart "
-        "ignores it, the GPUs come up without a driver: the extensions install the modules but "
-        "never load them. Check before rolling out: `kubectl get applicationdefinitions "
-        "kubernetes-nodes -o jsonpath='{.spec.application.openAPISchema}' | grep -c "
-        "kernelModules` prints 0 where the chart does not read it. The durable way to load them "
+        "checked against; if it does not, the GPUs come up without a driver",
+        fix="check before rolling out: `kubectl get applicationdefinitions kubernetes-nodes -o "
+        "jsonpath='{.spec.application.openAPISchema}' | grep -c kernelModules` prints 0 where "
+        "the chart does not read it; then move to a chart that has it "
+        f"(--chart {_charts_with('kernelModules')})",
+        details="pull request #3571 adds kernelModules; its release is not known. Without it "
+        "the extensions install the modules but never load them. The durable way to load them "
         "is the chart's kernelModules value (the chart renders it into the TalosConfigTemplate "
-        "on every reconcile; a machine-config patch applied by hand is undone); where the "
-        f"chart lacks it, move to one that has it (--chart {_charts_with('kernelModules')})"
+        "on every reconcile; a machine-config patch applied by hand is undone)",
     )
 
 
@@ -273,7 +278,7 @@ def _check_nvidia_modules_without_gpu(where: str, pool: PoolPlan) -> None:
         )
 
 
-def _dropped_parameters(where: str, pool: PoolPlan) -> list[str]:
+def _dropped_parameters(source: str, pool: PoolPlan) -> list[Message]:
     """A note per NVIDIA module whose computed parameters a custom list leaves out."""
     if pool.kernel_modules_state != "override" or pool.nvidia is None:
         return []
@@ -286,9 +291,15 @@ def _dropped_parameters(where: str, pool: PoolPlan) -> list[str]:
         missing = [p for p in needed.parameters if p not in given.parameters]
         if missing:
             notes.append(
-                f"{where}: kernelModules lists {needed.name} without {', '.join(missing)}; "
-                "the GPUs are passed through to a VM, whose NVLink is not usable, and the "
-                "driver may fail to bring them up while it waits for NVLink"
+                Message(
+                    level="note",
+                    source=source,
+                    pools=(pool.name,),
+                    cause=f"kernelModules lists {needed.name} without {', '.join(missing)}",
+                    fix=f"add {', '.join(missing)} to {needed.name}'s parameters",
+                    details="the GPUs are passed through to a VM, whose NVLink is not usable, "
+                    "and the driver may fail to bring them up while it waits for NVLink",
+                )
             )
     return notes
 
@@ -355,32 +366,47 @@ def fit_plan(
     if not tenants:
         # No pool is a Cozystack pool: no chart reads anything this run writes.
         assumption = None
-    warnings: list[str] = []
-    notes: list[str] = []
+    warnings: list[Message] = []
+    notes: list[Message] = []
     said = release_note(named) if named is not None else None
     if said:
-        notes.append(f"{source}: cozystack.version: {said}")
+        notes.append(Message(level="note", source=source, cause=f"cozystack.version: {said}"))
     if objects and tenants and plan.namespace is None:
         raise ClusterFileError(no_namespace_message(plan, tenants))
     # Only values the chart reads can be unverified: talhelper or machine-config output is not.
     if not target.verified and values and tenants:
         warnings.append(
-            f"{source}: chart {target.name} ({target.title}) is unverified: no chart in the "
-            "sources this tool was checked against reads these keys, so the values follow the "
-            "pull request's description; render them through your chart (helm template) and "
-            "check the boot disk URL and kernel modules before rolling out"
+            Message(
+                level="warning",
+                source=source,
+                cause=f"chart {target.name} ({target.title}) is unverified: no chart in the "
+                "sources this tool was checked against reads these keys",
+                fix="render the values through your chart (helm template) and check the boot "
+                "disk URL and kernel modules before rolling out",
+                details="the values follow the pull request's description",
+            )
         )
     insisted: set[str] = set()
 
-    def ignored(where: str, key: str, consequence: str, fix: str) -> None:
-        message = (
-            f"{where}: {key}: {target.title}'s kubernetes-nodes chart has no {key} value and "
-            f"ignores unknown keys, so {consequence}"
+    def ignored(where: str, key: str, consequence: str, fix: str, pool: str = "") -> None:
+        said = (
+            f"{key}: {target.title}'s kubernetes-nodes chart has no {key} value and ignores "
+            f"unknown keys, so {consequence}"
         )
         if not insist:
-            raise ClusterFileError(f"{message}. {fix}{INSIST_HINT}")
+            raise ClusterFileError(f"{where}: {said}. {fix}{INSIST_HINT}")
         insisted.add(key)
-        warnings.append(f"{message}; written anyway (--allow-ignored-keys)")
+        # The file's own sections ("talos") stay in the cause; a pool is named as the pools.
+        section = where.removeprefix(source).removeprefix(": ")
+        said = f"{section}: {said}" if section and not pool else said
+        warnings.append(
+            Message(
+                level="warning",
+                source=source,
+                pools=(pool,) if pool else (),
+                cause=f"{said}; written anyway (--allow-ignored-keys)",
+            )
+        )
 
     if not target.accepts_layout(chosen):
         ignored(
@@ -401,9 +427,13 @@ def fit_plan(
             ignored(f"{source}: talos", key, _consequence(key), fix)
         elif given and key in target.unverified_keys:
             warnings.append(
-                f"{source}: talos: {key} is written, but whether {target.title}'s chart reads "
-                f"it is not settled by the sources this tool was checked against; if it does "
-                f"not, {_consequence(key)}"
+                Message(
+                    level="warning",
+                    source=source,
+                    cause=f"talos: {key} is written, but whether {target.title}'s chart reads "
+                    "it is not settled by the sources this tool was checked against",
+                    details=f"if it does not, {_consequence(key)}",
+                )
             )
     seen: set[tuple[str, ...]] = set()
     unloadable: list[PoolPlan] = []
@@ -411,11 +441,11 @@ def fit_plan(
         where = f'{source}: pool "{pool.name}"'
         check_module_guards(where, pool.kernel_modules)
         _check_nvidia_modules_without_gpu(where, pool)
-        notes += _dropped_parameters(where, pool)
+        notes += _dropped_parameters(source, pool)
         unverified = target.kernel_modules_support == "unverified"
         if unverified and pool.nvidia is not None and pool.kernel_modules:
             names = ", ".join(module.name for module in pool.kernel_modules)
-            warnings.append(_unverified_modules(where, target, names))
+            warnings.append(_unverified_modules(source, pool.name, target, names))
         for key in pool.passthrough:
             keys = [key]
             if key == "talos" and isinstance(pool.passthrough[key], Mapping):
@@ -424,7 +454,7 @@ def fit_plan(
                 if not target.accepts(name) and (pool.name, name) not in seen:
                     seen.add((pool.name, name))
                     fix = f"Remove it, or target a chart with it (--chart {_charts_with(name)})"
-                    ignored(where, name, _consequence(name), fix)
+                    ignored(where, name, _consequence(name), fix, pool.name)
         if target.kernel_modules or not pool.kernel_modules:
             continue
         if pool.kernel_modules_state == "override":
@@ -435,6 +465,7 @@ def fit_plan(
                 f"There is no durable way to load them on {target.title} (its talos-reconcile "
                 "Job rewrites the TalosConfigTemplate from a fixed template); remove the list, "
                 f"or target a chart with kernelModules (--chart {_charts_with('kernelModules')})",
+                pool.name,
             )
         elif pool.kernel_modules_state == "computed" and pool.tenant_pool and values:
             # A bare-metal pool's machine config is not the chart's: only tenant pools.
@@ -446,7 +477,8 @@ def fit_plan(
         message = unloadable_message(source, target, unloadable)
         if not insist:
             raise ClusterFileError(message)
-        warnings.append(f"{message}; written anyway (--allow-ignored-keys)")
+        said = f"{message}; written anyway (--allow-ignored-keys)"
+        warnings.append(Message(level="warning", cause=said))
     return ChartFit(
         target=target,
         layout=chosen,

@@ -50,6 +50,7 @@ from schematic.inputs.cluster_values import (
 )
 from schematic.inputs.profile_values import HardwareProfile
 from schematic.inputs.profiles import load_profile
+from schematic.messages import Message, pools_label
 from schematic.plan.references import PoolReferences, plan_references
 from schematic.plan.release import Release, release_of
 
@@ -90,8 +91,6 @@ _EXTENSION_MODULES = {
     "siderolabs/nvidia-fs": KernelModule(name="nvidia_fs"),
 }
 _GDRDRV_EXTENSION = "siderolabs/nvidia-gdrdrv-device"
-# Pools named in one message before the rest are counted: pools may number thousands.
-_POOLS_SHOWN = 3
 
 KernelModulesState = Literal["computed", "override", "opt-out", "none"]
 
@@ -448,7 +447,7 @@ def _with_stored(pool: PoolPlan, stored: Mapping[str, tuple[str, str]]) -> PoolP
     return pool
 
 
-def hami_notes(plan: ClusterPlan) -> list[str]:
+def hami_notes(plan: ClusterPlan) -> list[Message]:
     """Raise ClusterFileError when ``addons.hami.enabled`` meets Talos GPU pools without
     ``force``; with ``force``, the warning saying what HAMi lacks there."""
     hami = plan.hami
@@ -471,12 +470,20 @@ def hami_notes(plan: ClusterPlan) -> list[str]:
             "or set addons.hami.force: true to write it anyway"
         )
     return [
-        f"{plan.source}: addons.hami.force: HAMi enabled for the Talos GPU pools {named}, "
-        f"with the GPU Operator's device plugin off; {lacking} (talos-schematic explain TS142)"
+        Message(
+            level="warning",
+            source=plan.source,
+            pools=tuple(pools),
+            cause="addons.hami.force: HAMi enabled for these Talos GPU pools, with the GPU "
+            "Operator's device plugin off: CUDA in their pods finds no driver",
+            fix="leave HAMi off (the GPU Operator's device plugin serves the GPUs); "
+            "talos-schematic explain TS142",
+            details=lacking,
+        )
     ]
 
 
-def custom_extension_notes(plan: ClusterPlan) -> list[str]:
+def custom_extension_notes(plan: ClusterPlan) -> list[Message]:
     """A note per group of pools naming extensions the file declares outside the catalogue:
     nothing offline can tell whether the factory serves them, so they are unverified."""
     users: dict[tuple[str, ...], list[str]] = {}
@@ -485,14 +492,20 @@ def custom_extension_notes(plan: ClusterPlan) -> list[str]:
         if custom:
             users.setdefault(custom, []).append(pool.name)
     return [
-        f"{pools_label(plan.source, pools)}: unverified: {', '.join(custom)} "
-        "(talos.customExtensions) is not in the official catalogue; the factory must serve it "
-        "(Image Factory v1.4.0+ extra extensions): --live-catalogue checks its list"
+        Message(
+            level="note",
+            source=plan.source,
+            pools=tuple(pools),
+            cause=f"unverified: {', '.join(custom)} (talos.customExtensions) is not in the "
+            "official catalogue",
+            fix="--live-catalogue checks the factory's list",
+            details="the factory must serve it (Image Factory v1.4.0+ extra extensions)",
+        )
         for custom, pools in users.items()
     ]
 
 
-def unloaded_module_notes(plan: ClusterPlan) -> list[str]:
+def unloaded_module_notes(plan: ClusterPlan) -> list[Message]:
     """A note per NVIDIA pool whose own kernelModules leave NVIDIA modules unloaded.
 
     The user asked for it, so it is not an error; but the extensions install the modules
@@ -507,10 +520,16 @@ def unloaded_module_notes(plan: ClusterPlan) -> list[str]:
         if missing:
             setting = "[]" if pool.kernel_modules_state == "opt-out" else "as listed"
             notes.append(
-                f'{plan.source}: pool "{pool.name}": kernelModules {setting} does not load '
-                f"{', '.join(missing)}; the NVIDIA extensions install them but do not load "
-                "them, so the GPUs stay unused unless the node loads them another way "
-                "(talos-schematic explain TS121)"
+                Message(
+                    level="note",
+                    source=plan.source,
+                    pools=(pool.name,),
+                    cause=f"kernelModules {setting} does not load {', '.join(missing)}",
+                    fix="list them in kernelModules, or load them on the node another way "
+                    "(talos-schematic explain TS121)",
+                    details="the NVIDIA extensions install them but do not load them, so the "
+                    "GPUs stay unused",
+                )
             )
     return notes
 
@@ -523,15 +542,6 @@ def check_pool_names(source: str, known: Sequence[str], wanted: Sequence[str]) -
             f"{source} has no pool {', '.join(map(repr, unknown))}; its pools: {', '.join(known)}",
             "--pool",
         )
-
-
-def pools_label(source: str, names: Sequence[str]) -> str:
-    """``cluster.yaml: pool "a"`` or ``cluster.yaml: pools "a", "b", "c" and 9 more``."""
-    if len(names) == 1:
-        return f'{source}: pool "{names[0]}"'
-    shown = ", ".join(f'"{name}"' for name in names[:_POOLS_SHOWN])
-    rest = len(names) - _POOLS_SHOWN
-    return f"{source}: pools {shown}" + (f" and {rest} more" if rest > 0 else "")
 
 
 def pools_by_schematic(plan: ClusterPlan) -> dict[str, list[PoolPlan]]:
@@ -721,7 +731,7 @@ def _refuse_unpassed_gpus(profile: HardwareProfile, where: str) -> None:
         )
 
 
-def non_nvidia_gpu_notes(plan: ClusterPlan) -> list[str]:
+def non_nvidia_gpu_notes(plan: ClusterPlan) -> list[Message]:
     """One note per pool holding a GPU the NVIDIA rules do not cover (outside KubeVirt, where
     such a GPU is refused): what the tool did for it, and what it leaves to the user."""
     notes = []
@@ -743,7 +753,9 @@ def non_nvidia_gpu_notes(plan: ClusterPlan) -> list[str]:
                 "it; put its vendor's extension (Intel: siderolabs/i915 or siderolabs/xe) in "
                 "the pool's extensions"
             )
-        notes.append(f'{plan.source}: pool "{pool.name}": ' + "; ".join(said))
+        notes.append(
+            Message(level="note", source=plan.source, pools=(pool.name,), cause="; ".join(said))
+        )
     return notes
 
 

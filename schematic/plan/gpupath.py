@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from schematic.facts.nvidia import GpuRequest, resolve_gpus
 from schematic.facts.talos import TalosVersion
 from schematic.inputs.cluster_values import HamiRequest
+from schematic.messages import Message
 
 if TYPE_CHECKING:
     from schematic.plan.cluster import ClusterPlan, PoolPlan
@@ -199,7 +200,7 @@ _POOLS_NAMED = 3
 
 def missing_passthrough_note(
     plan: ClusterPlan, gpus: Sequence[ManagementGpu] | None = None
-) -> str | None:
+) -> Message | None:
     """One line naming the pool GPUs Cozystack's default passthrough list does not permit, for
     a run that does not write the platform values; None when the defaults permit them all."""
     gpus = management_gpus(plan) if gpus is None else gpus
@@ -212,10 +213,13 @@ def missing_passthrough_note(
         if len(gpu.pools) > _POOLS_NAMED:
             pools += f" and {len(gpu.pools) - _POOLS_NAMED} more"
         named.append(f"{gpu.label} in pool{'s' * (len(gpu.pools) != 1)} {pools}")
-    return (
-        f"{plan.source}: the management cluster's default passthrough list does not permit "
-        f"{'; '.join(named)}: KubeVirt refuses those VMs until the platform values permit "
-        "them (generate -f platform prints them; with --out, management/platform-gpu-values.yaml)"
+    return Message(
+        level="note",
+        source=plan.source,
+        cause="the management cluster's default passthrough list does not permit "
+        f"{'; '.join(named)}: KubeVirt refuses those VMs",
+        fix="permit them in the platform values (generate -f platform prints them; with --out, "
+        "management/platform-gpu-values.yaml)",
     )
 
 

@@ -753,4 +753,4 @@ def plan_upgrade(
     if pools:
         check_pool_names(str(cluster_file), [pool.name for pool in report.pools], pools)
         report = replace(report, pools=tuple(pool for pool in report.pools if pool.name in pools))
-    return report, [f"note: {old_note}"] if old_note else []
+    return report, [old_note] if old_note else []
