@@ -88,3 +88,35 @@ def test_a_cluster_of_metal_pools_only_has_no_objects_to_print(tmp_path: Path) -
     out = tmp_path / "out"
     assert run("generate", str(cluster), "--out", str(out)).exit_code == 0
     assert "kustomization.yaml" not in files(out)
+
+
+def _only(pools: str) -> str:
+    head = CLUSTER.split("pools:")[0]
+    return f"{head}pools:\n{pools}"
+
+
+def test_an_empty_gpu_operator_stream_names_the_file_that_serves_the_pools(
+    tmp_path: Path,
+) -> None:
+    # The addon is Cozystack's, the helm values are for the other pools: asked for the one that
+    # does not apply, the answer names the other, never "no NVIDIA GPU pool" beside GPU pools.
+    cases = {
+        "metal-gpu.yaml": ("  - name: hgx\n    profile: metal-hgx-h100-8x\n", "addons"),
+        "vm-gpu.yaml": ("  - name: vm\n    profile: kubevirt-l40s\n", "gpu-operator"),
+    }
+    for name, (pools, asked) in cases.items():
+        cluster = tmp_path / name
+        cluster.write_text(_only(pools))
+        result = run("generate", str(cluster), "--format", asked)
+        assert result.exit_code == 0, result.stderr
+        other = "gpu-operator" if asked == "addons" else "addons"
+        assert result.stdout.startswith("# ") and result.stdout.count("\n") == 1, result.stdout
+        assert f"--format {other}" in result.stdout
+        assert "no NVIDIA GPU pool" not in result.stdout
+    # Without any NVIDIA GPU pool, both say so.
+    cluster = tmp_path / "pi.yaml"
+    cluster.write_text(_only("  - name: pi\n    profile: metal-rpi5\n"))
+    for asked in ("addons", "gpu-operator"):
+        result = run("generate", str(cluster), "--format", asked)
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.startswith("# no NVIDIA GPU pool"), result.stdout

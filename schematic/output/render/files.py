@@ -400,6 +400,20 @@ _NOTHING = {
 }
 
 
+# Where the GPU pools are the other side of the addons/gpu-operator split, the answer says
+# which file serves them instead of "no NVIDIA GPU pool".
+_ELSEWHERE = {
+    "addons": "# no Cozystack pool with an NVIDIA GPU: the addon is Cozystack's; the GPU pools"
+    " here install the GPU Operator with helm (--format gpu-operator)\n",
+    "gpu-operator": "# every NVIDIA GPU pool is a Cozystack pool: Cozystack installs the GPU"
+    " Operator as an addon (--format addons)\n",
+}
+
+
 def _gpu_path_stream(plan: ClusterPlan, kind: Kind, layout: LayoutOrFit) -> str:
     texts = list(_gpu_path_files(plan, (kind,), layout).values())
-    return "---\n".join(texts) if texts else _NOTHING[kind]
+    if texts:
+        return "---\n".join(texts)
+    if kind in _ELSEWHERE and any(pool.nvidia is not None for pool in plan.pools):
+        return _ELSEWHERE[kind]
+    return _NOTHING[kind]
