@@ -307,7 +307,7 @@ def test_a_metal_only_cluster_gets_no_cozystack_file_step_or_word(
     assert patch in lines
     assert "kubectl apply -f gpu/smoke-test.yaml" in lines
     assert [line for line in lines if line.startswith("kubectl")] == [
-        "kubectl create namespace gpu-operator",
+        "kubectl create namespace gpu-operator --dry-run=client -o yaml | kubectl apply -f -",
         "kubectl label namespace gpu-operator pod-security.kubernetes.io/enforce=privileged "
         "--overwrite",
         "kubectl apply -f gpu/smoke-test.yaml",

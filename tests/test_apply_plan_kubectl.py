@@ -201,21 +201,35 @@ def test_a_metal_clusters_kubectl_steps_create_its_smoke_test(
     out = tmp_path / "d"
     commands = [line for line in plan_commands(out) if line.startswith("kubectl ")]
     assert commands == [
-        "kubectl create namespace gpu-operator",
+        "kubectl create namespace gpu-operator --dry-run=client -o yaml | kubectl apply -f -",
         "kubectl label namespace gpu-operator pod-security.kubernetes.io/enforce=privileged "
         "--overwrite",
         "kubectl apply -f gpu/smoke-test.yaml",
         "kubectl logs -f pod/gpu-smoke-test-gpu",
     ]
-    # The namespace as kubectl makes it (kubectl sends a created object as protobuf, which the
-    # stand-in does not read: the same words, printed instead of sent).
-    created = yaml.safe_load(
-        kubectl(*shlex.split(commands[0])[1:], "--dry-run=client", "-o", "yaml", cwd=out)
-    )
-    assert (created["kind"], created["metadata"]["name"]) == ("Namespace", "gpu-operator")
     namespace_path = "/api/v1/namespaces/gpu-operator"
     with fake_api_server() as server:
-        server.objects[namespace_path] = created
+        # The namespace step is a pipeline: run by bash, as a reader's shell would, twice (a
+        # plan is run again after each generate; `create` alone fails the second time).
+        env = dict(os.environ, KUBECONFIG=str(server.kubeconfig(tmp_path)), HOME=str(tmp_path))
+        env["PATH"] = f"{Path(str(KUBECTL.path)).parent}{os.pathsep}{env['PATH']}"
+        script = commands[0].replace("kubectl apply", "kubectl apply --validate=false")
+        first = subprocess.run(["bash", "-ec", script], cwd=out, env=env, capture_output=True)
+        assert first.returncode == 0, first.stderr
+        (created,) = server.writes
+        assert (created.method, created.path) == ("POST", "/api/v1/namespaces")
+        assert (created.body["kind"], created.body["metadata"]["name"]) == (
+            "Namespace",
+            "gpu-operator",
+        )
+        server.objects[namespace_path] = created.body
+        server.writes.clear()
+        again = subprocess.run(["bash", "-ec", script], cwd=out, env=env, capture_output=True)
+        assert again.returncode == 0, again.stderr
+        # The second run finds the namespace and creates nothing (a real API server refuses a
+        # second create with 409 AlreadyExists, which is how `kubectl create` alone fails).
+        assert [w.method for w in server.writes if w.method == "POST"] == []
+        server.writes.clear()
         _run_as_printed(commands[1], out, server, tmp_path)
         _run_as_printed(commands[2], out, server, tmp_path)
     labelled, write = server.writes

@@ -57,7 +57,9 @@ def _gpu_operator(directory: Directory) -> Section | None:
         return None
     namespace, chart = operator.namespace, operator.chart
     commands = (
-        f"kubectl create namespace {namespace}",
+        # Printed, then applied: `create` alone fails on a second run, when the namespace is
+        # there; this runs again without error (kubectl's own idiom for an idempotent create).
+        f"kubectl create namespace {namespace} --dry-run=client -o yaml | kubectl apply -f -",
         f"kubectl label namespace {namespace} {PRIVILEGED} --overwrite",
         f"helm repo add nvidia {operator.repository}",
         "helm repo update nvidia",
@@ -75,7 +77,7 @@ def _gpu_operator(directory: Directory) -> Section | None:
         f'With the kubeconfig of cluster "{directory.plan.cluster}": the operator advertises '
         "the GPUs of the pools' nodes, with its own driver and toolkit off (the pools' "
         "extensions provide them). Its namespace must allow privileged pods (Talos enforces "
-        '"baseline" by default); create it once, and run helm again after a new `generate`.',
+        '"baseline" by default). Every step can run again, after each new `generate`.',
         (entry,),
     )
 
