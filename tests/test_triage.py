@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.doctor.triage import triage_paths
+from schematic.doctor.triage import readers, triage_paths
 from schematic.doctor.triage.diagnose import diagnose
 from schematic.doctor.triage.readers import logs, read_evidence
 from schematic.doctor.triage.readers.messages import KEYWORDS, message_kinds
@@ -401,6 +401,25 @@ def test_a_log_of_more_signals_than_is_read_is_read_at_both_ends_and_says_so(
     assert json.loads(
         CliRunner().invoke(app, ["triage", "--format", "json", str(tmp_path)]).stdout
     )["inputs"][0]["notRead"].startswith("lines 6-16")
+
+
+def test_a_file_naming_more_nodes_than_are_judged_says_how_many_were_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The diagnoses cost a fraction of a millisecond a machine: a file naming 150,000 nodes is
+    # judged for its first names and says what it passed over. Lowered to keep this small.
+    monkeypatch.setattr(readers, "MAX_NODES_A_FILE", 3)
+    lines = [f"worker-{n}: OOMKilled" for n in (1, 2, 1, 3, 4, 5, 4)] + ["OOMKilled"]
+    (tmp_path / "kubelet.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = triage_paths([str(tmp_path)])
+    (reading,) = report.readings
+    assert [s.node for s in reading.signals] == ["worker-1", "worker-2", "worker-1", "worker-3", ""]
+    assert reading.problem == "3 signals of 2 nodes named past the first 3 were counted, not judged"
+    assert report.read_in_part == (reading,)
+    # At the limit, nothing is passed over and nothing is said.
+    monkeypatch.setattr(readers, "MAX_NODES_A_FILE", 5)
+    (reading,) = triage_paths([str(tmp_path)]).readings
+    assert (len(reading.signals), reading.problem) == (8, "")
 
 
 def test_each_device_plugin_start_is_read_for_its_own_strategy_only() -> None:

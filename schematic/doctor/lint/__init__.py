@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from schematic.core.model import Schematic
 from schematic.doctor.lint.findings import RULES, SEVERITIES, Collector, Finding, Rule, Severity
-from schematic.doctor.lint.media import check_url_listings, is_meta_key_problem
-from schematic.doctor.lint.omni import check_template_releases
 
+# The rule modules are imported where they run: `triage` and `explain` import this package for
+# its rule texts alone (lint.findings), and its rules' imports cost them a quarter of a second.
 if TYPE_CHECKING:
+    from schematic.core.model import Schematic
     from schematic.doctor.lint.inventory import Inventory
     from schematic.doctor.lint.loader import Document, LoadProblem
     from schematic.facts.chart_targets import ChartTarget
@@ -119,6 +119,9 @@ def lint_paths(
     check_addons(inventory, out, release)
     check_passthrough(inventory, out)
     check_manifests(inventory, out)
+    from schematic.doctor.lint.media import check_url_listings
+    from schematic.doctor.lint.omni import check_template_releases
+
     check_url_listings(documents, out)
     check_template_releases(documents, out)
     if scripts:
@@ -227,6 +230,8 @@ def _check_schematic_files(
     for error, place in inventory.schematic_problems:
         line = place.line + error.line - 1 if error.line else place.line
         field = f"{error.path}: " if error.path else ""
+        from schematic.doctor.lint.media import is_meta_key_problem
+
         code = "TS135" if is_meta_key_problem(error.path) else "TS004"
         out.add(code, message=f"schematic: {field}{error.reason}", file=place.file, line=line)
     return local

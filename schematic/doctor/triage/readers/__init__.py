@@ -103,11 +103,18 @@ class Reading:
 
 # Unreadable values named one by one, up to this many per file; the rest are counted.
 _UNREADABLE_SHOWN = 5
+# Node names one file's signals are judged for. Kubernetes supports clusters of up to 5,000
+# nodes (kubernetes.io, "Considerations for large clusters"), each named two ways here (its name
+# and its address); the diagnoses cost about a quarter of a millisecond a machine, and 16 MiB of
+# log lines each naming another node name 150,000. Signals of the names past these are counted
+# and said to be, not judged.
+MAX_NODES_A_FILE = 10_000
 
 
 def file_reading(file: str, kind: str, signals: list[Signal], problems: list[str]) -> Reading:
     """What a file was read as: its signals, and what of it was not read (the values no reader
     could hold among them, by line)."""
+    signals, problems = _first_nodes(signals, problems)
     unread = [s for s in signals if s.kind is Kind.UNREADABLE_VALUE]
     if unread:
         signals = [s for s in signals if s.kind is not Kind.UNREADABLE_VALUE]
@@ -118,6 +125,27 @@ def file_reading(file: str, kind: str, signals: list[Signal], problems: list[str
             "unreadable value at " + "; ".join(shown) + (f"; and {more} more" if more > 0 else ""),
         ]
     return Reading(file, kind if signals else "", tuple(signals), "; ".join(problems))
+
+
+def _first_nodes(signals: list[Signal], problems: list[str]) -> tuple[list[Signal], list[str]]:
+    """The signals of the first :data:`MAX_NODES_A_FILE` node names, in the file's order (and
+    those naming no node), and what was passed over."""
+    names: set[str] = set()
+    kept: list[Signal] = []
+    for signal in signals:
+        if signal.node and signal.node not in names:
+            if len(names) == MAX_NODES_A_FILE:
+                continue
+            names.add(signal.node)
+        kept.append(signal)
+    if len(kept) == len(signals):
+        return signals, problems
+    more = len({s.node for s in signals if s.node and s.node not in names})
+    return kept, [
+        *problems,
+        f"{len(signals) - len(kept):,} signals of {more:,} nodes named past the first "
+        f"{MAX_NODES_A_FILE:,} were counted, not judged",
+    ]
 
 
 def read_evidence(text: str, file: str) -> Reading:

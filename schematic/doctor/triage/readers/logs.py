@@ -257,8 +257,8 @@ _NON_SPACE = re.compile(r"\S")
 # and this many before its end; the lines between are counted, not read. A 16 MiB console
 # holds about 170,000 lines, few of them marked; a file of nothing but marked lines holds
 # millions, each costing the readers' patterns.
-READ_FIRST = 100_000
-READ_LAST = 100_000
+READ_FIRST = 25_000
+READ_LAST = 25_000
 
 
 def _message_at(text: str, start: int) -> tuple[str, list[str], int]:
