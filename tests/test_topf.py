@@ -285,3 +285,52 @@ def test_a_talconfig_is_not_a_topf_config_nor_the_other_way() -> None:
     }
     assert is_topf_config(topf) and not is_talconfig(topf)
     assert is_talconfig(talconfig) and not is_topf_config(talconfig)
+
+
+TWO_POOLS = """\
+cluster: lab
+talos: {version: v1.13.9}
+pools:
+  - name: rack-a
+    profile: metal-hgx-h100-8x
+  - name: rack-b
+    profile: metal-hgx-h100-8x
+"""
+
+
+def test_pools_sharing_a_schematic_need_the_same_patch(tmp_path: Path) -> None:
+    # topf tells nodes apart by .SchematicID alone: two pools of one schematic each get the
+    # other's patch too. With the same patch that changes nothing a node loads...
+    cluster_file = tmp_path / "cluster.yaml"
+    cluster_file.write_text(TWO_POOLS, "utf-8")
+    topf = tmp_path / "same"
+    result = runner.invoke(app, ["generate", str(cluster_file), "-f", "topf", "--out", str(topf)])
+    assert result.exit_code == 0, result.output
+    nodes = follow_apply_md(topf)
+    schematic_id = Schematic.from_yaml((topf / "rack-a" / "schematic.yaml").read_text()).id
+    for node in nodes:
+        modules = [
+            module["name"]
+            for document in patches_for(topf, {**node, "role": "worker"}, schematic_id)
+            for module in document["machine"]["kernel"]["modules"]
+        ]
+        assert set(modules) == set(NVIDIA_MODULES), node
+    # ... with different patches, each node would get both pools' modules and parameters: the
+    # file is refused, naming both pools and the shared schematic, and nothing is written.
+    cluster_file.write_text(
+        TWO_POOLS + "    kernelModules:\n      - name: nvidia\n"
+        "        parameters: [NVreg_EnableGpuFirmware=0]\n",
+        "utf-8",
+    )
+    refused = tmp_path / "refused"
+    result = runner.invoke(
+        app, ["generate", str(cluster_file), "-f", "topf", "--out", str(refused)]
+    )
+    assert result.exit_code == 2
+    assert "rack-a, rack-b share schematic" in result.stderr
+    assert not refused.exists()
+    # Other kinds tell the pools apart by name, and write both.
+    result = runner.invoke(
+        app, ["generate", str(cluster_file), "-f", "talhelper", "--out", str(tmp_path / "t")]
+    )
+    assert result.exit_code == 0, result.output

@@ -49,6 +49,7 @@ def _start(request: Request, kind: Kind | None = None) -> tuple[Consulted, Chart
         kinds_asked.one_document_check(shown, kind)
     kinds = (kind,) if kind is not None else kinds_asked.kinds_of(request.kinds)
     kinds_asked.one_release_check(shown, kinds)
+    kinds_asked.same_patch_per_schematic_check(shown, kinds)
     fit = planning.fit_chart(plan, request.chart, request.layout, request.allow_ignored_keys, kinds)
     asked = consult_factory(
         plan, request.factory, request.register, request.live_catalogue, request.progress

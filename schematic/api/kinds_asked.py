@@ -13,7 +13,13 @@ if TYPE_CHECKING:
     from schematic.output.render.kinds import Kind
     from schematic.plan.cluster import ClusterPlan
 
-__all__ = ["kinds_of", "one_document_check", "one_release_check", "streamed_kind"]
+__all__ = [
+    "kinds_of",
+    "one_document_check",
+    "one_release_check",
+    "same_patch_per_schematic_check",
+    "streamed_kind",
+]
 
 
 def streamed_kind(formats: Sequence[str], out: Path | None) -> Kind | None:
@@ -79,3 +85,30 @@ def one_document_check(plan: ClusterPlan, kind: Kind) -> None:
             f"({names}); pick one with --pool NAME, or write each to its file with --out DIR",
             "--format",
         )
+
+
+def same_patch_per_schematic_check(plan: ClusterPlan, kinds: Sequence[Kind]) -> None:
+    """A UsageError when a kind whose consumer tells pools apart by schematic ID alone (topf's
+    patch guard, ``.SchematicID``) is asked for pools that share a schematic but need different
+    patches: every node of either pool would get both (the modules of one, the parameters of
+    the other)."""
+    from schematic.output.render.kinds import kind_named
+    from schematic.output.render.topf import patch_documents
+
+    told = [kind for kind in kinds if kind_named(kind).same_patch_per_schematic]
+    if not told:
+        return
+    patches: dict[str, dict[str, list[str]]] = {}
+    for pool in plan.pools:
+        body = repr(patch_documents(pool))
+        patches.setdefault(pool.schematic_id, {}).setdefault(body, []).append(pool.name)
+    for schematic_id, bodies in patches.items():
+        if len(bodies) > 1:
+            names = ", ".join(name for group in bodies.values() for name in group)
+            raise UsageError(
+                f"{plan.source}: {told[0]} applies a patch to every node of a schematic, and "
+                f"pools {names} share schematic {schematic_id} with different patches (their "
+                "kernelModules or installer differ): each node would get all of them; give "
+                "those pools the same kernelModules, or make them one pool",
+                "--format",
+            )

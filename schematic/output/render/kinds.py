@@ -82,7 +82,8 @@ class OutputKind:
     ``lint_format``: the name of the lint input format that reads the file back;
     ``writes_too``: the kinds written with it, whose files its own refer to;
     ``one_release``: its consumer runs one Talos release per cluster (pools on several are
-    refused)."""
+    refused); ``same_patch_per_schematic``: its consumer tells pools apart by schematic ID
+    alone, so pools sharing one must need the same patch (others are refused)."""
 
     name: str
     help: str
@@ -99,6 +100,7 @@ class OutputKind:
     lint_format: str | None = None
     writes_too: tuple[str, ...] = ()
     one_release: bool = False
+    same_patch_per_schematic: bool = False
 
 
 def _schematic(texts: PoolTexts) -> str:
@@ -304,6 +306,7 @@ OUTPUT_KINDS: tuple[OutputKind, ...] = (
         apply=_topf_step,
         lint_format="topf",
         writes_too=("schematic",),
+        same_patch_per_schematic=True,
     ),
     OutputKind(
         name="omni",

@@ -83,7 +83,8 @@ def topf_node(pool: PoolPlan, schematic_path: str) -> dict[str, Any]:
     return node
 
 
-def _documents(pool: PoolPlan) -> list[dict[str, Any]]:
+def patch_documents(pool: PoolPlan) -> list[dict[str, Any]]:
+    """The documents of the pool's patch (what its template renders for its nodes)."""
     v1alpha1, *typed = patch_with_module_list(pool)
     machine = dict(v1alpha1["machine"])
     if not derives_the_pools_installer(pool):
@@ -99,7 +100,7 @@ def topf_patch(pool: PoolPlan) -> str:
         f"# {linked_patch_name(pool.name)}. topf applies it to the nodes whose schematicId",
         f"# is schematic {pool.schematic_id}, and to no other.",
     ]
-    documents = _documents(pool)
+    documents = patch_documents(pool)
     if not documents:
         lines.append("# The pool's nodes need no patch beyond the installer topf writes.")
         return "\n".join(lines) + "\n"
