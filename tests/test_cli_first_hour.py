@@ -135,7 +135,7 @@ def test_an_unknown_profile_with_nothing_close_names_the_listing_command() -> No
 def test_an_unknown_lint_code_gets_the_closest_codes(typed: str, hint: str) -> None:
     result = run("explain", typed)
     assert result.exit_code == 2
-    said = " ".join(result.stderr.replace("│", " ").split())  # the usage box's wrapping undone
+    said = " ".join(result.stderr.split())  # the wrapping undone
     assert f"unknown lint code '{typed}'" in said
     assert hint in said
     assert "TS201" not in said  # not every code
@@ -260,7 +260,7 @@ def test_the_example_cluster_files_see_pointers_name_a_heading_that_exists() -> 
 
 
 def _said(result: Result) -> str:
-    return " ".join(result.stderr.replace("│", " ").split())  # the usage box's wrapping undone
+    return " ".join(result.stderr.split())  # the wrapping undone
 
 
 def test_init_names_every_missing_answer_in_one_run(tmp_path: Path) -> None:

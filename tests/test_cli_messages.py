@@ -224,3 +224,28 @@ def test_message_lines_fit_their_width_and_keep_every_word(width: int) -> None:
         f'talos-schematic: warning: {path}: pool "gpu": {message.cause}',
         f"  fix: {message.fix}",
     ]
+
+
+def test_a_module_change_of_several_pools_is_one_note(in_tmp: Path) -> None:
+    # Two CPU pools of one shape: a kernelModules change that keeps their schematic reaches
+    # their running workers the same way, said once for both.
+    def cluster(modules: str) -> str:
+        return (
+            "cluster: demo\nnamespace: tenant-ml\ncozystack: {version: v1.6}\n"
+            "talos: {version: v1.13.9}\npools:\n"
+            + "".join(
+                f"  - {{name: {name}, profile: kubevirt-cpu{modules}}}\n"
+                for name in ("web", "db", "cache")
+            )
+        )
+
+    (in_tmp / "two.yaml").write_text(cluster(""))
+    assert run("generate", "two.yaml", "--out", "out").exit_code == 0
+    (in_tmp / "two.yaml").write_text(cluster(", kernelModules: [{name: dm_thin_pool}]"))
+    result = run("generate", "two.yaml", "--out", "out", "--allow-ignored-keys")
+    assert result.exit_code == 0, result.stderr
+    changed = [line for line in result.stderr.splitlines() if "kernelModules change" in line]
+    assert changed == [
+        'talos-schematic: note: two.yaml: pools "web", "db", "cache": kernelModules change and '
+        "the schematic does not: " + changed[0].split("does not: ", 1)[1]
+    ]

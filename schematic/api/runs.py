@@ -54,7 +54,7 @@ def run_notes(
     fit: ChartFit,
     platform_written: bool,
     removed: Sequence[str] = (),
-    more: Sequence[str] = (),
+    more: Sequence[Message] = (),
 ) -> list[Message]:
     """What a run tells, in order: the pools it removed, then warnings (pools that do not
     work, keys the chart ignores) and notes (modules left unloaded, GPUs the management
@@ -101,7 +101,7 @@ def run_notes(
         *non_nvidia_gpu_notes(plan),
         *fit.notes,
         *([passthrough] if passthrough else []),
-        *(Message(level="note", cause=line) for line in more),
+        *more,
     ]
 
 

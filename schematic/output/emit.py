@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from schematic.messages import Message
+
 if TYPE_CHECKING:
     from schematic.output.outdir import OutputIndex, Tree, Written
     from schematic.output.render.kinds import Kind
@@ -33,7 +35,7 @@ def _own_kustomization(directory: Path, index: OutputIndex | None) -> bool:
 
 def _unreachable(
     plan: ClusterPlan, fit: ChartFit, directory: Path, old: OutputIndex | None, tree: Tree
-) -> list[str]:
+) -> list[Message]:
     """Notes for pools whose kernel modules change in DIR while their schematic does not."""
     from schematic.output.outdir import read_owned_file
     from schematic.plan.charts import VALUES_FILES, unreachable_changes
@@ -65,7 +67,7 @@ def write_plan(
     pools: Sequence[str],
     profiles: Sequence[Path],
     force: bool,
-) -> tuple[Tree, Written, list[str]]:
+) -> tuple[Tree, Written, list[Message]]:
     """Write the plan's tree into ``directory``; the tree, what was written, and the notes."""
     from schematic.output.outdir import LOCK, profile_records, read_index, write_directory
     from schematic.output.render.files import render_tree
@@ -81,7 +83,12 @@ def write_plan(
     notes = _unreachable(plan, fit, directory, old, tree)
     written = write_directory(directory, tree, pools=list(pools) or None, force=force)
     notes += [
-        f"{directory / name}: not removed ({why}); delete it yourself if it is no longer wanted"
+        Message(
+            level="note",
+            source=str(directory / name),
+            cause=f"not removed ({why})",
+            fix="delete it yourself if it is no longer wanted",
+        )
         for name, why in written.kept
     ]
     return tree, written, notes

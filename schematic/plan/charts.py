@@ -522,7 +522,7 @@ def unreachable_changes(
     new_ids: Mapping[str, str],
     after: Mapping[str, bytes],
     target: ChartTarget | None = None,
-) -> list[str]:
+) -> list[Message]:
     """A note per pool whose kernelModules change while its schematic does not.
 
     ``before`` and ``after`` are output trees (relative path → bytes): what the directory held
@@ -543,7 +543,12 @@ def unreachable_changes(
             continue
         if old.get("kernelModules") != new.get("kernelModules"):
             notes.append(
-                f'{source}: pool "{pool}": kernelModules change and the schematic does not: '
-                f"{chart.config_change_reach()}"
+                Message(
+                    level="note",
+                    source=source,
+                    pools=(pool,),
+                    cause="kernelModules change and the schematic does not: "
+                    + chart.config_change_reach(),
+                )
             )
     return notes
