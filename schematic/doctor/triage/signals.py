@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-__all__ = ["Evidence", "Kind", "Signal", "pod_text"]
+__all__ = ["Evidence", "Kind", "Signal", "host_os", "pod_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +92,7 @@ class Kind(Enum):
     UNKNOWN_FAILURE = "an NVIDIA or Talos error line no known message matches"
     # Kubernetes objects
     NODE = "Kubernetes node"
+    HOST_OS = "the host's operating system"  # value: the Node's osImage; data kernel
     IDENTITY = "names of one node"  # value: the node; data aliases: its other names
     POD = "pod"
     DAEMONSET = "DaemonSet"  # value: [namespace/]name; data desired, current, ready
@@ -133,3 +134,9 @@ def pod_text(pod: str, node: str, restarts: int, exit_code: str, reason: str) ->
     if exit_code:
         text += f", last terminated exitCode {exit_code} {reason}".rstrip()
     return text
+
+
+def host_os(node: str, evidence: Evidence, os_image: str, kernel: str) -> Signal:
+    """What a Node says its host runs (``status.nodeInfo.osImage``, ``kernelVersion``: "Talos
+    (v1.11.5)", "6.12.57-talos"), whichever output showed the Node."""
+    return Signal(Kind.HOST_OS, node, evidence, os_image.strip(), (("kernel", kernel.strip()),))

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 
 from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
-from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
+from schematic.doctor.triage.signals import Evidence, Kind, Signal, host_os, pod_text
 from schematic.doctor.triage.values import count, unreadable
 from schematic.redact import redacted
 
@@ -280,6 +280,7 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
     hostname = ready = boot = gpus = capacity = schematic = provider = ""
     labels: list[str] = []
     ready_line = boot_line = gpu_line = first
+    system: dict[str, tuple[str, int]] = {}  # "OS Image", "Kernel Version": value, line
     events = _Events()
     for number, line in block:
         if not line.strip():
@@ -310,6 +311,8 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
         elif section == "System Info" and (item := _ITEM.match(line)):
             if item["key"] == "Boot ID":
                 boot, boot_line = item["value"], number
+            elif item["key"] in ("OS Image", "Kernel Version"):
+                system[item["key"]] = (item["value"].strip(), number)
         elif section in ("Allocatable", "Capacity") and (item := _ITEM.match(line)):
             # The count only: a paste may mark the line ("7    <=== here").
             if item["key"] == "nvidia.com/gpu" and section == "Allocatable":
@@ -351,6 +354,11 @@ def _node(block: list[tuple[int, str]], file: str) -> Iterator[Signal]:
             ("provider", provider),
         ),
     )
+    if "OS Image" in system:
+        os_image, line_number = system["OS Image"]
+        kernel = system.get("Kernel Version", ("", 0))[0]
+        evidence = _evidence(file, line_number, f"OS Image: {os_image}")
+        yield host_os(name, evidence, os_image, kernel)
     for number, line, cells in events.rows:
         reason, message = cells.get("Reason", ""), cells.get("Message", "")
         evidence = _evidence(file, number, line)

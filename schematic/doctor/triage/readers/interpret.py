@@ -14,7 +14,7 @@ from schematic.doctor.triage import values
 from schematic.doctor.triage.readers.grafana import frames_answer
 from schematic.doctor.triage.readers.messages import message_kinds
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
-from schematic.doctor.triage.signals import Evidence, Kind, Signal, pod_text
+from schematic.doctor.triage.signals import Evidence, Kind, Signal, host_os, pod_text
 from schematic.redact import redacted
 from schematic.safe_yaml import compose_all
 
@@ -280,6 +280,11 @@ def _node(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
             ("provider", _text(_dict(value.get("spec")).get("providerID"))),
         ),
     )
+    info = _dict(status.get("nodeInfo"))
+    os_image, kernel = _text(info.get("osImage")), _text(info.get("kernelVersion"))
+    if os_image:
+        text = f"node {name} osImage {os_image}, kernelVersion {kernel}"
+        yield host_os(name, _evidence(file, where.locate("osImage"), text), os_image, kernel)
 
 
 def _pod(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:

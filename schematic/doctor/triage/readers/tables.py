@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
 from schematic.doctor.triage.readers.paste import first_line
-from schematic.doctor.triage.signals import Evidence, Kind, Signal
+from schematic.doctor.triage.signals import Evidence, Kind, Signal, host_os
 from schematic.doctor.triage.values import count, unreadable
 from schematic.redact import redacted
 
@@ -400,6 +400,8 @@ def _other_row(
                 ("labels", "" if cells.get("LABELS") == "<none>" else cells.get("LABELS", "")),
             ),
         )
+        if cells.get("OS-IMAGE"):  # -o wide
+            yield host_os(name, evidence, cells["OS-IMAGE"], cells.get("KERNEL-VERSION", ""))
     elif "PHASE" in cells and "NODENAME" in cells and cells.get("NAME"):
         # A KubeVirt VMI: the tenant node is named after it and answers on its address.
         yield _identity(cells["NAME"], evidence, [cells.get("IP", "")], "kubevirt-vmi")
