@@ -605,7 +605,8 @@ def test_ts111_is_not_claimed_where_the_toolkit_is_installed(tmp_path: Path) -> 
 
 def test_ts206_a_validator_that_finds_no_driver_names_the_install_dir() -> None:
     (diagnosis,) = triage_paths([str(BUNDLES / "paste-cozystack-validator-driver-off")]).diagnoses
-    assert (diagnosis.code, diagnosis.severity) == ("TS206", "error")
+    # The log alone does not show the host runs Talos: the cause holds only if it does.
+    assert (diagnosis.code, diagnosis.severity, diagnosis.if_talos) == ("TS206", "warning", True)
     assert "/usr/local" in diagnosis.summary
     assert any(reason.startswith("TS141") for reason in diagnosis.ruled_out)
 
@@ -822,8 +823,9 @@ def test_kubectl_get_pods_wide_carries_the_restarts_per_node() -> None:
     assert found[0] == (Kind.POD, "tenant-a-cpu-7c9xv", "kube-system/cilium-5xq2d", "14")
     (diagnosis,) = diagnose(reading.signals)
     assert diagnosis.code == "TS202"
-    assert diagnosis.summary == (
-        "All 3 restarted pods on it restarted 14 times, about every 81 minutes."
+    assert diagnosis.summary.startswith(
+        "All 3 restarted pods on it restarted 14 times, about every 81 minutes; nothing among "
+        "the inputs shows that tenant-a-cpu-7c9xv runs Talos"
     )
 
 

@@ -72,9 +72,12 @@ class TriageReport:
 
     @property
     def has_failures(self) -> bool:
-        """An error diagnosed, or an NVIDIA or Talos error line no cause explains: a warning,
-        since its cause is unknown, but never a healthy cluster."""
-        return self.has_errors or any(d.code == UNEXPLAINED_FAILURE for d in self.diagnoses)
+        """An error diagnosed, an NVIDIA or Talos error line no cause explains, or a failure
+        whose cause holds only if the node runs Talos: warnings, since their cause is unknown
+        or uncertain, but never a healthy cluster."""
+        return self.has_errors or any(
+            d.code == UNEXPLAINED_FAILURE or d.if_talos for d in self.diagnoses
+        )
 
     @property
     def verdict(self) -> str:

@@ -40,6 +40,7 @@ from schematic.doctor.triage.causes.driver import (
     version_mismatch,
     wrong_flavour,
 )
+from schematic.doctor.triage.causes.host import only_on_talos
 from schematic.doctor.triage.causes.runtime import (
     device_plugin,
     host_device_not_permitted,
@@ -90,6 +91,9 @@ class Diagnosis:
     schematics: tuple[tuple[str, str], ...] = ()
     # Per target (Cozystack, talhelper, Talos): the key and object the fix changes.
     places: tuple[str, ...] = ()
+    # A failure shown whose cause is Talos's, on nodes not shown to run Talos: a warning, and a
+    # failure still (the cause is what is uncertain, not the failure).
+    if_talos: bool = False
 
 
 def _sentence(text: str) -> str:
@@ -116,40 +120,43 @@ class Cause:
     A finding of ``rule`` on a machine is not reported when a cause earlier in :data:`CAUSES`
     has a finding on the same machine (or naming it among its nodes) whose code is in
     ``explained_by`` (or, with :data:`ANY_FINDING` / :data:`ANY_ERROR`, any finding / error).
+    A ``talos_only`` cause names a failure only Talos has: its findings are held to what the
+    inputs show of each host's OS (causes/host.py).
     """
 
     rule: Callable[[ClusterModel], list[Finding]]
     explained_by: frozenset[str] = frozenset()
+    talos_only: bool = False
 
 
 # Every cause triage weighs, in precedence order: a cause can only be explained by one above it.
 # The rules at the top stand on their own; each below names what explains it.
 CAUSES: tuple[Cause, ...] = (
-    Cause(operator_driver_on_talos),
-    Cause(module_not_loaded),
-    Cause(reboots),
-    Cause(modules_not_loaded),
+    Cause(operator_driver_on_talos, talos_only=True),
+    Cause(module_not_loaded, talos_only=True),
+    Cause(reboots, talos_only=True),
+    Cause(modules_not_loaded, talos_only=True),
     Cause(wrong_flavour),
     Cause(device_plugin),
-    Cause(runtime_handler_missing),
+    Cause(runtime_handler_missing, talos_only=True),
     Cause(host_device_not_permitted),
-    Cause(operator_validator),
+    Cause(operator_validator, talos_only=True),
     Cause(plugin_scheduled_nowhere),
-    Cause(version_mismatch),
+    Cause(version_mismatch, talos_only=True),
     Cause(fabric_causes),
-    Cause(upgrade_reverted),
+    Cause(upgrade_reverted, talos_only=True),
     Cause(memory_causes),
     # An NVIDIA service shown waiting without time: any finding on the machine says more.
-    Cause(nvidia_waits_not_held, frozenset({ANY_FINDING})),
+    Cause(nvidia_waits_not_held, frozenset({ANY_FINDING}), talos_only=True),
     # Another extension's service shown waiting without time: likewise.
-    Cause(extension_waits_not_held, frozenset({ANY_FINDING})),
+    Cause(extension_waits_not_held, frozenset({ANY_FINDING}), talos_only=True),
     # The plugin and the runtime see no driver: a cause on the GPU path already says why.
     Cause(plugin_without_driver, GPU_PATH_EXPLAINED),
-    Cause(driver_unreachable, GPU_PATH_EXPLAINED),
+    Cause(driver_unreachable, GPU_PATH_EXPLAINED, talos_only=True),
     Cause(gpus_out_of_service),
     # An NVIDIA service that keeps restarting: the GPU-path cause (or NVLink 5's) is why.
-    Cause(nvidia_service_restart_loops, GPU_PATH_EXPLAINED | {"TS155"}),
-    Cause(other_service_restart_loops),
+    Cause(nvidia_service_restart_loops, GPU_PATH_EXPLAINED | {"TS155"}, talos_only=True),
+    Cause(other_service_restart_loops, talos_only=True),
     # An error line no rule knows: a known error on the machine comes first.
     Cause(unknown_failures, frozenset({ANY_ERROR})),
 )
@@ -175,9 +182,10 @@ def weigh(model: ClusterModel, causes: tuple[Cause, ...]) -> list[Finding]:
                     if earlier.machine is not None:
                         explained.add(earlier.machine.name)
                     explained.update(earlier.nodes or ())
-        kept += [
-            f for f in cause.rule(model) if f.machine is None or f.machine.name not in explained
-        ]
+        found = cause.rule(model)
+        if cause.talos_only:
+            found = only_on_talos(model, found)
+        kept += [f for f in found if f.machine is None or f.machine.name not in explained]
     return kept
 
 
@@ -383,6 +391,7 @@ def _join(code: str, severity: str, pool: str, findings: list[Finding]) -> Diagn
         pools=pools if with_machine else (),
         schematics=tuple(schematics),
         places=fix_places(code, pool),
+        if_talos=any(f.if_talos for f in findings),
     )
 
 

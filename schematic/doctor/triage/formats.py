@@ -113,6 +113,7 @@ def _diagnosis(d: Diagnosis) -> dict[str, Any]:
         "pools": list(d.pools),
         "schematics": [{"role": role, "id": value} for role, value in d.schematics],
         "fixWhere": list(d.places),
+        "onlyIfTalos": d.if_talos,
     }
 
 

@@ -65,6 +65,8 @@ class Finding:
     severity: str | None = None
     schematics: list[tuple[str, str]] = field(default_factory=list)
     nodes: list[str] | None = None  # for cluster-wide findings: the machines they concern
+    # A failure shown whose cause is Talos's, on a host not shown to run Talos (causes/host.py).
+    if_talos: bool = False
 
 
 # --- what a machine shows --------------------------------------------------------------------
