@@ -331,3 +331,23 @@ def test_an_upgrade_of_metal_pools_says_nothing_of_cozystack(
     assert "talosctl upgrade --nodes <node> --image" in report.stdout
     assert not COZYSTACK_WORDS.findall(report.stdout + report.stderr)
     assert "values gain" not in report.stdout
+
+
+def test_the_operator_and_smoke_tests_come_after_every_tool_that_configures_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    metal_cluster_file(tmp_path, monkeypatch)
+    # A metal pool may be configured by topf or Omni instead of talosctl: the GPU Operator and
+    # the smoke tests need its nodes up, so they follow every place's own steps.
+    kinds = ["-f", "topf", "-f", "omni", "-f", "gpu-operator", "-f", "smoke-test"]
+    assert run("generate", "c.yaml", "--out", "d", *kinds).exit_code == 0
+    headings = [
+        line.split(". ", 1)[1]
+        for line in (tmp_path / "d" / "APPLY.md").read_text().splitlines()
+        if line.startswith("## ")
+    ]
+    assert headings.index("Other tools") < headings.index("Talos nodes: the GPU Operator")
+    assert headings.index("Talos nodes: the GPU Operator") < headings.index(
+        "Talos nodes: the smoke tests"
+    )
+    assert headings[-1] == "Records"

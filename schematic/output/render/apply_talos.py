@@ -12,7 +12,7 @@ from schematic.output.render.kinds import OPERATOR_VALUES_FILE, SMOKE_TEST_FILE
 from schematic.output.render.urls import pool_urls
 from schematic.plan.gpupath import standalone_operator
 
-__all__ = ["talosctl_sections"]
+__all__ = ["talos_workload_sections", "talosctl_sections"]
 
 
 def _nodes(directory: Directory) -> Section | None:
@@ -110,4 +110,10 @@ def _smoke_tests(directory: Directory) -> Section | None:
 
 def talosctl_sections(directory: Directory) -> list[Section | None]:
     """The steps for the pools whose nodes take their machine config through talosctl."""
-    return [_nodes(directory), _gpu_operator(directory), _smoke_tests(directory)]
+    return [_nodes(directory)]
+
+
+def talos_workload_sections(directory: Directory) -> list[Section | None]:
+    """The steps once the nodes of those pools run, however they were configured (talosctl or
+    a tool's files): the GPU Operator, then the smoke tests."""
+    return [_gpu_operator(directory), _smoke_tests(directory)]

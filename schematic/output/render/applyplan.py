@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from schematic.output.outdir import APPLY, INDEX, LOCK
 from schematic.output.render.apply_cozystack import cozystack_sections
-from schematic.output.render.apply_talos import talosctl_sections
+from schematic.output.render.apply_talos import talos_workload_sections, talosctl_sections
 from schematic.output.render.apply_tools import tool_sections
 from schematic.output.render.applysteps import Directory, Entry, Section, code
 from schematic.output.render.kinds import SUMMARY
@@ -29,10 +29,13 @@ APPLY_FILE = APPLY
 
 @dataclass(frozen=True)
 class Place:
-    """Where nodes live, and the steps that put a directory's files there, in order."""
+    """Where nodes live, and the steps that put a directory's files there, in order.
+    ``once_nodes_run``: the steps that need the pools' nodes up (an operator, smoke tests),
+    given after every place's own steps, since another tool may be what configures them."""
 
     name: str
     steps: Callable[[Directory], list[Section | None]]
+    once_nodes_run: Callable[[Directory], list[Section | None]] | None = None
 
 
 def _cozystack_steps(directory: Directory) -> list[Section | None]:
@@ -42,7 +45,7 @@ def _cozystack_steps(directory: Directory) -> list[Section | None]:
 # In the order their steps are applied: a tool reading the directory comes last.
 PLACES: tuple[Place, ...] = (
     Place("a Cozystack tenant cluster (KubeVirt pools)", _cozystack_steps),
-    Place("Talos nodes of your own (talosctl)", talosctl_sections),
+    Place("Talos nodes of your own (talosctl)", talosctl_sections, talos_workload_sections),
     Place("tools that configure the cluster themselves", tool_sections),
 )
 
@@ -110,11 +113,16 @@ def apply_text(plan: ClusterPlan, paths: Collection[str], held_back: Collection[
     directory = Directory(plan, paths)
     places: list[str] = []
     sections: list[Section] = []
+    later: list[Section] = []
     for place in PLACES:
         steps = [section for section in place.steps(directory) if section is not None]
-        if steps:
+        after = place.once_nodes_run(directory) if place.once_nodes_run else []
+        then = [section for section in after if section is not None]
+        if steps or then:
             places.append(place.name)
-            sections += steps
+        sections += steps
+        later += then
+    sections += later
     factory = _factory(directory)
     shown = [*([factory] if factory else []), *sections, _records(directory)]
     where = f" Its steps are for {_listed(places)}." if places else ""
