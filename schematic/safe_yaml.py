@@ -46,23 +46,27 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 __all__ = [
+    "BUDGETS",
     "DEFAULT_MAX_INPUT_SIZE",
     "GO_YAML_MAX_DEPTH",
     "INPUT_LIMITS",
     "MAX_NESTING",
     "MAX_NUMBER_DIGITS",
+    "Budget",
     "InputKind",
     "InputTooLargeError",
     "NotRegularFileError",
     "NotTextError",
     "Resolver",
     "YamlLimitError",
+    "check_file_size",
     "check_size",
     "check_syntax",
     "compose_all",
@@ -97,30 +101,112 @@ class InputKind(enum.Enum):
     HARDWARE_DOCUMENTS = "a YAML or JSON hardware dump"
     EVIDENCE = "a triage evidence file"
     EVIDENCE_DOCUMENTS = "YAML triage evidence"
+    EVIDENCE_JSON = "JSON triage evidence"
+    METRICS = "a metrics query answer"
     OUTPUT_RECORD = "an output directory's index or journal"
+    FACTORY_ANSWER = "a factory's answer"
+    FACTORY_LIST = "a factory's extension, overlay or version list"
     OTHER = "an input"
 
 
-# Each kind's default limit: far above the kind's real inputs (a schematic, a profile or a
-# config patch of a few kilobytes; a cluster file of a thousand pools, 500 kB), and low enough
-# that its worst shape costs at most 5 s and 500 MB. YAML costs about 3 s of CPU and 250 MB a
-# MiB in its worst shapes (a flow list of one-character items, a million small documents);
-# line-oriented text (lspci, logs) and JSON a small part of that. The index `generate --out`
-# writes takes about 1.6 kB a GPU pool (a thousand: 1.6 MB), its journal less; anyone with
-# write access to the repository may have replaced either, and at 2 MiB the worst YAML shape
-# (a flow list of mappings) takes 500 MB: 1,792 KiB holds a thousand pools and costs 455 MB.
-INPUT_LIMITS: dict[InputKind, int] = {
-    InputKind.SCHEMATIC: _MIB,
-    InputKind.PROFILE: _MIB,
-    InputKind.CLUSTER: _MIB,
-    InputKind.LINT: _MIB,
-    InputKind.HARDWARE: DEFAULT_MAX_INPUT_SIZE,
-    InputKind.HARDWARE_DOCUMENTS: _MIB,
-    InputKind.EVIDENCE: DEFAULT_MAX_INPUT_SIZE,
-    InputKind.EVIDENCE_DOCUMENTS: _MIB,
-    InputKind.OUTPUT_RECORD: 7 * _MIB // 4,
-    InputKind.OTHER: DEFAULT_MAX_INPUT_SIZE,
-}
+@dataclass(frozen=True)
+class Budget:
+    """One kind of input: the inputs of the kind, how large a real one is, and the size limit
+    under which any of them, in its worst shape, costs at most 5 s and 500 MB (the figures:
+    ``benchmarks/hostile_shapes.py``, ``benchmarks/triage.py``). ``docs/security.md`` shows
+    this table as it is (``tests/test_input_budgets.py``)."""
+
+    kind: InputKind
+    inputs: str
+    real: str
+    limit: int
+
+
+# Each kind's default limit: far above the kind's real inputs, and low enough that its worst
+# shape costs at most 5 s and 500 MB. YAML costs about 3 s of CPU and 250 MB a MiB in its worst
+# shapes (a flow list of one-character items, a million small documents); line-oriented text
+# (lspci, logs) and JSON a small part of that. The index `generate --out` writes takes about
+# 1.6 kB a GPU pool, its journal less; anyone with write access to the repository may have
+# replaced either, and at 2 MiB the worst YAML shape (a flow list of mappings) takes 500 MB:
+# 1,792 KiB holds a thousand pools and costs 455 MB. A metrics answer costs some 0.25 s a MiB
+# (one series of samples) to 0.5 s a MiB (a series per node): 256 MiB of it took 20-31 s.
+BUDGETS: tuple[Budget, ...] = (
+    Budget(InputKind.SCHEMATIC, "schematic (`id`, `register`, `verify`)", "a few kB", _MIB),
+    Budget(
+        InputKind.PROFILE,
+        "hardware profile (`profile: ./f`, `lint --hardware`, `detect --against`, `init --pool`)",
+        "a few kB",
+        _MIB,
+    ),
+    Budget(
+        InputKind.CLUSTER,
+        "cluster file (`generate`, `check`, `upgrade`, `verify`)",
+        "a thousand pools: 500 kB",
+        _MIB,
+    ),
+    Budget(
+        InputKind.LINT,
+        "lint input (a file or `--config-patch @f`)",
+        "a rendered chart: hundreds of kB",
+        _MIB,
+    ),
+    Budget(
+        InputKind.HARDWARE_DOCUMENTS,
+        "hardware dump: YAML or JSON (`talosctl get pcidevices`)",
+        "a node: 30 kB",
+        _MIB,
+    ),
+    Budget(
+        InputKind.HARDWARE, "hardware dump: lspci text", "a node: 5 kB; a fleet: MBs", 16 * _MIB
+    ),
+    Budget(
+        InputKind.EVIDENCE,
+        "triage evidence: logs, consoles, tables",
+        "a two-day boot loop: MBs",
+        16 * _MIB,
+    ),
+    Budget(
+        InputKind.EVIDENCE_DOCUMENTS,
+        "triage evidence: YAML",
+        "a cluster's objects (give JSON: read as it streams)",
+        _MIB,
+    ),
+    Budget(
+        InputKind.EVIDENCE_JSON,
+        "triage evidence: JSON (`kubectl get -o json`, `talosctl get -o json`)",
+        "5,000 pods: 56 MB",
+        64 * _MIB,
+    ),
+    Budget(
+        InputKind.METRICS,
+        "triage evidence: a Prometheus or VictoriaMetrics query answer",
+        "a day of one metric, 200 nodes, 5-minute steps: 1.5 MB",
+        4 * _MIB,
+    ),
+    Budget(
+        InputKind.OUTPUT_RECORD,
+        "output directory's `index.yaml` and journal (`generate --out`, `check`, "
+        "`triage --against`)",
+        "a thousand GPU pools: 1.6 MB",
+        7 * _MIB // 4,
+    ),
+    Budget(
+        InputKind.FACTORY_ANSWER,
+        "a factory's answer (a schematic, an error body)",
+        "a few kB",
+        16 * _MIB,
+    ),
+    # Each element becomes an object and a validated model, about 150 bytes of memory a byte
+    # of answer: 1 MiB costs about 150 MB, where 12 MB of a million names cost 1.7 GB.
+    Budget(
+        InputKind.FACTORY_LIST,
+        "a factory's extension, overlay or version list",
+        "tens of kB",
+        _MIB,
+    ),
+    Budget(InputKind.OTHER, "any other input", "-", DEFAULT_MAX_INPUT_SIZE),
+)
+INPUT_LIMITS: dict[InputKind, int] = {budget.kind: budget.limit for budget in BUDGETS}
 GO_YAML_MAX_DEPTH = 10_000
 MAX_NESTING = 100
 # No input takes a number near this long; Python refuses to convert an integer of more than
@@ -152,12 +238,14 @@ _max_input_size: int | None = None
 class InputTooLargeError(OSError):
     """An input larger than the size limit (an ``OSError``, so readers say "cannot read")."""
 
-    def __init__(self, limit: int, kind: InputKind | None = None) -> None:
+    def __init__(self, limit: int, kind: InputKind | None = None, size: int | None = None) -> None:
         if kind in (None, InputKind.OTHER) or _max_input_size is not None:
             what = f"the {format_size(limit)} input limit"
         else:
             what = f"{format_size(limit)}, the limit for {kind.value}"
-        super().__init__(errno.EFBIG, f"larger than {what} (raise it with --max-input-size)")
+        # The size when it is known before reading (a file's), so the refusal says by how much.
+        larger = f"{size:,} bytes, larger" if size is not None else "larger"
+        super().__init__(errno.EFBIG, f"{larger} than {what} (raise it with --max-input-size)")
 
 
 class NotTextError(OSError):
@@ -194,6 +282,13 @@ def set_max_input_size(limit: int | None) -> None:
 def max_input_size(kind: InputKind = InputKind.OTHER) -> int:
     """The size limit an input of ``kind`` is read with."""
     return INPUT_LIMITS[kind] if _max_input_size is None else _max_input_size
+
+
+def check_file_size(status: os.stat_result, limit: int, kind: InputKind) -> None:
+    """InputTooLargeError, naming the size, for a regular file larger than ``limit``: found
+    before a byte is read (a pipe's size is known only once read, and is refused there)."""
+    if stat.S_ISREG(status.st_mode) and status.st_size > limit:
+        raise InputTooLargeError(limit, kind, status.st_size)
 
 
 def check_size(text: str | bytes, kind: InputKind) -> None:
@@ -269,8 +364,10 @@ def read_bytes(
             raise InputTooLargeError(cap, kind)
         return data
     inherited = _OPEN_DESCRIPTOR.fullmatch(os.path.normpath(path)) is not None
-    if not inherited and not _regular_or_directory(os.stat(path).st_mode):
+    status = os.stat(path)
+    if not inherited and not _regular_or_directory(status.st_mode):
         raise NotRegularFileError
+    check_file_size(status, cap, kind)
     # Not blocking on open: a FIFO swapped in after the check has no writer to wait for.
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     try:

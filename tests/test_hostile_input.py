@@ -187,7 +187,7 @@ def test_a_50_mb_file_is_refused_at_its_kinds_size_limit(
     code, _, err, peak = run_measured(*command, "big.yaml", cwd=workdir)
     assert code == 1, err
     assert err[-1] == (
-        f"talos-schematic: big.yaml: cannot read: larger than {limit} "
+        f"talos-schematic: big.yaml: cannot read: {3 + (50 << 20):,} bytes, larger than {limit} "
         "(raise it with --max-input-size)"
     )
     assert peak is None or peak < PEAK_LIMIT_MB, f"peak {peak:.0f} MB"
@@ -208,7 +208,8 @@ def test_an_output_index_past_its_kinds_limit_is_refused(workdir: Path, command:
         index.write(b"1," * (3 << 20) + b"1]\n")
     assert_one_error(
         run_measured(*command, "cluster.yaml", "--out", "out", cwd=workdir),
-        "out/index.yaml: cannot read: larger than 1792 KiB, the limit for an output directory's "
+        f"out/index.yaml: cannot read: {35 + (6 << 20) + 3:,} bytes, larger than 1792 KiB, "
+        "the limit for an output directory's "
         "index or journal (raise it with --max-input-size)",
     )
     assert sorted(p.name for p in out.iterdir()) == ["index.yaml"]
@@ -226,7 +227,8 @@ def test_lint_reports_an_oversized_or_binary_file_and_lints_the_rest(workdir: Pa
         "talos-schematic lint: 3 errors, 0 warnings, 0 notes in 3 files"
     ]
     assert (
-        "lint/a-big.yaml: error TS002: not read: larger than 1 MiB, the limit for a lint input "
+        f"lint/a-big.yaml: error TS002: not read: {3 + (50 << 20):,} bytes, larger than 1 MiB, "
+        "the limit for a lint input "
         "(raise it with --max-input-size)\n"
     ) in out
     assert "lint/b-bin.yaml: error TS002: not read: not UTF-8 text (invalid start byte" in out

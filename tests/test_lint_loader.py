@@ -76,7 +76,7 @@ def test_a_file_over_the_input_limit_is_not_read(tmp_path: Path) -> None:
     finally:
         set_max_input_size(None)
     assert [(p.message, p.unread) for p in problems] == [
-        ("larger than the 1 KiB input limit (raise it with --max-input-size)", True)
+        ("4,100 bytes, larger than the 1 KiB input limit (raise it with --max-input-size)", True)
     ]
 
 

@@ -175,8 +175,9 @@ def test_read_stops_at_the_limit(tmp_path: Path) -> None:
     with pytest.raises(InputTooLargeError) as caught:
         read_bytes(path, limit=1000)
     assert isinstance(caught.value, OSError)
+    # A file's size is known before it is read: the refusal names it.
     assert caught.value.strerror == (
-        "larger than the 1000 bytes input limit (raise it with --max-input-size)"
+        "1,001 bytes, larger than the 1000 bytes input limit (raise it with --max-input-size)"
     )
 
 

@@ -77,7 +77,7 @@ from schematic.inputs.factory_url import (
     without_userinfo,
 )
 from schematic.redact import redacted
-from schematic.safe_yaml import format_size
+from schematic.safe_yaml import INPUT_LIMITS, InputKind, format_size
 
 __all__ = [
     "AUTH_ENV",
@@ -105,13 +105,10 @@ AUTH_ENV = "TALOS_SCHEMATIC_FACTORY_AUTH"
 # Factory API answers are small and quick; a stalled proxy should fail a CI job in about a minute.
 DEFAULT_TIMEOUT = httpx.Timeout(15.0, connect=5.0)
 DEFAULT_MAX_IN_FLIGHT = 8
-# Extension lists, the largest answers, are tens of kilobytes.
-DEFAULT_MAX_RESPONSE_SIZE = 16 * 1024 * 1024
-# An extension, overlay or version list: tens of kilobytes (about 300 bytes an entry). Each
-# JSON element becomes a Python object and a validated model (about 150 bytes of memory a byte
-# of answer), so these answers are bounded far below the general limit: 1 MiB costs about
-# 150 MB, where a 12 MB answer of a million names cost 1.7 GB.
-MAX_LIST_RESPONSE_SIZE = 1024 * 1024
+# Each answer's limit is its kind's (schematic.safe_yaml.BUDGETS): an extension, overlay or
+# version list (tens of kilobytes) far below the general one, as each element becomes a model.
+DEFAULT_MAX_RESPONSE_SIZE = INPUT_LIMITS[InputKind.FACTORY_ANSWER]
+MAX_LIST_RESPONSE_SIZE = INPUT_LIMITS[InputKind.FACTORY_LIST]
 # Above the worst honest case of the defaults: four attempts each stalling to the read timeout,
 # with their backoff.
 DEFAULT_MAX_REQUEST_TIME = 120.0

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schematic.errors import OutputError
-from schematic.safe_yaml import InputKind, InputTooLargeError, max_input_size
+from schematic.safe_yaml import InputKind, InputTooLargeError, check_file_size, max_input_size
 
 __all__ = [
     "JOURNAL",
@@ -243,8 +243,7 @@ def _read_at(folder: int, base: str, limit: int, kind: InputKind = InputKind.OTH
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or directory)")
-        if info.st_size > limit:
-            raise InputTooLargeError(limit, kind)
+        check_file_size(info, limit, kind)
         chunks = []
         remaining = limit + 1  # one byte more tells a file that grew meanwhile
         while remaining > 0:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
@@ -30,6 +31,7 @@ from schematic.safe_yaml import (
     InputKind,
     InputTooLargeError,
     NotTextError,
+    check_file_size,
     decode_text,
     files_below,
     max_input_size,
@@ -148,14 +150,17 @@ def _as_found(reading: Reading, source: Source, node: str) -> Reading:
     return replace(reading, file=source.name, signals=signals)
 
 
-# A kubectl or Prometheus JSON answer is read as it streams, so a cluster's `kubectl get pods -A
-# -o json` (about 47 MB for 5,000 pods) is accepted without --max-input-size; anything else is
-# read whole, within the input limit.
-DEFAULT_MAX_JSON_SIZE = 256 * 1024 * 1024
+# A JSON document is read as it streams, within its kind's limit (schematic.safe_yaml.BUDGETS):
+# a cluster's `kubectl get pods -A -o json` (56 MB for 5,000 pods) as JSON evidence, a metrics
+# query answer, which costs more a byte, within its own. Anything else is read whole, within
+# the evidence limit.
 _CHUNK = 1 << 20
+# A Prometheus answer names its resultType first ({"status":...,"data":{"resultType":...), a
+# VictoriaMetrics export line or a pasted result list starts with a series' "metric".
+_METRICS_HEAD = re.compile(rb'"resultType"\s*:|^\[?\s*\{\s*"metric"\s*:')
 
 
-def _chunks(file: str, limit: int) -> Iterator[str]:
+def _chunks(file: str, limit: int, kind: InputKind) -> Iterator[str]:
     """The text of ``file``, a megabyte at a time (UTF-8, a BOM dropped)."""
     decoder = codecs.getincrementaldecoder("utf-8-sig")()
     total = 0
@@ -164,7 +169,7 @@ def _chunks(file: str, limit: int) -> Iterator[str]:
             data = handle.read(_CHUNK)
             total += len(data)
             if total > limit:
-                raise InputTooLargeError(limit)
+                raise InputTooLargeError(limit, kind)
             try:
                 yield decoder.decode(data, final=not data)
             except UnicodeDecodeError as err:
@@ -175,16 +180,19 @@ def _chunks(file: str, limit: int) -> Iterator[str]:
                 return
 
 
-def _json_start(file: str) -> bool:
-    """Whether a regular file starts (after white space and a BOM) like a JSON document."""
+def _json_kind(file: str) -> InputKind | None:
+    """What a regular file that starts (after white space and a BOM) like a JSON document is:
+    a metrics query answer or other JSON evidence; None when it starts otherwise."""
     try:
         if file == "-" or not stat.S_ISREG(os.stat(file).st_mode):
-            return False
+            return None
         with open(file, "rb") as handle:
-            head = handle.read(4096)
+            head = handle.read(4096).removeprefix(codecs.BOM_UTF8).lstrip()
     except OSError:
-        return False
-    return head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] in (b"{", b"[")
+        return None
+    if head[:1] not in (b"{", b"["):
+        return None
+    return InputKind.METRICS if _METRICS_HEAD.search(head) else InputKind.EVIDENCE_JSON
 
 
 # No tool prints a line this long; beyond it a line is read cut, so a 16 MiB line costs the
@@ -221,12 +229,17 @@ def _cut_long_lines(text: str) -> str:
     return "\n".join(line[:_LONGEST_LINE] for line in text.split("\n"))
 
 
-def _read(file: str, max_json_size: int) -> Reading:
+def _read(file: str, max_json_size: int | None) -> Reading:
     json_problem = ""
     try:
-        if _json_start(file):
+        kind = _json_kind(file)
+        if kind is not None:
+            limit = max_json_size or max_input_size(kind)
+            # Refused by its size before any of it is read: past its limit, its cost is not
+            # bounded by the promise.
+            check_file_size(os.stat(file), limit, kind)
             try:
-                signals = list(read_json_chunks(_chunks(file, max_json_size), file))
+                signals = list(read_json_chunks(_chunks(file, limit, kind), file))
                 return file_reading(file, "json", signals, [])
             except DocumentError as err:
                 if err.fatal:
@@ -318,21 +331,22 @@ def triage_paths(
 ) -> TriageReport:
     """Read every file below ``paths`` and diagnose what they show.
 
-    JSON documents are read as they stream, up to ``max_json_size`` (default 256 MiB, or the
-    input limit if that is larger); every other file up to the input limit
-    (:func:`schematic.safe_yaml.max_input_size`).
+    JSON documents are read as they stream, up to ``max_json_size`` (by default their kind's
+    limit: JSON evidence, or a metrics query answer); every other file up to the evidence limit
+    (:data:`schematic.safe_yaml.BUDGETS`). A file past its limit is refused before it is read.
 
     Raises TriageInputError for a path that does not exist or cannot be read, a file larger
     than its limit, or one nested beyond the reading limits. Files no reader recognises, and
     notes that are not evidence, are listed in the report, not errors.
     """
     committed = committed_output(against) if against is not None else None
-    json_limit = max_json_size or max(DEFAULT_MAX_JSON_SIZE, max_input_size())
+    # An archive's member may be any evidence: the largest kind's limit, then its own.
+    member_limit = max_json_size or max_input_size(InputKind.EVIDENCE_JSON)
     with ExitStack() as stack:
-        sources = _files(paths, stack, json_limit)
+        sources = _files(paths, stack, member_limit)
         nodes = node_folders(sources)
         readings = tuple(
-            _as_found(_read(source.path, json_limit), source, nodes.get(source.name, ""))
+            _as_found(_read(source.path, max_json_size), source, nodes.get(source.name, ""))
             for source in sources
         )
     signals = [signal for reading in readings for signal in reading.signals]
