@@ -199,11 +199,14 @@ def _collect(
     log = tmp / "talosctl.log"
     _talosctl(tools, answers, log)
     folder = tmp / "evidence"
+    server.kubeconfig(tmp)
+    # Both paths relative to where the command runs, as a user types them.
     args = [
-        *("triage", "--collect", str(folder), "--cluster", CLUSTER, "--namespace", NAMESPACE),
-        *("--node", node, "--kubeconfig", str(server.kubeconfig(tmp)), *extra),
+        *("triage", "--collect", "evidence", "--cluster", CLUSTER, "--namespace", NAMESPACE),
+        *("--node", node, "--kubeconfig", "kubeconfig", *extra),
     ]
     with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp)
         patch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
         patch.delenv("KUBECONFIG", raising=False)
         result = CliRunner().invoke(app, args)

@@ -33,7 +33,7 @@ from schematic.doctor.triage.steps import (
     Target,
     placeholders,
 )
-from schematic.errors import UsageError, printable
+from schematic.errors import TriageInputError, UsageError, printable
 from schematic.output.disk import write_file_atomically
 from schematic.redact import redacted
 
@@ -108,7 +108,11 @@ def _check_folder(folder: Path) -> bool:
         return True
     if folder.is_symlink() or not folder.is_dir():
         raise UsageError(f"{shown} exists and is not a directory", "--collect")
-    if any(folder.iterdir()):
+    try:
+        holds = any(folder.iterdir())
+    except OSError as err:
+        raise UsageError(f"cannot read {shown}: {err.strerror}", "--collect") from None
+    if holds:
         raise UsageError(
             f"{shown} is not empty: give a new or empty directory (nothing in it is touched)",
             "--collect",
@@ -120,7 +124,10 @@ def _check_folder(folder: Path) -> bool:
 def _credentials_folder(folder: Path) -> Iterator[Path]:
     """A private folder for credentials, outside ``folder``; removed on the way out, an
     interrupt included."""
-    private = Path(tempfile.mkdtemp(prefix="talos-schematic-creds-"))
+    try:
+        private = Path(tempfile.mkdtemp(prefix="talos-schematic-creds-"))
+    except OSError as err:
+        raise TriageInputError(f"cannot make a private temporary folder: {err}") from None
     try:
         os.chmod(private, 0o700)
         if private.resolve().is_relative_to(folder.resolve()):
@@ -205,6 +212,7 @@ class _Run:
             return b"", f"{argv[0]} not found on PATH"
         process = subprocess.Popen(
             argv,
+            env=_environment(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -278,6 +286,17 @@ class _Run:
         return "", ""
 
 
+def _environment() -> dict[str, str]:
+    """The user's environment, with the config paths kubectl and talosctl read made absolute:
+    the steps run in the credentials' folder."""
+    env = dict(os.environ)
+    for name in ("KUBECONFIG", "TALOSCONFIG"):
+        if env.get(name):
+            paths = env[name].split(os.pathsep)
+            env[name] = os.pathsep.join(os.path.abspath(path) if path else path for path in paths)
+    return env
+
+
 def _end(process: subprocess.Popen[bytes]) -> None:
     """Kill ``process`` and everything it started, and reap it."""
     with suppress(ProcessLookupError):
@@ -321,6 +340,10 @@ def collect(
     with _credentials_folder(folder) as private:
         values = {**target.values(), "creds": str(private)}
         values |= {"start": str(now - _WINDOW_SECONDS), "end": str(now)}
+        # The steps run in the credentials' folder: the user's files are named from anywhere.
+        kubeconfig, talosconfig = (
+            None if config is None else config.absolute() for config in (kubeconfig, talosconfig)
+        )
         run = _Run(folder, private, values, kubeconfig, talosconfig, timeout, set())
         for config in (kubeconfig, talosconfig):
             if config is not None:
