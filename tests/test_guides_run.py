@@ -204,7 +204,8 @@ def test_the_readme_triage_line_names_the_cluster_its_init_wrote(tmp_path: Path)
     text = (ROOT / "README.md").read_text("utf-8")
     init = re.search(r"^talos-schematic init (\S+) .*$", text, re.M)
     triage = re.search(r"^talos-schematic triage --commands .*$", text, re.M)
-    assert init is not None and triage is not None
+    collect = re.search(r"^talos-schematic triage --collect .*$", text, re.M)
+    assert init is not None and triage is not None and collect is not None
     work, env = _workdir(tmp_path)
     subprocess.run(["bash", "-ec", init[0]], cwd=work, env=env, check=True, capture_output=True)
     written = (work / init[1]).read_text()
@@ -212,3 +213,4 @@ def test_the_readme_triage_line_names_the_cluster_its_init_wrote(tmp_path: Path)
     namespace = re.search(r"^namespace: (\S+)", written, re.M)
     assert cluster is not None and namespace is not None
     assert f"--cluster {cluster[1]} --namespace {namespace[1]}" in triage[0]
+    assert f"--cluster {cluster[1]} --namespace {namespace[1]}" in collect[0]
