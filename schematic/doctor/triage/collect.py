@@ -125,11 +125,13 @@ def _credentials_folder(folder: Path) -> Iterator[Path]:
     """A private folder for credentials, outside ``folder``; removed on the way out, an
     interrupt included."""
     try:
-        private = Path(tempfile.mkdtemp(prefix="talos-schematic-creds-"))
+        made = tempfile.TemporaryDirectory(
+            prefix="talos-schematic-creds-", ignore_cleanup_errors=True
+        )  # mode 0700
     except OSError as err:
         raise TriageInputError(f"cannot make a private temporary folder: {err}") from None
-    try:
-        os.chmod(private, 0o700)
+    with made as name:
+        private = Path(name)
         if private.resolve().is_relative_to(folder.resolve()):
             raise UsageError(
                 f"the temporary folder {printable(str(private), one_line=True)} is below "
@@ -137,8 +139,6 @@ def _credentials_folder(folder: Path) -> Iterator[Path]:
                 "--collect",
             )
         yield private
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
 
 
 # The secret parts of a kubeconfig or a talosconfig, and the lines of a PEM private key.
