@@ -348,3 +348,62 @@ def test_hardware_refuses_proprietary_modules_on_blackwell(tmp_path: Path) -> No
     assert code == 3 and "TS103" in out
     code, out, _ = run("lint", str(tmp_path / "good"), "--hardware", "metal-hgx-b200-8x")
     assert code == 0 and "TS1" not in out
+
+
+CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("empty", None),  # a folder with no file
+        ("settings.yaml", CONFIG_MAP),  # YAML of nothing lint reads
+        ("notes.txt", "hello\n"),  # not YAML at all
+    ],
+)
+def test_inputs_holding_nothing_lint_checks_exit_4_not_0(
+    tmp_path: Path, name: str, text: str | None
+) -> None:
+    # A CI job pointed at the wrong folder must not pass: nothing checked is its own verdict.
+    path = tmp_path / name
+    if text is None:
+        path.mkdir()
+    else:
+        path.write_text(text)
+    code, out, err = run("lint", str(path))
+    assert (code, out) == (4, "")
+    assert "nothing checked" in err
+    code, out, _ = run("lint", str(path), "--format", "json")
+    assert code == 4
+    assert json.loads(out)["summary"]["judged"] is False
+
+
+def test_a_file_lint_checks_beside_others_is_judged(tmp_path: Path) -> None:
+    # Must not fire: one pool among unrelated files is enough to vouch for.
+    (tmp_path / "settings.yaml").write_text(CONFIG_MAP)
+    (tmp_path / "n.yaml").write_text(
+        POOL.format(id="ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515")
+    )
+    code, out, err = run("lint", str(tmp_path), "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["judged"] is True
+    assert "nothing checked" not in err
+
+
+@pytest.mark.parametrize("talos", ["v1.13.9", "v1.14.0"])
+def test_the_machine_config_patch_generate_writes_is_read_on_each_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, talos: str
+) -> None:
+    # Talos 1.14's patch is an UnattendedInstallConfig and KernelModuleConfigs, without a
+    # `machine:` mapping: it is a node's config all the same, its installer checked.
+    monkeypatch.chdir(tmp_path)
+    Path("c.yaml").write_text(
+        f"cluster: lab\ntalos: {{version: {talos}}}\npools:\n"
+        "  - name: gpu\n    profile: metal-hgx-h100-8x\n"
+    )
+    assert run("generate", "c.yaml", "--out", "d")[0] == 0
+    patch, schematic = "d/gpu/machine-config-patch.yaml", "d/gpu/schematic.yaml"
+    assert run("lint", patch, schematic)[0] == 0
+    code, out, _ = run("lint", patch, schematic, "--hardware", "kubevirt-cpu")
+    assert code == 3
+    assert f"{patch}:" in out and "error TS101" in out

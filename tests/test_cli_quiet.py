@@ -18,9 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "cluster.yaml"
 TRIAGE = ROOT / "tests" / "data" / "triage"
 
-# A rendered cluster with five lint errors; a non-GPU module config with none.
+# A rendered cluster with five lint errors; a storage schematic with none; a file of module
+# documents alone, which say too little to judge (exit 4).
 FAILS_LINT = ROOT / "tests" / "data" / "lint" / "rendered-gpu-cluster.yaml"
-PASSES_LINT = ROOT / "tests" / "data" / "lint_corpus" / "kernelmoduleconfig-iscsi-nongpu.yaml"
+PASSES_LINT = ROOT / "tests" / "data" / "lint_corpus" / "schematic-storage.yaml"
+JUDGES_NOTHING = ROOT / "tests" / "data" / "lint_corpus" / "kernelmoduleconfig-iscsi-nongpu.yaml"
 
 
 register_all_commands()
@@ -62,7 +64,9 @@ def assert_silent(done: Typed, code: int) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (code, "", "")
 
 
-@pytest.mark.parametrize(("manifest", "code"), [(FAILS_LINT, 3), (PASSES_LINT, 0)])
+@pytest.mark.parametrize(
+    ("manifest", "code"), [(FAILS_LINT, 3), (PASSES_LINT, 0), (JUDGES_NOTHING, 4)]
+)
 @pytest.mark.parametrize("flag", ["--quiet", "-q"])
 def test_lint_quiet_says_only_its_exit_code(
     tmp_path: Path, manifest: Path, code: int, flag: str

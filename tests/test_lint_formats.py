@@ -28,6 +28,7 @@ REPORT = LintReport(
         ),
     ),
     files=2,
+    judged=True,
 )
 
 
@@ -40,7 +41,13 @@ def test_text_names_file_line_code_and_fix() -> None:
 
 def test_json_document() -> None:
     document = json.loads(render(REPORT, "json"))
-    assert document["summary"] == {"errors": 1, "warnings": 0, "notes": 1, "files": 2}
+    assert document["summary"] == {
+        "errors": 1,
+        "warnings": 0,
+        "notes": 1,
+        "files": 2,
+        "judged": True,
+    }
     first = document["findings"][0]
     assert (first["code"], first["line"], first["object"]) == ("TS101", 9, "a")
     assert first["title"] == RULES["TS101"].title

@@ -1,6 +1,7 @@
 """``lint`` as a request to a result: the inputs named, read and checked, an Image Factory asked
 only when the request names one, the codes asked to be left out left out. What to print and
-when to fail is the caller's (``Result.status`` 3: a finding reached ``fail_on``).
+when to fail is the caller's (``Result.status`` 3: a finding reached ``fail_on``; 4: the
+inputs held nothing lint checks).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ if TYPE_CHECKING:
     from schematic.facts.chart_targets import ChartTarget
     from schematic.inputs.profile_values import HardwareProfile
 
-__all__ = ["LintRequest", "lint"]
+__all__ = ["NOTHING_JUDGED", "LintRequest", "lint"]
+
+# The exit status of a run that could judge nothing (the same as triage's).
+NOTHING_JUDGED = 4
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +78,10 @@ def lint(request: LintRequest) -> Result[LintReport]:
                 request.paths, config_patches=patches, fetch=fetch, factory=client.url, **options
             )
     report = report.without(set(request.ignore))
-    return Result(report, 3 if report.reaches(request.fail_on) else 0)
+    if report.reaches(request.fail_on):
+        return Result(report, 3)
+    # Nothing checked is not a pass: a CI job pointed at the wrong folder must not go green.
+    return Result(report, 0 if report.judged else NOTHING_JUDGED)
 
 
 class _Options(TypedDict):

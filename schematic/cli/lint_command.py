@@ -118,7 +118,10 @@ _IgnoreOption = Annotated[
 ]
 
 
-@app.command(short_help="Find silent Talos GPU-pool failures in manifests; exit 3 on any error.")
+@app.command(
+    short_help="Find silent Talos GPU-pool failures in manifests; exit 3 on any error, 4 when "
+    "nothing could be checked."
+)
 def lint(
     paths: _PathsArgument = None,
     output_format: _OutputFormatOption = "text",
@@ -137,7 +140,7 @@ def lint(
     quiet: QuietOption = False,
 ) -> None:
     """Find silent Talos GPU-pool failures in existing manifests; exit 3 on any error (or on
-    what --fail-on names).
+    what --fail-on names), 4 when the inputs hold nothing lint checks (never a pass).
 
     Findings go to stdout (file:line, code, message, fix); the summary goes to stderr.
     `talos-schematic explain CODE` tells what a finding means and how to confirm it.
@@ -179,8 +182,14 @@ def lint(
             raise fail(err) from None
         sys.stdout.write(render(result.detail, output_format))
         say(f"talos-schematic lint: {result.detail.summary()}; {facts_used}")
+        if not result.detail.judged:
+            say(
+                "talos-schematic lint: nothing checked: none of the inputs holds what lint "
+                "reads (KubernetesNodes or Kubernetes objects, values, Talos machine configs or "
+                "patches, schematics, this tool's output); exit 4 (`lint --help` lists them)"
+            )
         if result.status:
-            raise typer.Exit(FOUND_ERRORS)
+            raise typer.Exit(result.status)
 
 
 @app.command(short_help="Explain a lint finding: what you see, why, how to confirm and fix it.")

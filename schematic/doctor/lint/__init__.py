@@ -31,12 +31,16 @@ __all__ = ["RULES", "Finding", "LintReport", "Rule", "lint_paths"]
 
 
 class LintReport(BaseModel):
-    """Every finding of one run, sorted by file and line, and how many files were read."""
+    """Every finding of one run, sorted by file and line, and how many files were read.
+    ``judged``: whether the inputs held anything lint checks (a pool, a tenant app, a schematic,
+    values, a rendered manifest, this tool's output, a rollout script); a run without it cannot
+    vouch for anything, and ``lint`` says so (exit 4) instead of passing."""
 
     model_config = ConfigDict(frozen=True)
 
     findings: tuple[Finding, ...]
     files: int
+    judged: bool
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -119,8 +123,8 @@ def lint_paths(
     check_addons(inventory, out, release)
     check_passthrough(inventory, out)
     check_manifests(inventory, out)
-    from schematic.doctor.lint.media import check_url_listings
-    from schematic.doctor.lint.omni import check_template_releases
+    from schematic.doctor.lint.media import check_url_listings, is_url_listing
+    from schematic.doctor.lint.omni import check_template_releases, is_omni_template
 
     check_url_listings(documents, out)
     check_template_releases(documents, out)
@@ -131,7 +135,19 @@ def lint_paths(
     for failure in failures:
         out.add("TS005", message=f"the factory was not asked: {failure}", file=factory, line=None)
     files += len(config_patches)
-    return LintReport(findings=tuple(out.findings), files=files)
+    judged = bool(
+        inventory.pools
+        or inventory.clusters
+        or inventory.schematic_files
+        or inventory.schematic_problems
+        or inventory.services
+        or inventory.control_planes
+        or inventory.operator_values
+        or inventory.platform_gpu
+        or scripts
+        or any(is_url_listing(doc.data) or is_omni_template(doc.data) for doc in documents)
+    )
+    return LintReport(findings=tuple(out.findings), files=files, judged=judged)
 
 
 def _report_load_problems(problems: Sequence[LoadProblem], out: Collector) -> None:

@@ -51,6 +51,8 @@ def render_json(report: LintReport) -> str:
             "warnings": report.count("warning"),
             "notes": report.count("note"),
             "files": report.files,
+            # False: the inputs held nothing lint checks (exit 4), not a pass.
+            "judged": report.judged,
         },
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

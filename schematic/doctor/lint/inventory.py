@@ -442,7 +442,9 @@ def _machine_config_pool(configs: list[Document], pool: Pool, fallback: Place) -
         if _kind(data) == "KernelModuleConfig" and _str(data.get("name")):
             modules.append(data["name"])
             modules_place = modules_place or Place(config, ("name",))
-        image_path: Path_ = ("machine", "install", "image")
+        image_path: Path_ = (
+            ("installer", "image") if _is_install_config(data) else ("machine", "install", "image")
+        )
         image = _str(config.get(image_path)).strip()
         match = _INSTALLER.search(image)
         found = match or _PLAIN_INSTALLER.fullmatch(image)
@@ -554,9 +556,9 @@ def config_patch_pool(documents: list[Document], name: str) -> Pool | None:
         doc
         for doc in _as_machine_configs(documents)
         if isinstance(doc.data, dict)
-        and (_is_machine_config(doc.data) or _kind(doc.data) == "KernelModuleConfig")
+        and (_states_a_node_config(doc.data) or _kind(doc.data) == "KernelModuleConfig")
     ]
-    if not any(_is_machine_config(_dict(config.data)) for config in configs):
+    if not any(_states_a_node_config(_dict(config.data)) for config in configs):
         return None
     pool = Pool(name=name, place=Place(configs[0]), gpus_known=False)
     _machine_config_pool(configs, pool, Place(configs[0]))
@@ -568,18 +570,31 @@ def _is_machine_config(data: dict[str, Any]) -> bool:
     return not _kind(data) and isinstance(data.get("machine"), dict)
 
 
+def _is_install_config(data: dict[str, Any]) -> bool:
+    """Talos 1.14's ``UnattendedInstallConfig`` document: the installer a node installs, what
+    ``machine.install.image`` said before (siderolabs/talos
+    ``pkg/machinery/config/types/runtime/unattended_install.go``; SOURCES.md)."""
+    return _kind(data) == "UnattendedInstallConfig" and data.get("apiVersion") == "v1alpha1"
+
+
+def _states_a_node_config(data: dict[str, Any]) -> bool:
+    """A document that makes a file a node's config, not only modules: a v1alpha1 machine
+    config (or patch), or Talos 1.14's installer document."""
+    return _is_machine_config(data) or _is_install_config(data)
+
+
 def _standalone_machine_configs(documents: list[Document], inventory: Inventory) -> None:
     """One pool per file holding a machine config (with that file's KernelModuleConfigs)."""
     by_file: dict[str, list[Document]] = {}
     for doc in _as_machine_configs(documents):
         data = doc.data
         if isinstance(data, dict) and (
-            _is_machine_config(data)
+            _states_a_node_config(data)
             or (_kind(data) == "KernelModuleConfig" and data.get("apiVersion") == "v1alpha1")
         ):
             by_file.setdefault(doc.file, []).append(doc)
     for file, configs in by_file.items():
-        if not any(_is_machine_config(_dict(config.data)) for config in configs):
+        if not any(_states_a_node_config(_dict(config.data)) for config in configs):
             continue  # KernelModuleConfig documents alone say too little to judge
         pool = Pool(name=file, place=Place(configs[0]), gpus_known=False)
         _machine_config_pool(configs, pool, Place(configs[0]))

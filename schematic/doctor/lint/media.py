@@ -18,6 +18,7 @@ __all__ = [
     "is_meta_key_problem",
     "is_secureboot_installer",
     "is_secureboot_medium",
+    "is_url_listing",
     "medium_platform",
 ]
 
@@ -50,13 +51,20 @@ def is_meta_key_problem(path: str) -> bool:
     return bool(re.fullmatch(r"customization\.meta\[\d+\]\.key", path))
 
 
+def is_url_listing(data: object) -> bool:
+    """Whether a document is this tool's ``urls.yaml`` (a pool and its schematic ID)."""
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("pool"), str)
+        and isinstance(data.get("schematicID"), str)
+    )
+
+
 def check_url_listings(documents: Iterable[Document], out: Collector) -> None:
     """This tool's urls.yaml: TS133 (boot schematic differs), TS132 (SecureBoot mixed)."""
     for doc in documents:
         data = doc.data
-        if not isinstance(data, dict) or not isinstance(data.get("pool"), str):
-            continue
-        if not isinstance(data.get("schematicID"), str):
+        if not is_url_listing(data):
             continue
         pool = data["pool"]
         boot_id = data.get("bootSchematicID")
