@@ -118,10 +118,7 @@ _IgnoreOption = Annotated[
 ]
 
 
-@app.command(
-    short_help="Find silent Talos GPU-pool failures in manifests; exit 3 on any error, 4 when "
-    "nothing could be checked."
-)
+@app.command(short_help="Find silent Talos GPU-pool failures in manifests; exit 3 on any error.")
 def lint(
     paths: _PathsArgument = None,
     output_format: _OutputFormatOption = "text",
