@@ -407,3 +407,10 @@ def test_the_machine_config_patch_generate_writes_is_read_on_each_release(
     code, out, _ = run("lint", patch, schematic, "--hardware", "kubevirt-cpu")
     assert code == 3
     assert f"{patch}:" in out and "error TS101" in out
+
+
+def test_a_cluster_file_alone_is_nothing_checked_with_the_command_that_reads_it() -> None:
+    example = str(Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml")
+    code, out, err = run("lint", example)
+    assert (code, out) == (4, "")
+    assert f"{example} is a cluster file: `talos-schematic check`" in err

@@ -17,7 +17,7 @@ from schematic.cli.options import (
     quieted,
 )
 from schematic.cli.telling import say
-from schematic.errors import TalosSchematicError
+from schematic.errors import TalosSchematicError, printable
 from schematic.facts.chart_targets import chart_choices
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).
@@ -184,6 +184,12 @@ def lint(
                 "talos-schematic lint: nothing checked: none of the inputs holds what lint "
                 "reads (KubernetesNodes or Kubernetes objects, values, Talos machine configs or "
                 "patches, schematics, this tool's output); exit 4 (`lint --help` lists them)"
+            )
+        for cluster_file in result.detail.cluster_files:
+            say(
+                f"talos-schematic lint: {printable(cluster_file, one_line=True)} is a cluster "
+                "file: `talos-schematic check` compares it with its output folder, and lint "
+                "checks the folder `generate` writes"
             )
         if result.status:
             raise typer.Exit(result.status)

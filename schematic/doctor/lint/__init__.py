@@ -41,6 +41,8 @@ class LintReport(BaseModel):
     findings: tuple[Finding, ...]
     files: int
     judged: bool
+    # This tool's own cluster files among the inputs: planned by generate and check, not lint.
+    cluster_files: tuple[str, ...] = ()
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -147,7 +149,18 @@ def lint_paths(
         or scripts
         or any(is_url_listing(doc.data) or is_omni_template(doc.data) for doc in documents)
     )
-    return LintReport(findings=tuple(out.findings), files=files, judged=judged)
+    cluster_files = tuple(
+        dict.fromkeys(
+            doc.file
+            for doc in documents
+            if isinstance(doc.data, dict)
+            and isinstance(doc.data.get("cluster"), str)
+            and isinstance(doc.data.get("pools"), list)
+        )
+    )
+    return LintReport(
+        findings=tuple(out.findings), files=files, judged=judged, cluster_files=cluster_files
+    )
 
 
 def _report_load_problems(problems: Sequence[LoadProblem], out: Collector) -> None:
