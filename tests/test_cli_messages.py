@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import struct
 import subprocess
 import sys
@@ -249,3 +250,12 @@ def test_a_module_change_of_several_pools_is_one_note(in_tmp: Path) -> None:
         'talos-schematic: note: two.yaml: pools "web", "db", "cache": kernelModules change and '
         "the schematic does not: " + changed[0].split("does not: ", 1)[1]
     ]
+
+
+def test_no_command_prints_a_warning_or_note_of_its_own() -> None:
+    """Every warning and note goes through the one printer (cli/telling.py), so each is told
+    once, split and wrapped alike; a command printing one itself would bypass all three."""
+    cli = Path(__file__).resolve().parents[1] / "schematic" / "cli"
+    itself = re.compile(r"""print\(\s*f?["']talos-schematic: (note|warning)""")
+    printing = [path.name for path in cli.glob("*.py") if itself.search(path.read_text())]
+    assert printing == []

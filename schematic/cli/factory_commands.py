@@ -23,7 +23,9 @@ from schematic.cli.base import (
     progress_line,
 )
 from schematic.cli.options import FactoryOption, FactsOption, deciding_by_facts
+from schematic.cli.telling import tell
 from schematic.errors import TalosSchematicError
+from schematic.messages import Message
 
 if TYPE_CHECKING:
     from schematic.factory.client import FactoryClient
@@ -68,9 +70,7 @@ def register(
             )
     except TalosSchematicError as err:
         raise fail(err) from None
-    notices = dict.fromkeys(r.notice for r in registrations.values() if r.notice)
-    for notice in notices:
-        print(f"talos-schematic: {notice}", file=sys.stderr)
+    tell(Message(level="", cause=r.notice) for r in registrations.values() if r.notice)
     for subject in dict.fromkeys(subject for subject, _ in items):
         print(f"{registrations[subject].id}  {subject}")
 
@@ -187,9 +187,13 @@ def extensions(
             with deciding_by_facts(facts, None) as facts_used:
                 release = release_of(talos)
             rows = [{"name": name} for name in sorted(release.extensions)]
-            print(f"talos-schematic: {facts_used}", file=sys.stderr)
-            if release.tables_note:
-                print(f"talos-schematic: note: {release.tables_note}", file=sys.stderr)
+            tables = [release.tables_note] if release.tables_note else []
+            tell(
+                [
+                    Message(level="", cause=facts_used),
+                    *(Message(level="note", cause=note) for note in tables),
+                ]
+            )
     except TalosSchematicError as err:
         raise fail(err) from None
     if as_json:
