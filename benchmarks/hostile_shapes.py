@@ -20,7 +20,10 @@ the refusals, the issue's own reproductions far over it):
   index of 16,000 pools: names joined by lookup, not one scan per file or node.
 
 Target: every run of every command within 5 s and 500 MB (peak resident set of the command's
-process). The time is judged on the wall clock on an idle machine, and on the process's CPU time
+process) with a 20 % margin: 4 s and 400 MB. Also at their kinds' limits: 16 MiB of log lines
+each naming another node; JSON evidence (64 MiB) of minimal pods each on its own node, and of
+empty objects; a metrics answer (4 MiB) of one series of samples, and of a series per node.
+The time is judged on the wall clock on an idle machine, and on the process's CPU time
 when the load average is above the number of cores (each command runs on one thread, so on an
 idle machine the two agree; a busy machine adds waits for a core to the wall clock). Each
 command runs as its own child, measured from a small launcher; one run each (the figures are
@@ -50,6 +53,8 @@ from schematic.safe_yaml import INPUT_LIMITS, InputKind
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS = 5.0
 PEAK_MB = 500.0
+# Each budget is met with this much to spare: a figure within it only on a quiet day is not.
+MARGIN = 0.2
 MIB = 1 << 20
 SEED = 38
 
@@ -139,6 +144,8 @@ def log_shapes(size: int) -> dict[str, str]:
             "    NVRM: x\n", size, "[ 1.0] NVRM: RmInitAdapter failed\n"
         ),
         "blank lines, then a signal": "\n" * (size - len(signal)) + signal,
+        # Each line names another node: 150,000 machines for the diagnoses (were 45 s).
+        "lines each naming another node": _distinct_nodes(size),
         # The device plugin's config header: each makes the next 220 lines read.
         "a config header on every line": _repeat("Running with config:\n", size),
         "a config header every 221 short lines": _repeat(
@@ -161,6 +168,65 @@ def log_shapes(size: int) -> dict[str, str]:
 
 
 _DESCRIBE_POD = "Name: p\nNamespace: d\nNode: n1/10.0.0.1\nContainers:\n  c:\n"
+
+
+def _distinct_nodes(size: int) -> str:
+    lines: list[str] = []
+    total = 0
+    while True:
+        line = f"w{len(lines):07d}: {_WAIT}"
+        if total + len(line) > size:
+            return "".join(lines)
+        lines.append(line)
+        total += len(line)
+
+
+def metrics_shapes(size: int) -> dict[str, str]:
+    """Prometheus query answers of about ``size`` bytes: one series of many samples, and a
+    series per node (each naming its node)."""
+
+    def answer(series: list[str]) -> str:
+        return (
+            '{"status":"success","data":{"resultType":"matrix","result":['
+            + ",".join(series)
+            + "]}}"
+        )
+
+    sample = '[1700000000,"1000000"]'
+    one = (
+        '{"metric":{"__name__":"node_memory_MemAvailable_bytes","node":"w1"},"values":['
+        + ",".join([sample] * ((size - 200) // (len(sample) + 1)))
+        + "]}"
+    )
+    each = (
+        '{{"metric":{{"__name__":"node_boot_time_seconds","node":"w{0:07d}"}},'
+        '"values":[[1700000000,"1699990000"]]}}'
+    )
+    count = (size - 100) // (len(each.format(0)) + 1)
+    return {
+        "one series of samples": answer([one]),
+        "a series per node": answer([each.format(n) for n in range(count)]),
+    }
+
+
+def json_shapes(size: int) -> dict[str, str]:
+    """``kubectl get -o json`` lists of about ``size`` bytes: minimal pods, each on its own
+    node, and a list of empty objects (each item read on its own)."""
+    pod = (
+        '{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"p{0}","namespace":"d"}},'
+        '"spec":{{"nodeName":"w{0:07d}"}},"status":{{"containerStatuses":[{{"restartCount":1}}]}}}}'
+    )
+    items: list[str] = []
+    total = 100
+    while total + len(pod.format(len(items))) + 1 < size:
+        items.append(pod.format(len(items)))
+        total += len(items[-1]) + 1
+    return {
+        "minimal pods, a node each": '{"apiVersion":"v1","kind":"List","items":['
+        + ",".join(items)
+        + "]}",
+        "empty objects": '{"items":[' + ",".join(["{}"] * ((size - 20) // 3)) + "]}",
+    }
 
 
 def lspci_shapes(size: int) -> dict[str, str]:
@@ -422,6 +488,15 @@ def main() -> int:
             dump = write(f"nodes-{index}.txt", text)
             measure("detect (lspci text dump)", ["detect", dump], shape)
 
+        # JSON evidence and a metrics answer, each just under its kind's limit.
+        for kind, shapes_of in (
+            (InputKind.EVIDENCE_JSON, json_shapes),
+            (InputKind.METRICS, metrics_shapes),
+        ):
+            for index, (shape, text) in enumerate(shapes_of(INPUT_LIMITS[kind] - 64).items()):
+                path = write(f"{kind.name.lower()}-{index}.json", text)
+                measure(f"triage ({kind.value})", ["triage", path], shape)
+
         # Many nodes named across files, and --against a large index: joined by lookup.
         for shape, args in {
             "500 nodes and 100 node-named logs": joined(work / "j500", 500),
@@ -458,11 +533,11 @@ def main() -> int:
     for name, (cpu, seconds, peak, shape) in worst.items():
         # Each command is one thread: on an idle machine its wall time is its CPU time. On a
         # busy one the wall time also counts the waits for a core, so the CPU time is judged.
-        ok = (cpu if busy else seconds) <= SECONDS and peak <= PEAK_MB
+        ok = (cpu if busy else seconds) <= (1 - MARGIN) * SECONDS and peak <= (1 - MARGIN) * PEAK_MB
         failed |= not ok
         print(
             f"{name}: worst {cpu:.2f} s CPU ({seconds:.2f} s wall; {shape}), peak {peak:.0f} MB "
-            f"(target <= {SECONDS:g} s, <= {PEAK_MB:g} MB) {'ok' if ok else 'MISSED'}"
+            f"(budget {SECONDS:g} s, {PEAK_MB:g} MB, less {MARGIN:.0%}) {'ok' if ok else 'MISSED'}"
         )
     judged = "CPU time (the machine was busy)" if busy else "wall time"
     print(

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from schematic.cli import app, register_all_commands
 from schematic.doctor.triage import readers, triage_paths
 from schematic.doctor.triage.diagnose import diagnose
-from schematic.doctor.triage.readers import logs, read_evidence
+from schematic.doctor.triage.readers import documents, logs, read_evidence
 from schematic.doctor.triage.readers.messages import KEYWORDS, message_kinds
 from schematic.doctor.triage.signals import Kind, Signal
 
@@ -420,6 +420,29 @@ def test_a_file_naming_more_nodes_than_are_judged_says_how_many_were_passed_over
     monkeypatch.setattr(readers, "MAX_NODES_A_FILE", 5)
     (reading,) = triage_paths([str(tmp_path)]).readings
     assert (len(reading.signals), reading.problem) == (8, "")
+
+
+def test_a_json_list_of_more_objects_than_are_read_says_where_reading_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each object costs the interpreters tens of microseconds: a list is read at its first
+    # objects, and the reading says from which line on it was not. Lowered to keep this small.
+    monkeypatch.setattr(documents, "MAX_OBJECTS", 3)
+    pods = [
+        {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": f"p{n}", "namespace": "d"}}
+        for n in range(5)
+    ]
+    listed = {"apiVersion": "v1", "kind": "List", "items": pods}
+    (tmp_path / "pods.json").write_text(json.dumps(listed, indent=1), encoding="utf-8")
+    (reading,) = triage_paths([str(tmp_path)]).readings
+    assert [s.value for s in reading.signals] == ["d/p0", "d/p1", "d/p2"]
+    assert reading.problem == (
+        "from line 29 on, objects past the first 3 of its list were not read"
+    )
+    # A list of as many as are read is read whole, and says nothing.
+    monkeypatch.setattr(documents, "MAX_OBJECTS", 5)
+    (reading,) = triage_paths([str(tmp_path)]).readings
+    assert (len(reading.signals), reading.problem) == (5, "")
 
 
 def test_each_device_plugin_start_is_read_for_its_own_strategy_only() -> None:

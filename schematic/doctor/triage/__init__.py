@@ -239,8 +239,9 @@ def _read(file: str, max_json_size: int | None) -> Reading:
             # bounded by the promise.
             check_file_size(os.stat(file), limit, kind)
             try:
-                signals = list(read_json_chunks(_chunks(file, limit, kind), file))
-                return file_reading(file, "json", signals, [])
+                notes: list[str] = []
+                signals = list(read_json_chunks(_chunks(file, limit, kind), file, notes))
+                return file_reading(file, "json", signals, notes)
             except DocumentError as err:
                 if err.fatal:
                     raise
