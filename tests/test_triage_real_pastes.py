@@ -115,6 +115,65 @@ def test_a_log_line_starting_with_time_is_no_grafana_csv() -> None:
     assert read_evidence("Time; the node rebooted\nagain and again\n", "p").format != "grafana-csv"
 
 
+# --- pods tables --------------------------------------------------------------------------------
+
+
+def test_a_crash_looping_nvidia_operand_is_a_failure_said() -> None:
+    bundle = BUNDLES / "paste-operator-validator-crashloop-pods-table"
+    (diagnosis,) = triage_paths([str(bundle)]).diagnoses
+    assert diagnosis.code == "TS213"
+    assert [e.line for e in diagnosis.evidence] == [10]  # the validator's row, not the waiting
+    assert any("--previous" in item for item in diagnosis.collect)
+    code, _ = run("triage", str(bundle))
+    assert code == 3
+
+
+def test_operands_waiting_or_other_pods_failing_are_not_said(tmp_path: Path) -> None:
+    # Must not fire: operands waiting on an init container, and a crash-looping pod that is
+    # not NVIDIA's (a Node Feature Discovery worker, as in gpu-operator#401).
+    (tmp_path / "pods.txt").write_text(
+        "NAME                                   READY   STATUS             RESTARTS   AGE\n"
+        "nvidia-device-plugin-daemonset-4ghzp   0/1     Init:0/1           0          22m\n"
+        "gpu-operator-node-feature-discovery-worker-x7jj5   0/1     CrashLoopBackOff   "
+        "6 (2m16s ago)   14m\n"
+    )
+    report = triage_paths([str(tmp_path)])
+    (reading,) = report.readings
+    assert [s.kind for s in reading.signals] == [Kind.POD, Kind.POD]  # both rows read
+    assert report.diagnoses == ()
+
+
+def test_the_same_operand_from_pods_json_is_said_alike(tmp_path: Path) -> None:
+    # One rule for both forms: `-o json` of the validator whose init container crash-loops
+    # (Pod v1: initContainerStatuses[].state.waiting.reason).
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "nvidia-operator-validator-qpv7s", "namespace": "gpu-operator"},
+        "spec": {"nodeName": "gpu-1", "containers": [{"name": "nvidia-operator-validator"}]},
+        "status": {
+            "initContainerStatuses": [
+                {"name": "driver-validation", "state": {"terminated": {"exitCode": 0}}},
+                {
+                    "name": "toolkit-validation",
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                },
+            ],
+            "containerStatuses": [
+                {
+                    "name": "nvidia-operator-validator",
+                    "restartCount": 0,
+                    "state": {"waiting": {"reason": "PodInitializing"}},
+                }
+            ],
+        },
+    }
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "items": [pod]}))
+    (diagnosis,) = triage_paths([str(tmp_path)]).diagnoses
+    assert (diagnosis.code, diagnosis.nodes) == ("TS213", ("gpu-1",))
+    assert "Init:CrashLoopBackOff" in diagnosis.evidence[0].text
+
+
 # --- PCI listings -----------------------------------------------------------------------------
 
 

@@ -31,6 +31,10 @@ _COLLECT = {
         "talosctl -n {node} get extensions: the fabric manager's version beside the driver's",
         "nvidia-smi -q | grep -A 2 Fabric on the node (from a pod that holds a GPU)",
     ),
+    "gpu-operator": (
+        "kubectl -n <namespace> logs <pod> --all-containers --previous: why its container exits",
+        "kubectl -n <namespace> describe pod <pod>: the failing container and its last state",
+    ),
     "talos": (
         "talosctl -n {node} dmesg: the lines before the failed task",
         "talosctl -n {node} get machinestatus",

@@ -12,7 +12,7 @@ import yaml
 
 from schematic.doctor.triage import values
 from schematic.doctor.triage.readers.grafana import frames_answer
-from schematic.doctor.triage.readers.messages import message_kinds
+from schematic.doctor.triage.readers.messages import failing_operand, message_kinds
 from schematic.doctor.triage.readers.pcidevices import PciDeviceError, pci_record
 from schematic.doctor.triage.signals import Evidence, Kind, Signal, host_os, pod_text
 from schematic.redact import redacted
@@ -315,6 +315,15 @@ def _pod(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
         )
         current = _dict(_dict(container.get("state")).get("terminated"))
         oom = oom or "OOMKilled" in (_text(terminated.get("reason")), _text(current.get("reason")))
+    init_waiting = next(
+        (
+            reason
+            for c in _list(status.get("initContainerStatuses"))
+            if (reason := _text(_dict(_dict(_dict(c).get("state")).get("waiting")).get("reason")))
+        ),
+        "",
+    )
+    shown_status = f"Init:{init_waiting}" if init_waiting else waiting
     gpu = any(
         "nvidia.com/gpu" in _dict(_dict(c).get("resources")).get("limits", {})
         for c in _list(spec.get("containers"))
@@ -340,6 +349,9 @@ def _pod(value: dict[str, Any], file: str, where: Located) -> Iterator[Signal]:
     )
     if oom:
         yield Signal(Kind.OOM_KILL, node, _evidence(file, where.line, f"pod {name}: OOMKilled"))
+    if failing_operand(_text(metadata.get("name")), shown_status):
+        text = f"pod {name} on {node or '?'}: {shown_status}"
+        yield Signal(Kind.UNKNOWN_FAILURE, node, _evidence(file, line, text), "gpu-operator")
     host_ip = _text(status.get("hostIP"))
     if node and host_ip and host_ip != node:
         # status.hostIP is the address of the node the pod runs on: the node's name and the

@@ -16,6 +16,7 @@ __all__ = [
     "KEYWORDS",
     "LONGEST_MESSAGE",
     "SCHEDULED",
+    "failing_operand",
     "message_kinds",
     "unknown_failure",
 ]
@@ -337,3 +338,21 @@ def unknown_failure(message: str) -> str:
         if pattern.search(message):
             return source
     return ""
+
+
+# The GPU Operator's and the device plugin's own pods (nvidia-operator-validator,
+# nvidia-device-plugin-daemonset, nvidia-driver-daemonset, gpu-feature-discovery, ...), and the
+# statuses of a pod whose container fails (kubectl's pod printer, k8s.io/kubernetes
+# pkg/printers/internalversion printPod: the waiting or terminated reason, "Init:" before an
+# init container's).
+_NVIDIA_OPERAND = re.compile(r"^(?:nvidia-|gpu-feature-discovery-)")
+_FAILING = re.compile(
+    r"^(?:Init:)?(?:CrashLoopBackOff|Error|RunContainerError|CreateContainerError"
+    r"|CreateContainerConfigError|StartError|ContainerCannotRun)$"
+)
+
+
+def failing_operand(pod: str, status: str) -> bool:
+    """Whether ``pod`` (its name, without the namespace) is an NVIDIA operand whose container
+    fails: a failure shown whatever its cause, said rather than passed over."""
+    return bool(_NVIDIA_OPERAND.match(pod) and _FAILING.match(status))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from schematic.doctor.triage.readers.messages import SCHEDULED, message_kinds
+from schematic.doctor.triage.readers.messages import SCHEDULED, failing_operand, message_kinds
 from schematic.doctor.triage.readers.paste import first_line
 from schematic.doctor.triage.signals import Evidence, Kind, Signal, host_os
 from schematic.doctor.triage.values import count, unreadable
@@ -309,6 +309,11 @@ def read_table(text: str, file: str) -> Iterator[Signal]:
         elif "PORT(S)" in cells:
             yield from _service_row(cells, evidence)
         elif "RESTARTS" in cells:
+            if failing_operand(cells.get("NAME", ""), cells.get("STATUS", "")):
+                # An NVIDIA operand crash-looping is a failure shown, whatever its cause: said
+                # (TS213) with what to collect, never a silent all-clear.
+                node = cells.get("NODE", "") if cells.get("NODE") != "<none>" else ""
+                yield Signal(Kind.UNKNOWN_FAILURE, node, evidence, "gpu-operator")
             # "14 (61m ago)": the count, then when the last restart was.
             restarts = cells["RESTARTS"].split(" ", 1)[0]
             ago = re.search(r"\(([^\s()]+) ago\)", cells["RESTARTS"])
