@@ -28,6 +28,7 @@ CASES = [
     ("TS206", "paste-gpu-operator-validator-on-talos", "", "error"),
     ("TS206", "paste-cozystack-validator-driver-off", "", "error"),
     ("TS141", "paste-operator-toolkit-hook-events", "", "warning"),
+    ("TS141", "paste-operator-hook-driver-error-no-os", "", "warning"),
     ("TS111", "paste-no-runtime-nvidia-events", "", "warning"),
     ("TS111", "paste-no-runtime-nvidia-sandbox", "i-071a4e5a302e4025b", "warning"),
     ("TS112", "paste-nvml-version-mismatch-container", "", "warning"),
