@@ -4,6 +4,7 @@ terminal and never past its edge (schematic/cli/telling.py)."""
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import re
@@ -16,7 +17,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from schematic.cli import app, register_all_commands
-from schematic.cli.telling import message_lines
+from schematic.cli.telling import message_lines, width_of
 from schematic.messages import Message, merged
 
 register_all_commands()
@@ -259,3 +260,14 @@ def test_no_command_prints_a_warning_or_note_of_its_own() -> None:
     itself = re.compile(r"""print\(\s*f?["']talos-schematic: (note|warning)""")
     printing = [path.name for path in cli.glob("*.py") if itself.search(path.read_text())]
     assert printing == []
+
+
+@pytest.mark.parametrize(
+    ("columns", "width"),
+    [("80", 80), ("20", 20), ("19", None), ("0", None), ("-3", None), ("wide", None)],
+)
+def test_a_width_too_narrow_or_not_a_number_leaves_lines_whole(
+    columns: str, width: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    assert width_of(io.StringIO()) == width

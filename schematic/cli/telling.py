@@ -23,6 +23,8 @@ from schematic.messages import Message, merged
 __all__ = ["VerboseOption", "message_lines", "say", "tell", "width_of"]
 
 PREFIX = "talos-schematic: "
+# Narrower than this, wrapping breaks words into letters: the lines are left whole instead.
+NARROWEST = 20
 
 VerboseOption = Annotated[
     bool,
@@ -37,14 +39,15 @@ VerboseOption = Annotated[
 
 def width_of(stream: Any) -> int | None:
     """The width to wrap at: ``COLUMNS`` when set, else the terminal's when ``stream`` is
-    one; None (no wrapping) for a pipe or a file."""
+    one; None (no wrapping) for a pipe or a file, or a width under :data:`NARROWEST`."""
     given = os.environ.get("COLUMNS", "")
-    if given.isdigit() and int(given) > 0:
-        return int(given)
-    try:
-        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
-    except (AttributeError, OSError, ValueError):  # a stream with no descriptor (a capture)
-        return None
+    width: int | None = int(given) if given.isdigit() else None
+    if width is None:
+        try:
+            width = os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
+        except (AttributeError, OSError, ValueError):  # no descriptor (a test's capture)
+            width = None
+    return width if width is not None and width >= NARROWEST else None
 
 
 def _wrapped(parts: list[str], width: int | None) -> list[str]:
