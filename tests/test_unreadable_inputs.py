@@ -130,7 +130,8 @@ def _manifests(folder: Path) -> Path:
     (folder / "values.yaml").chmod(0o644)
     hidden = folder / "more"
     hidden.mkdir()
-    (hidden / "patch.yaml").write_text("b: 2\n")
+    # A machine-config patch: something lint checks, once it can read it.
+    (hidden / "patch.yaml").write_text("machine:\n  sysctls:\n    vm.max_map_count: '262144'\n")
     hidden.chmod(0)
     return hidden
 

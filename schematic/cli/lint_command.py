@@ -151,6 +151,7 @@ def lint(
     """
     with quieted(quiet):
         from schematic.api import LintRequest
+        from schematic.api.linting import NOTHING_JUDGED
         from schematic.api import lint as run_lint
         from schematic.doctor.lint.formats import FORMATS, render
 
@@ -179,7 +180,7 @@ def lint(
             raise fail(err) from None
         sys.stdout.write(render(result.detail, output_format))
         say(f"talos-schematic lint: {result.detail.summary()}; {facts_used}")
-        if not result.detail.judged:
+        if result.status == NOTHING_JUDGED:
             say(
                 "talos-schematic lint: nothing checked: none of the inputs holds what lint "
                 "reads (KubernetesNodes or Kubernetes objects, values, Talos machine configs or "
