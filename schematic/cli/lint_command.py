@@ -151,8 +151,8 @@ def lint(
     """
     with quieted(quiet):
         from schematic.api import LintRequest
-        from schematic.api.linting import NOTHING_JUDGED
         from schematic.api import lint as run_lint
+        from schematic.api.linting import NOTHING_JUDGED
         from schematic.doctor.lint.formats import FORMATS, render
 
         output_format = json_alias(output_format, as_json, "text")
