@@ -138,6 +138,7 @@ def test_json_lists_the_drifted_paths_on_stdout(out: Path) -> None:
         "changed": ["index.yaml", "rtx6000/values.yaml"],
         "missing": ["cpu/urls.yaml"],
         "extra": ["gone/values.yaml"],
+        "leftFolders": [],
     }
 
 

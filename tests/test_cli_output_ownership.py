@@ -94,6 +94,20 @@ def test_a_planted_journal_deletes_nothing_it_cannot_prove(home: Path) -> None:
     assert after == before
 
 
+def test_a_planted_journal_entry_is_not_reported_as_a_file_the_tool_kept(home: Path) -> None:
+    # The journal named README.md; the tool never wrote it. Saying it was "not removed" as
+    # "changed since talos-schematic wrote it" would tell the user the tool had written it.
+    out = home / "out"
+    (out / JOURNAL).write_text(f"talos-schematic journal 2\nwrite {'0' * 64} README.md\nend\n")
+    result = run("generate", str(EXAMPLE), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert (out / "README.md").read_text() == "the user's notes\n"
+    assert "not removed" not in result.stderr
+    assert "README.md: the journal an interrupted run left names it, but it does not hold" in (
+        " ".join(result.stderr.split())
+    )
+
+
 def test_a_planted_index_entry_deletes_nothing_outside(home: Path) -> None:
     out = home / "out"
     (out / "link").symlink_to("../precious")

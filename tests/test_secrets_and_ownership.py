@@ -215,6 +215,54 @@ def test_a_planted_journal_removes_no_empty_file_or_folder(tmp_path: Path) -> No
     assert "removed pool" not in err
 
 
+def _killed_while_adding(out: Path, folder: str, identity: str | None = None) -> None:
+    """What a run killed right after making a new pool's folder leaves: the empty folder and
+    the journal recording it (its device and inode, or ``identity`` for a planted journal)."""
+    (out / folder).mkdir()
+    info = (out / folder).stat()
+    made = identity or f"{info.st_dev}:{info.st_ino}"
+    (out / JOURNAL).write_text(
+        f"talos-schematic journal 2\ndir {folder}\nmade {made} {folder}\n"
+        f"write {'0' * 64} {folder}/values.yaml\nend\n"
+    )
+
+
+@pytest.fixture
+def generated(tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    code, _, err = run("generate", str(EXAMPLE), "--out", str(out))
+    assert code == 0, err
+    return out
+
+
+def test_a_folder_a_killed_run_made_is_reported_by_check_and_removed_by_the_next_run(
+    generated: Path,
+) -> None:
+    out = generated
+    _killed_while_adding(out, "gpu-new")
+    code, _, err = run("check", str(EXAMPLE), "--out", str(out))
+    assert code == 3, err
+    assert "left by a killed run: gpu-new/" in err
+    code, _, err = run("generate", str(EXAMPLE), "--out", str(out))
+    assert code == 0, err
+    assert not (out / "gpu-new").exists()
+    code, _, err = run("check", str(EXAMPLE), "--out", str(out))
+    assert code == 0, err
+
+
+def test_a_planted_journal_cannot_prove_a_users_empty_folder_made_by_the_tool(
+    generated: Path,
+) -> None:
+    # The journal names the folder, but not the device and inode it has: not the tool's.
+    out = generated
+    _killed_while_adding(out, "mine", identity="1:1")
+    code, _, err = run("check", str(EXAMPLE), "--out", str(out))
+    assert (code, "left by a killed run" in err) == (0, False), err
+    code, _, err = run("generate", str(EXAMPLE), "--out", str(out))
+    assert code == 0, err
+    assert (out / "mine").is_dir()
+
+
 @pytest.mark.parametrize("padding", [0, INPUT_LIMITS[InputKind.OUTPUT_RECORD]])
 def test_a_journal_past_its_limit_is_not_acted_on(tmp_path: Path, padding: int) -> None:
     # Within its limit a journal's temporary file (its digest proving it the tool's) is

@@ -49,6 +49,7 @@ __all__ = [
     "apply",
     "compare",
     "digest",
+    "left_folders",
     "locked",
     "plain_path",
     "prepare_root",
@@ -95,16 +96,20 @@ class Drift:
     changed: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
+    # Empty folders a killed run left (:func:`left_folders`): the next run removes them.
+    left: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.missing or self.extra)
+        return bool(self.changed or self.missing or self.extra or self.left)
 
     def lines(self) -> list[str]:
-        """One ``changed: path`` / ``missing: path`` / ``extra: path`` line per file."""
+        """One ``changed: path`` / ``missing: path`` / ``extra: path`` line per file, and one
+        ``left by a killed run: folder/`` line per folder."""
         return sorted(
             [f"changed: {path}" for path in self.changed]
             + [f"missing: {path}" for path in self.missing]
-            + [f"extra: {path}" for path in self.extra],
+            + [f"extra: {path}" for path in self.extra]
+            + [f"left by a killed run: {folder}/" for folder in self.left],
             key=lambda line: (line.split(": ", 1)[1], line),
         )
 
@@ -299,6 +304,47 @@ def _owned_digest(folders: _Folders, name: str, claims: Claims) -> tuple[bytes |
     return content, content is not None and digest(content) in claims.get(name, frozenset())
 
 
+def _folders_made(lines: list[str]) -> dict[str, str]:
+    """Folder → the device and inode a journal's run recorded making it."""
+    made: dict[str, str] = {}
+    if lines[:1] == [_JOURNAL_HEADER]:
+        for line in lines[1:]:
+            kind, _, rest = line.partition(" ")
+            identity, _, folder = rest.partition(" ")
+            if kind == "made" and plain_path(folder):
+                made[folder] = identity
+    return made
+
+
+def left_folders(root: Path) -> list[str]:
+    """The empty folders a killed run left, proven its own by the identity its journal
+    recorded: what the next run removes, and `check` reports. Reads, changes nothing."""
+    try:
+        text = read_file(root, JOURNAL, kind=InputKind.OUTPUT_RECORD)
+    except OSError:
+        return []
+    if text is None:
+        return []
+    left: list[str] = []
+    with _Folders(root) as folders:
+        for folder, identity in sorted(
+            _folders_made(text.decode("utf-8", "replace").split("\n")).items()
+        ):
+            with contextlib.suppress(OSError):
+                descriptor = folders.get(folder)
+                if descriptor is not None and _identity_of(folders, folder) == identity:
+                    left += [] if os.listdir(descriptor) else [folder]
+    return left
+
+
+def _identity_of(folders: _Folders, folder: str) -> str | None:
+    """The device and inode of ``folder`` itself (a link's own, never its target's); None when
+    it is not there."""
+    parent, _, base = folder.rpartition("/")
+    above = folders.get(parent)
+    return None if above is None else _identity(os.stat(base, dir_fd=above, follow_symlinks=False))
+
+
 def recover(root: Path, listed: Collection[str] = ()) -> dict[str, frozenset[str]]:
     """Clean up after a killed run from its journal; the digests it proves the tool's.
 
@@ -308,8 +354,9 @@ def recover(root: Path, listed: Collection[str] = ()) -> dict[str, frozenset[str
     journal gives or is empty (killed before its first byte). An empty file is claimed for a
     ``write`` or ``remove`` entry only where the old index ``listed`` names it: a planted
     journal cannot make a user's empty ``.gitkeep`` or ``__init__.py`` the tool's. A folder the
-    journal says the run created is removed only once a temporary file of the run was removed
-    from it and it is empty.
+    journal says the run created is removed only when it is empty and either a temporary file
+    of the run was removed from it or it is still the folder the run recorded making (its
+    device and inode: a planted journal cannot give those of a folder of another checkout).
     """
     try:
         # Read as the index is: a record of the directory, bounded as one.
@@ -321,6 +368,7 @@ def recover(root: Path, listed: Collection[str] = ()) -> dict[str, frozenset[str
     lines = text.decode("utf-8", "replace").split("\n")
     claims: dict[str, set[str]] = {}
     folders_made: list[str] = []
+    identities = _folders_made(lines)
     temps: list[tuple[str, str]] = []
     writes: set[str] = set()
     if lines[:1] == [_JOURNAL_HEADER]:
@@ -356,13 +404,15 @@ def recover(root: Path, listed: Collection[str] = ()) -> dict[str, frozenset[str
         with contextlib.suppress(OSError):
             os.unlink(JOURNAL, dir_fd=folders.get(""))
         for folder in sorted(folders_made, reverse=True):
-            if folder not in emptied:
-                continue
             parent, _, base = folder.rpartition("/")
             with contextlib.suppress(OSError):
-                above = folders.get(parent)
-                if above is not None:
-                    os.rmdir(base, dir_fd=above)  # a link or non-empty folder: refused
+                identity = _identity_of(folders, folder)
+                # The run's own: emptied of its temporary files, or still the very folder it
+                # recorded making (a run killed before writing in it left it empty).
+                if identity is not None and (
+                    folder in emptied or identities.get(folder) == identity
+                ):
+                    os.rmdir(base, dir_fd=folders.get(parent))  # a link or full folder: refused
                     emptied.add(parent)
     return {name: frozenset(found) for name, found in claims.items()}
 
@@ -414,7 +464,7 @@ def compare(root: Path, files: Mapping[str, bytes], listed: frozenset[str]) -> D
                 if descriptor is not None:
                     os.stat(base, dir_fd=descriptor, follow_symlinks=False)
                     extra.append(name)
-    return Drift(tuple(changed), tuple(missing), tuple(extra))
+    return Drift(tuple(changed), tuple(missing), tuple(extra), tuple(left_folders(root)))
 
 
 @dataclass
@@ -557,6 +607,15 @@ def _apply(root: Path, changes: list[_Change], *, fresh: bool) -> None:
         )
         new_folders = [f for f in new_folders if folders.get(f) is None]
         lines += [f"dir {folder}" for folder in new_folders]
+        # Made before the journal, which records each one's identity: a run killed after it
+        # leaves folders the next run can prove its own (a planted journal cannot name the
+        # device and inode a folder of another checkout will have) and so remove.
+        for folder in new_folders:
+            current = str(root / folder)
+            made_dirs.append(folder)
+            made = folders.get(folder, create=True)
+            assert made is not None  # made, or OSError
+            lines.append(f"made {_identity(os.fstat(made))} {folder}")
         for change in changes:
             kind = "write" if change.content is not None else "remove"
             lines.append(f"{kind} {change.recorded} {change.name}")
@@ -565,10 +624,6 @@ def _apply(root: Path, changes: list[_Change], *, fresh: bool) -> None:
         lines.append(_JOURNAL_END)
         _write_at(folders.open[""], JOURNAL, ("\n".join(lines) + "\n").encode())
         journal_written = True
-        for folder in new_folders:
-            current = str(root / folder)
-            folders.get(folder, create=True)
-            made_dirs.append(folder)
         for change in changes:
             if change.content is None:
                 continue
@@ -618,6 +673,10 @@ def _apply(root: Path, changes: list[_Change], *, fresh: bool) -> None:
                 os.rmdir(root)
         raise OutputError(f"{current}: cannot write: {_link_error(err).strerror or err}") from None
     folders.close()
+
+
+def _identity(info: os.stat_result) -> str:
+    return f"{info.st_dev}:{info.st_ino}"
 
 
 def _undo(folders: _Folders, done: list[_Change], temps: list[str], made_dirs: list[str]) -> bool:

@@ -83,7 +83,8 @@ def drift_diff(
 def drift_json(
     drift: Drift, *, directory: Path, cluster_file: Path, diff: str | None = None
 ) -> str:
-    """``{"directory", "cluster", "upToDate", "changed", "missing", "extra"}`` (and ``diff``
+    """``{"directory", "cluster", "upToDate", "changed", "missing", "extra", "leftFolders"}``
+    (and ``diff``
     when given) as stable JSON text ending in a newline."""
     document: dict[str, object] = {
         "directory": str(directory),
@@ -92,6 +93,7 @@ def drift_json(
         "changed": list(drift.changed),
         "missing": list(drift.missing),
         "extra": list(drift.extra),
+        "leftFolders": list(drift.left),
     }
     if diff is not None:
         document["diff"] = diff

@@ -91,6 +91,16 @@ def write_plan(
         )
         for name, why in written.kept
     ]
+    notes += [
+        Message(
+            level="note",
+            source=str(directory / name),
+            cause="the journal an interrupted run left names it, but it does not hold what "
+            "that run wrote: not a file talos-schematic wrote, left as it is",
+            fix="nothing to do: the journal is gone",
+        )
+        for name in written.disowned
+    ]
     return tree, written, notes
 
 

@@ -342,6 +342,8 @@ class Written:
     removed: list[str] = field(default_factory=list)
     # Files the run would have removed but kept (not provably the tool's), and why.
     kept: list[tuple[str, str]] = field(default_factory=list)
+    # Files only a leftover journal named, not holding what it recorded: never the tool's.
+    disowned: list[str] = field(default_factory=list)
     # The index the directory holds now: what this run and earlier ones left there.
     index: OutputIndex | None = None
 
@@ -454,6 +456,9 @@ def write_directory(
             # The index's own digest is not recorded: it is owned by its marker.
             owned[INDEX] = owned.get(INDEX, frozenset()) | {output.digest(text)}
         applied = output.apply(root, files, remove, owned, last=INDEX, force=force)
+        # A path only a killed run's journal names, whose content is not what that journal
+        # says the run wrote, was never the tool's: not "changed since it was written".
+        journal_only = set(claims) - set(old.files if old is not None else ()) - {INDEX}
     names = frozenset(str(entry["name"]) for entry in tree.index.pools)
     gone = {
         pool
@@ -465,7 +470,8 @@ def write_directory(
         files=len(files),
         removed_pools=sorted(gone),
         removed=applied.removed,
-        kept=applied.kept,
+        kept=[(name, why) for name, why in applied.kept if name not in journal_only],
+        disowned=sorted(name for name, _ in applied.kept if name in journal_only),
         index=index,
     )
 
