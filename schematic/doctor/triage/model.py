@@ -313,9 +313,14 @@ class ClusterModel:
 
     machines: dict[str, Machine]
     cluster: dict[Kind, list[Signal]]
+    # Sorted once: the diagnoses ask for every machine once a machine (a file of 10,000 node
+    # names sorted them 10,000 times: 14 s).
+    _sorted: tuple[Machine, ...] | None = field(default=None, repr=False, compare=False)
 
-    def sorted_machines(self) -> list[Machine]:
-        return [self.machines[name] for name in sorted(self.machines)]
+    def sorted_machines(self) -> tuple[Machine, ...]:
+        if self._sorted is None:
+            self._sorted = tuple(self.machines[name] for name in sorted(self.machines))
+        return self._sorted
 
     def everywhere(self, kind: Kind) -> list[Signal]:
         return [s for m in self.sorted_machines() for s in m.of(kind)]
