@@ -141,3 +141,39 @@ def test_triage_reads_what_kubectl_prints(
     assert verdict_problems(bundle, report) == []
     table = Path(recording.table).name
     assert [r.format for r in report.readings if Path(r.file).name == table] == ["table"]
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_an_empty_list_kubectl_prints_is_read_and_alone_judges_nothing(
+    tmp_path: Path, output: str
+) -> None:
+    # A namespace with no pods, as kubectl prints it: a List with no items (a quiet cluster's
+    # events read the same). Beside a healthy bundle it is read (not "unrecognised"); alone it
+    # shows nothing of the nodes (exit 4).
+    assert KUBECTL.path is not None
+    with fake_api_server() as server:
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+        done = subprocess.run(
+            [
+                KUBECTL.path,
+                *("--kubeconfig", str(server.kubeconfig(tmp_path))),
+                *("get", "pods", "-n", "gpu-operator", "-o", output),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "items: []" in done.stdout or '"items": []' in done.stdout
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLES / "healthy-gpu-worker-l40s", bundle)
+    events = bundle / f"gpu-operator-pods.{output}"
+    events.write_text(done.stdout, encoding="utf-8")
+    report = triage_paths([str(bundle)])
+    assert report.verdict == "healthy"
+    assert str(events) not in [reading.file for reading in report.unrecognised]
+    alone = triage_paths([str(events)])
+    assert alone.verdict == "not judged"
+    assert not alone.unrecognised

@@ -25,7 +25,7 @@ from schematic.doctor.triage.causes.unknown import UNEXPLAINED_FAILURE
 from schematic.doctor.triage.diagnose import Committed, CommittedPool, Diagnosis, diagnose
 from schematic.doctor.triage.readers import DocumentError, Reading, file_reading, read_evidence
 from schematic.doctor.triage.readers.documents import read_json_chunks
-from schematic.doctor.triage.signals import Evidence
+from schematic.doctor.triage.signals import Evidence, Kind
 from schematic.errors import TriageInputError, printable
 from schematic.safe_yaml import (
     InputKind,
@@ -69,8 +69,12 @@ class TriageReport:
     @property
     def judged(self) -> bool:
         """Whether any input was read as evidence: without one, "no failure" means nothing
-        was looked at, not a healthy cluster."""
-        return any(r.format for r in self.readings)
+        was looked at, not a healthy cluster. Lists with no items are read, yet alone they
+        show nothing of the nodes."""
+        return any(
+            r.format and any(s.kind is not Kind.EMPTY_LIST for s in r.signals)
+            for r in self.readings
+        )
 
     @property
     def has_failures(self) -> bool:

@@ -104,6 +104,9 @@ class Kind(Enum):
     BOOT_TIME = "node boot times"
     # a value no reader could hold (value: what it was; evidence: where); reported, not judged
     UNREADABLE_VALUE = "unreadable value"
+    # A Kubernetes list with no items (`kubectl get events -o json` of a quiet cluster): read,
+    # and showing that nothing of its kind is there; no cause reads it.
+    EMPTY_LIST = "a Kubernetes list with no items"
 
 
 @dataclass(frozen=True, slots=True)

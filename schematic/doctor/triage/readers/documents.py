@@ -17,7 +17,12 @@ from typing import Any
 import yaml
 
 from schematic.doctor.triage.readers.grafana import csv_answer, unnamed_columns
-from schematic.doctor.triage.readers.interpret import METRICS_READ, Located, interpret
+from schematic.doctor.triage.readers.interpret import (
+    METRICS_READ,
+    Located,
+    empty_list,
+    interpret,
+)
 from schematic.doctor.triage.signals import Evidence, Kind, Signal
 from schematic.doctor.triage.values import json_decoder
 from schematic.safe_yaml import (
@@ -170,6 +175,7 @@ def read_json_chunks(
         # An object: its members one by one, so that a kubectl list's items stream.
         header: dict[str, Any] = {}
         start = position
+        listed = objects
         position = window.skip(position + 1)
         while window.char(position) not in ("}", ""):
             key, position = window.decode(decoder, position)
@@ -204,14 +210,16 @@ def read_json_chunks(
         if not window.char(position):
             raise DocumentError("invalid JSON: an object is not closed", window.line(start))
         position = window.skip(position + 1)
+        # The header's own lines: the object stays in the window while its members are read
+        # only when it is small; a large header is located at its first line.
+        if start >= window.base:
+            located = window.located(start, position)
+        else:
+            located = _at_line(window.line(window.base))
         if header.get("items") != []:
-            # The header's own lines: the object stays in the window while its members are read
-            # only when it is small; a large header is located at its first line.
-            if start >= window.base:
-                located = window.located(start, position)
-            else:
-                located = _at_line(window.line(window.base))
             yield from interpret(header, file, located)
+        elif objects == listed:
+            yield from empty_list(header, file, located)
         window.release(position)
 
 
@@ -269,6 +277,8 @@ def read_yaml(text: str, file: str) -> Iterator[Signal]:
         if items is None:
             yield from interpret(_plain(node), file, _yaml_located(text, node))
             continue
+        if not items and isinstance(node, yaml.MappingNode):
+            yield from empty_list(_plain(node), file, _yaml_located(text, node))
         for item in items:
             yield from interpret(_plain(item), file, _yaml_located(text, item))
 

@@ -18,7 +18,7 @@ from schematic.doctor.triage.signals import Evidence, Kind, Signal, host_os, pod
 from schematic.redact import redacted
 from schematic.safe_yaml import compose_all
 
-__all__ = ["METRICS_READ", "Located", "interpret"]
+__all__ = ["METRICS_READ", "Located", "empty_list", "interpret"]
 
 _MAX_TEXT = 240
 _MEMORY_METRICS = ("node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes")
@@ -53,6 +53,16 @@ def _text(value: Any) -> str:
 def _evidence(file: str, line: int, text: str) -> Evidence:
     text = redacted(text)
     return Evidence(file, line, text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…")
+
+
+def empty_list(header: Any, file: str, where: Located) -> Iterator[Signal]:
+    """The signal of a Kubernetes list whose items are none (``kind: List`` or ``PodList``...,
+    as kubectl prints a quiet cluster's events): evidence read, not a file of no interest."""
+    if not isinstance(header, dict) or header.get("items") != []:
+        return
+    kind = _text(header.get("kind"))
+    if kind.endswith("List") and "apiVersion" in header:
+        yield Signal(Kind.EMPTY_LIST, "", _evidence(file, where.line, f"{kind}: no items"), kind)
 
 
 def interpret(value: Any, file: str, where: Located) -> Iterator[Signal]:
