@@ -361,8 +361,8 @@ def main() -> int:
         name: str, command: list[str], shape: str, env: dict[str, str] | None = None
     ) -> None:
         code, seconds, cpu, peak = _run([*tool, *command], env)
-        # triage ends 4 when nothing could be judged: what most of these shapes hold.
-        ends = (0, 1, 3, 4) if name.startswith("triage") else (0, 1, 3)
+        # lint and triage end 4 when nothing could be checked: what most of these shapes hold.
+        ends = (0, 1, 3, 4) if name.startswith(("triage", "lint")) else (0, 1, 3)
         if code not in ends:
             raise SystemExit(f"{name} on {shape}: exit {code}")
         previous = worst.get(name)
