@@ -1,11 +1,9 @@
 """Every reader fed hostile shapes at its kind's default size limit: worst time and peak memory.
 
-Each input kind has its own default limit (``schematic.safe_yaml.INPUT_LIMITS``): a schematic,
-a profile, a cluster file, a lint input and a YAML or JSON hardware dump or evidence file 1 MiB;
-a text hardware dump and text evidence 16 MiB; an output directory's index 1,792 KiB; a
-factory's extension list 1 MiB. This feeds
-each command the shapes that cost a reader most per byte, each just under its limit (and, for
-the refusals, the issue's own reproductions far over it):
+Each input kind has its own default limit (``schematic.safe_yaml.INPUT_LIMITS``, the table
+``docs/security.md`` shows). This feeds each command the shapes that cost a reader most per
+byte, each just under the limit of the kind that command reads (and, for the refusals, the
+issue's own reproductions far over it):
 
 - a one-line flow list of one-character items (``[1,1,...]``), a flow list of mappings, a block
   list, a mapping of distinct keys (also: 16,000 unknown keys, located one by one), a stream of
@@ -20,8 +18,8 @@ the refusals, the issue's own reproductions far over it):
   index of 16,000 pools: names joined by lookup, not one scan per file or node.
 
 Target: every run of every command within 5 s and 500 MB (peak resident set of the command's
-process) with a 20 % margin: 4 s and 400 MB. Also at their kinds' limits: 16 MiB of log lines
-each naming another node; JSON evidence (64 MiB) of minimal pods each on its own node, and of
+process) with a 20 % margin: 4 s and 400 MB. Also at their kinds' limits: log lines each
+naming another node; JSON evidence (64 MiB) of minimal pods each on its own node, and of
 empty objects; a metrics answer (4 MiB) of one series of samples, and of a series per node.
 The time is judged on the wall clock on an idle machine, and on the process's CPU time
 when the load average is above the number of cores (each command runs on one thread, so on an
@@ -380,54 +378,60 @@ def main() -> int:
             path.write_text(text)
             return str(path)
 
-        under_limit = MIB - 64
-        shapes = yaml_shapes(under_limit, rng)
-        shapes["16,000 unknown keys"] = "".join(f"k{i}: 1\n" for i in range(16_000))
+        # The YAML shapes at each limit a command reads under, made once per size.
+        made: dict[int, dict[str, str]] = {}
+
+        def shapes_under(kind: InputKind) -> dict[str, str]:
+            size = INPUT_LIMITS[kind] - 64
+            if size not in made:
+                made[size] = yaml_shapes(size, random.Random(f"{SEED}-{size}"))
+                made[size]["16,000 unknown keys"] = "".join(f"k{i}: 1\n" for i in range(16_000))
+            return made[size]
+
         (work / "empty.yaml").write_text("a: 1\n")
         cluster = work / "cluster.yaml"
         cluster.write_text(
             "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
             "talos: {version: v1.13.9}\npools:\n  - {name: gpu, profile: ./profile.yaml}\n"
         )
-        commands: dict[str, Callable[[str], list[str]]] = {
-            "id (schematic)": lambda f: ["id", f],
-            "generate (cluster file)": lambda f: ["generate", f],
-            "check (cluster file)": lambda f: ["check", f, "--out", str(work / "out")],
-            "upgrade (cluster file)": lambda f: ["upgrade", f, "--to", "v1.13.9"],
-            "lint (lint input)": lambda f: ["lint", f],
-            "lint --config-patch (lint input)": lambda f: [
-                "lint",
-                "--config-patch",
-                f"@{f}",
-                str(work / "empty.yaml"),
-            ],
-            "lint --hardware (profile)": lambda f: [
-                "lint",
-                "--hardware",
-                f,
-                str(work / "empty.yaml"),
-            ],
-            "detect (YAML hardware dump)": lambda f: ["detect", f],
-            "detect --against (profile)": lambda f: [
-                "detect",
-                str(work / "lspci.txt"),
-                "--against",
-                f,
-            ],
-            "init --pool (profile)": lambda f: [
-                "init",
-                str(work / "init.yaml"),
-                "--pool",
-                f"gpu={f}",
-            ],
-            "triage (YAML evidence)": lambda f: ["triage", f],
+        # Each command, the kind of input it reads the file as, and its words.
+        commands: dict[str, tuple[InputKind, Callable[[str], list[str]]]] = {
+            "id (schematic)": (InputKind.SCHEMATIC, lambda f: ["id", f]),
+            "generate (cluster file)": (InputKind.CLUSTER, lambda f: ["generate", f]),
+            "check (cluster file)": (
+                InputKind.CLUSTER,
+                lambda f: ["check", f, "--out", str(work / "out")],
+            ),
+            "upgrade (cluster file)": (
+                InputKind.CLUSTER,
+                lambda f: ["upgrade", f, "--to", "v1.13.9"],
+            ),
+            "lint (lint input)": (InputKind.LINT, lambda f: ["lint", f]),
+            "lint --config-patch (config patch)": (
+                InputKind.CONFIG_PATCH,
+                lambda f: ["lint", "--config-patch", f"@{f}", str(work / "empty.yaml")],
+            ),
+            "lint --hardware (profile)": (
+                InputKind.PROFILE,
+                lambda f: ["lint", "--hardware", f, str(work / "empty.yaml")],
+            ),
+            "detect (YAML hardware dump)": (InputKind.HARDWARE_DOCUMENTS, lambda f: ["detect", f]),
+            "detect --against (profile)": (
+                InputKind.PROFILE,
+                lambda f: ["detect", str(work / "lspci.txt"), "--against", f],
+            ),
+            "init --pool (profile)": (
+                InputKind.PROFILE,
+                lambda f: ["init", str(work / "init.yaml"), "--pool", f"gpu={f}"],
+            ),
+            "triage (YAML evidence)": (InputKind.EVIDENCE_DOCUMENTS, lambda f: ["triage", f]),
         }
         (work / "lspci.txt").write_text(
             "00:01.0 VGA compatible controller [0300]: NVIDIA Corporation AD102GL [L40S] "
             "[10de:26b9] (rev a1)\n"
         )
-        for name, command in commands.items():
-            for index, (shape, text) in enumerate(shapes.items()):
+        for name, (kind, command) in commands.items():
+            for index, (shape, text) in enumerate(shapes_under(kind).items()):
                 if name.startswith("triage"):
                     text = (
                         "kind: Pod\n" + text
@@ -437,7 +441,7 @@ def main() -> int:
                 path = write(f"in-{index}.yaml", text)
                 measure(name, command(path), shape)
         # The profile named by a cluster file: `profile: ./f`.
-        for shape, text in shapes.items():
+        for shape, text in shapes_under(InputKind.PROFILE).items():
             (work / "profile.yaml").write_text(text)
             measure("generate with profile: ./f (profile)", ["generate", str(cluster)], shape)
 
@@ -471,7 +475,7 @@ def main() -> int:
         )
         million = "".join(f"k{i}: 1\n" for i in range(1_000_000))
         measure(
-            "lint --config-patch (lint input)",
+            "lint --config-patch (config patch)",
             [
                 "lint",
                 "--config-patch",
@@ -481,10 +485,13 @@ def main() -> int:
             "1 M keys (refused)",
         )
 
-        # Text inputs at 16 MiB.
-        for index, (shape, text) in enumerate(log_shapes(16 * MIB - 64).items()):
+        # Text inputs just under their kinds' limits.
+        logs = log_shapes(INPUT_LIMITS[InputKind.EVIDENCE] - 64)
+        for index, (shape, text) in enumerate(logs.items()):
             measure("triage (text evidence)", ["triage", write(f"log-{index}.log", text)], shape)
-        for index, (shape, text) in enumerate(lspci_shapes(16 * MIB - 64).items()):
+        for index, (shape, text) in enumerate(
+            lspci_shapes(INPUT_LIMITS[InputKind.HARDWARE] - 64).items()
+        ):
             dump = write(f"nodes-{index}.txt", text)
             measure("detect (lspci text dump)", ["detect", dump], shape)
 

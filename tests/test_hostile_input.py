@@ -172,10 +172,10 @@ def test_a_bomb_in_one_linted_file_is_a_finding_and_the_rest_is_linted(workdir: 
 @pytest.mark.parametrize(
     ("command", "limit"),
     [
-        (["id"], "1 MiB, the limit for a schematic"),
+        (["id"], "512 KiB, the limit for a schematic"),
         (["generate"], "1 MiB, the limit for a cluster file"),
-        (["detect"], "16 MiB, the limit for a hardware dump"),
-        (["register"], "1 MiB, the limit for a schematic"),
+        (["detect"], "6 MiB, the limit for a hardware dump"),
+        (["register"], "512 KiB, the limit for a schematic"),
     ],
 )
 def test_a_50_mb_file_is_refused_at_its_kinds_size_limit(

@@ -125,7 +125,7 @@ def _read_patches(values: tuple[str, ...]) -> list[tuple[str, str]]:
             patches.append((f"--config-patch #{number}", value))
             continue
         try:
-            patches.append((value[1:], read_text(value[1:], kind=InputKind.LINT)))
+            patches.append((value[1:], read_text(value[1:], kind=InputKind.CONFIG_PATCH)))
         except OSError as err:
             # Like a PATH that cannot be read: an input error, not a usage error.
             raise LintInputError(f"{value[1:]}: {read_problem(err)}") from None

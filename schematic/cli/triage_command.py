@@ -130,8 +130,9 @@ def triage(
 
     Example, running vs committed: talos-schematic triage evidence/ --against deploy/gpu
 
-    JSON answers (kubectl get -o json, Prometheus) are read as they stream, up to 256 MiB;
-    every other file up to 16 MiB; --max-input-size sets one limit for both.
+    Each kind of file has its size limit (JSON answers, read as they stream, 64 MiB; a
+    metrics answer 4 MiB; logs and tables 6 MiB; docs/security.md lists them);
+    --max-input-size sets one limit for every kind.
     """
     with quieted(quiet):
         for option, given in (

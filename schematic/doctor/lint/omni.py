@@ -83,7 +83,7 @@ def _patches(doc: Document) -> list[Document]:
                 found += parse_yaml(content, doc.file, line_offset=doc.line(inline))
             elif isinstance(patch.get("file"), str):
                 shown = str(Path(doc.file).parent / patch["file"])
-                found += parse_yaml(read_text(shown, kind=InputKind.LINT), shown)
+                found += parse_yaml(read_text(shown, kind=InputKind.CONFIG_PATCH), shown)
         except (OSError, yaml.YAMLError):
             continue  # Omni itself refuses a patch it cannot read
     return found

@@ -154,7 +154,7 @@ def _patches(doc: Document, node: Path_, role: Path_ | None) -> tuple[list[Docum
             try:
                 if patch.startswith("@"):
                     shown = str(Path(doc.file).parent / patch[1:])
-                    found.extend(parse_yaml(read_text(shown, kind=InputKind.LINT), shown))
+                    found.extend(parse_yaml(read_text(shown, kind=InputKind.CONFIG_PATCH), shown))
                 else:
                     # An inline patch is a block scalar: its text starts on the next line.
                     found.extend(parse_yaml(patch, doc.file, line_offset=doc.line(path)))
