@@ -32,6 +32,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 __all__ = [
+    "NOTHING_JUDGED",
     "CatalogError",
     "ClusterFileError",
     "DetectError",
@@ -52,6 +53,10 @@ __all__ = [
     "printable",
     "unknown_name_hint",
 ]
+
+# The exit status of a run whose inputs held nothing it could judge (lint, triage): never 0,
+# which says "checked and passed".
+NOTHING_JUDGED = 4
 
 
 class TalosSchematicError(Exception):

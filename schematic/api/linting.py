@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
 from schematic.api.requests import Result
-from schematic.errors import FactoryError, LintInputError, SchematicError, UsageError
+from schematic.errors import (
+    NOTHING_JUDGED,
+    FactoryError,
+    LintInputError,
+    SchematicError,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     from schematic.doctor.lint import LintReport
@@ -18,10 +24,7 @@ if TYPE_CHECKING:
     from schematic.facts.chart_targets import ChartTarget
     from schematic.inputs.profile_values import HardwareProfile
 
-__all__ = ["NOTHING_JUDGED", "LintRequest", "lint"]
-
-# The exit status of a run that could judge nothing (the same as triage's).
-NOTHING_JUDGED = 4
+__all__ = ["LintRequest", "lint"]
 
 
 @dataclass(frozen=True, kw_only=True)

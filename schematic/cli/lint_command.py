@@ -17,7 +17,7 @@ from schematic.cli.options import (
     quieted,
 )
 from schematic.cli.telling import say
-from schematic.errors import TalosSchematicError, printable
+from schematic.errors import NOTHING_JUDGED, TalosSchematicError, printable
 from schematic.facts.chart_targets import chart_choices
 
 # Exit status when lint finds at least one error (shared with check / verify / detect).
@@ -152,7 +152,6 @@ def lint(
     with quieted(quiet):
         from schematic.api import LintRequest
         from schematic.api import lint as run_lint
-        from schematic.api.linting import NOTHING_JUDGED
         from schematic.doctor.lint.formats import FORMATS, render
 
         output_format = json_alias(output_format, as_json, "text")

@@ -9,12 +9,10 @@ import typer
 
 from schematic.cli.base import JsonAliasOption, MaxInputSizeOption, app, fail, json_alias
 from schematic.cli.options import QuietOption, quieted
-from schematic.errors import TalosSchematicError, printable
+from schematic.errors import NOTHING_JUDGED, TalosSchematicError, printable
 
 # Exit status when an error is diagnosed (shared with lint / check / verify / detect).
 FOUND_ERRORS = 3
-# Exit status when no input was read as evidence: never 0, which says "judged healthy".
-NOTHING_JUDGED = 4
 
 
 @app.command(
