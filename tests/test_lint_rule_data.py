@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 import schematic
 from schematic.doctor.lint import RULES, Rule
+from schematic.doctor.rules import RuleDataError
 
 _PACKAGE = Path(schematic.__file__).parent
 _CODE = re.compile(r"TS[0-9]{3}")
@@ -66,8 +67,9 @@ def test_shared_texts_are_one_text() -> None:
 
 
 def test_explain_prints_runtime_evidence_when_a_rule_has_it() -> None:
-    with_runtime = RULES["TS101"].model_copy(
-        update={"runtime": "`ext-nvidia-persistenced` waits for /sys/bus/pci/drivers/nvidia."}
+    with_runtime = dataclasses.replace(
+        RULES["TS101"],
+        runtime="`ext-nvidia-persistenced` waits for /sys/bus/pci/drivers/nvidia.",
     )
     text = with_runtime.explain()
     sections = [line for line in text.splitlines() if line and not line.startswith(" ")]
@@ -84,7 +86,16 @@ def test_explain_prints_runtime_evidence_when_a_rule_has_it() -> None:
 
 
 def test_a_rule_refuses_unknown_fields_and_malformed_codes() -> None:
-    fields = RULES["TS001"].model_dump()
-    for bad in ({**fields, "code": "TS01"}, {**fields, "severity": "fatal"}, {**fields, "x": 1}):
-        with pytest.raises(ValidationError):
-            Rule.model_validate(bad)
+    fields = dataclasses.asdict(RULES["TS001"])
+    assert Rule.from_entry(fields) == RULES["TS001"]
+    missing = {key: value for key, value in fields.items() if key != "why"}
+    for bad, said in (
+        ({**fields, "code": "TS01"}, "TS01: a code is TS and three digits"),
+        ({**fields, "severity": "fatal"}, "TS001: severity is one of error, warning, note"),
+        ({**fields, "x": 1}, "TS001: unknown field x"),
+        (missing, "TS001: no why"),
+        ({**fields, "fix": 3}, "TS001: fix must be text"),
+        (["TS001"], "an entry is not a mapping"),
+    ):
+        with pytest.raises(RuleDataError, match=re.escape(said)):
+            Rule.from_entry(bad)

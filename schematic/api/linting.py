@@ -20,7 +20,7 @@ from schematic.errors import (
 
 if TYPE_CHECKING:
     from schematic.doctor.lint import LintReport
-    from schematic.doctor.lint.findings import Severity
+    from schematic.doctor.rules import Severity
     from schematic.facts.chart_targets import ChartTarget
     from schematic.inputs.profile_values import HardwareProfile
 
@@ -47,7 +47,7 @@ def lint(request: LintRequest) -> Result[LintReport]:
     """Lint the request's inputs; UsageError for an option that cannot be acted on,
     LintInputError for an input that cannot be read."""
     from schematic.doctor.lint import lint_paths
-    from schematic.doctor.lint.findings import RULES
+    from schematic.doctor.rules import RULES
 
     unknown = sorted(set(request.ignore) - set(RULES))
     if unknown:

@@ -208,7 +208,7 @@ def explain(
 
     Example: talos-schematic explain TS101
     """
-    from schematic.doctor.lint.findings import RULES
+    from schematic.doctor.rules import RULES
     from schematic.errors import unknown_name_hint
 
     if list_codes or code is None:

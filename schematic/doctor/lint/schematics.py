@@ -12,10 +12,10 @@ import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from importlib import resources
 
 from schematic.core.model import Schematic
 from schematic.facts.nvidia import Flavour, Tier, nvidia_extension
+from schematic.facts.well_known import WELL_KNOWN_FILE, well_known_entries
 
 __all__ = [
     "WELL_KNOWN_FILE",
@@ -25,7 +25,6 @@ __all__ = [
     "well_known",
 ]
 
-WELL_KNOWN_FILE = "well-known-schematics.json"
 _QEMU = "siderolabs/qemu-guest-agent"
 
 
@@ -97,13 +96,13 @@ class WellKnown:
 
 @functools.cache
 def well_known() -> Mapping[str, WellKnown]:
-    """The packaged well-known IDs, by ID."""
-    text = resources.files("schematic.data").joinpath(WELL_KNOWN_FILE).read_text("utf-8")
-    table: dict[str, WellKnown] = {}
-    for entry in json.loads(text)["schematics"]:
-        schematic = Schematic.from_yaml(entry["canonical"], WELL_KNOWN_FILE)
-        table[entry["id"]] = WellKnown(entry["id"], entry["source"], schematic)
-    return table
+    """The packaged well-known IDs, by ID, each with its schematic."""
+    return {
+        entry.id: WellKnown(
+            entry.id, entry.source, Schematic.from_yaml(entry.canonical, WELL_KNOWN_FILE)
+        )
+        for entry in well_known_entries()
+    }
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ class RuleText:
 
 def rule_text(code: str) -> RuleText:
     """Title, severity, fix and how to confirm, for a diagnosis under ``code``."""
-    from schematic.doctor.lint.findings import RULES
+    from schematic.doctor.rules import RULES
 
     rule = RULES[code]
     # lint suspects a cause from manifests (TS131 is a warning there); triage sees it happen,
@@ -35,9 +35,9 @@ _CUT_ID = re.compile(r"\b([0-9a-f]{8})…([0-9a-f]{4})\b")
 def full_ids(text: str) -> str:
     """``text`` with each schematic ID the rule data shortens (``ce4c9805…7515``) written out in
     full from the well-known schematics: a person inside the failure pastes it as is."""
-    from schematic.doctor.lint.schematics import well_known
+    from schematic.facts.well_known import well_known_entries
 
-    known = list(well_known())
+    known = [entry.id for entry in well_known_entries()]
 
     def expand(found: re.Match[str]) -> str:
         matches = [i for i in known if i.startswith(found[1]) and i.endswith(found[2])]
