@@ -10,6 +10,7 @@ derandomized (tests/conftest.py's profile), so a failure replays exactly.
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 from pathlib import Path
@@ -19,6 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from schematic.doctor.triage import triage_paths
+from schematic.doctor.triage.readers.documents import read_json_chunks
+from schematic.doctor.triage.signals import Kind
 from schematic.errors import TriageInputError
 
 DATA = Path(__file__).parent / "data" / "triage"
@@ -102,3 +105,57 @@ def test_a_reader_reports_what_it_cannot_hold(
             assert 1 <= int(at) <= lines, reading.problem
         for note in re.findall(r"; line (\d+): ", reading.problem):
             assert 1 <= int(note) <= lines, reading.problem
+
+
+def _pod_list(pods: list[tuple[int, bool, bool]], indent: int | None) -> str:
+    """A pod list as kubectl prints it (its keys in the order kubectl writes a Pod's fields):
+    each pod with a restart count or not, a host IP or not."""
+    items = []
+    for number, (restarts, host_ip, sorted_keys) in enumerate(pods):
+        status: dict[str, object] = {"phase": "Running"}
+        if host_ip:
+            status["hostIP"] = f"10.0.0.{number % 250}"
+        status["containerStatuses"] = [{"name": "c", "restartCount": restarts}]
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{number}", "namespace": "ns"},
+            "spec": {"nodeName": f"node-{number}"},
+            "status": dict(sorted(status.items())) if sorted_keys else status,
+        }
+        items.append(pod)
+    return json.dumps({"apiVersion": "v1", "items": items, "kind": "List"}, indent=indent)
+
+
+@settings(max_examples=60, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pods=st.lists(
+        st.tuples(st.integers(0, 3), st.booleans(), st.booleans()), min_size=1, max_size=8
+    ),
+    indent=st.sampled_from([None, 2, 4]),
+    chunk=st.integers(1, 200),
+)
+def test_each_pod_line_is_the_line_of_the_key_it_quotes(
+    pods: list[tuple[int, bool, bool]], indent: int | None, chunk: int
+) -> None:
+    # The reader counts a key's line on from the last one it found; the line must be the one
+    # the key is on, whichever order the keys come in and wherever the chunks are cut.
+    text = _pod_list([(r, h, s) for r, h, s in pods], indent)
+    chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
+    signals = list(read_json_chunks(chunks, "pods.json"))
+
+    def line_of(word: str, pod: int) -> int:
+        # a pod's status comes after its name, and before the next pod's name
+        key = text.index(f'"{word}"', text.index(f'"p{pod}"'))
+        return text.count("\n", 0, key) + 1
+
+    for number, (restarts, host_ip, _) in enumerate(pods):
+        node = f"node-{number}"
+        (pod,) = [s for s in signals if s.kind is Kind.POD and s.node == node]
+        if restarts:
+            assert pod.evidence.line == line_of("restartCount", number)
+        identity = [s for s in signals if s.kind is Kind.IDENTITY and s.node == node]
+        if host_ip:
+            assert [s.evidence.line for s in identity] == [line_of("hostIP", number)]
+        else:
+            assert identity == []

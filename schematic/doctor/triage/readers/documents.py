@@ -127,11 +127,13 @@ class _Window:
             return value, end + self.base
 
     def located(self, start: int, end: int) -> Located:
+        # A key's line is counted on from the last line found (the object's, or a key's before
+        # it), so an object's keys cost one count of its text, not one each.
         text, base, line = self.text, self.base, self.line(start)
 
         def locate(key: str) -> int:
             found = text.find(f'"{key}"', start - base, end - base)
-            return line if found < 0 else line + text.count("\n", start - base, found)
+            return line if found < 0 else self.line(found + base)
 
         return Located(line, locate)
 
