@@ -18,6 +18,10 @@ or a traceback:
   document "containing excessive aliasing". The same rule is applied here while composing, from
   counts alone: aliases are never expanded, so a billion-laughs document costs what its text
   costs. See :func:`excessive_aliasing`.
+- **Nodes**: a kind may also have a most YAML nodes (:attr:`Budget.max_nodes`): each costs the
+  composer and the readers about the same whatever its text, so a file of small nodes under the
+  size limit (a flow list of one-character items) costs many times what a real one does. The
+  node past the budget ends the composing, before anything is built (:class:`TooManyNodesError`).
 - **Depth**: go-yaml's ``DefaultDepthCheck`` refuses nesting deeper than 10,000 levels ("exceeded
   max depth of 10000") and libyaml, PyYAML's fast parser, deeper than 1,000. The readers built on
   the composed nodes (and the canonical emitter, whose output grows with the square of the depth)
@@ -52,6 +56,7 @@ import yaml
 
 __all__ = [
     "BUDGETS",
+    "BUDGET_OF",
     "DEFAULT_MAX_INPUT_SIZE",
     "GO_YAML_MAX_DEPTH",
     "INPUT_LIMITS",
@@ -63,6 +68,7 @@ __all__ = [
     "NotRegularFileError",
     "NotTextError",
     "Resolver",
+    "TooManyNodesError",
     "YamlLimitError",
     "check_file_size",
     "check_size",
@@ -113,22 +119,32 @@ class Budget:
     """One kind of input: the inputs of the kind, how large a real one is, and the size limit
     under which any of them, in its worst shape, costs at most 5 s and 500 MB (the figures:
     ``benchmarks/hostile_shapes.py``, ``benchmarks/triage.py``). ``docs/security.md`` shows
-    this table as it is (``tests/test_input_budgets.py``)."""
+    this table as it is (``tests/test_input_budgets.py``). ``max_nodes``: the most YAML nodes
+    the kind's reader composes, where its size limit alone lets a file of small nodes cost more
+    than the promise; ``real_nodes`` says how many a real input of the kind holds."""
 
     kind: InputKind
     inputs: str
     real: str
     limit: int
+    max_nodes: int | None = None
+    real_nodes: str = ""
 
 
 # Each kind's default limit: far above the kind's real inputs, and low enough that its worst
 # shape costs at most 5 s and 500 MB. YAML costs about 3 s of CPU and 250 MB a MiB in its worst
 # shapes (a flow list of one-character items, a million small documents); line-oriented text
 # (lspci, logs) and JSON a small part of that. The index `generate --out` writes takes about
-# 1.6 kB a GPU pool, its journal less; anyone with write access to the repository may have
-# replaced either, and at 2 MiB the worst YAML shape (a flow list of mappings) takes 500 MB:
-# 1,792 KiB holds a thousand pools and costs 455 MB. A metrics answer costs some 0.25 s a MiB
-# (one series of samples) to 0.5 s a MiB (a series per node): 256 MiB of it took 20-31 s.
+# 1.3 kB a GPU pool, its journal less; anyone with write access to the repository may have
+# replaced either. Its size limit holds a thousand pools, but a planted index of small nodes
+# under it cost `generate --out` 8.4 s and 456 MB (a flow list of mappings at 1,792 KiB), and
+# `check` 13 s: what costs is the nodes, so the index is also read within its nodes. Measured
+# on `generate --out` of a thousand pools (examples/cluster.yaml's four pools, 250 of each),
+# counted as compose_all counts: 46,037 nodes in 1.3 MB (the default kinds), 60,048 in 1.9 MB
+# (every output kind, past the size limit). 120,000 is twice that; the planted shapes stop at
+# it within 1.5 s and 75 MB.
+# A metrics answer costs some 0.25 s a MiB (one series of samples) to 0.5 s a MiB (a series
+# per node): 256 MiB of it took 20-31 s.
 BUDGETS: tuple[Budget, ...] = (
     # Lowered from 1 MiB (a schematic, a config patch, a YAML hardware dump, a profile) and
     # 16 MiB (lspci text, logs) where make bench measured a worst shape over 4 s (5 s less
@@ -194,8 +210,10 @@ BUDGETS: tuple[Budget, ...] = (
         InputKind.OUTPUT_RECORD,
         "output directory's `index.yaml` and journal (`generate --out`, `check`, "
         "`triage --against`)",
-        "a thousand GPU pools: 1.6 MB",
+        "a thousand GPU pools: 1.3 MB",
         7 * _MIB // 4,
+        max_nodes=120_000,
+        real_nodes="a thousand GPU pools of every output kind: 60,048",
     ),
     Budget(
         InputKind.FACTORY_ANSWER,
@@ -214,6 +232,7 @@ BUDGETS: tuple[Budget, ...] = (
     Budget(InputKind.OTHER, "any other input", "-", DEFAULT_MAX_INPUT_SIZE),
 )
 INPUT_LIMITS: dict[InputKind, int] = {budget.kind: budget.limit for budget in BUDGETS}
+BUDGET_OF: dict[InputKind, Budget] = {budget.kind: budget for budget in BUDGETS}
 GO_YAML_MAX_DEPTH = 10_000
 MAX_NESTING = 100
 # No input takes a number near this long; Python refuses to convert an integer of more than
@@ -275,6 +294,14 @@ class NotRegularFileError(OSError):
 
 class YamlLimitError(yaml.MarkedYAMLError):
     """A document refused by a go-yaml safety rule or the nesting limit, before it is built."""
+
+
+class TooManyNodesError(YamlLimitError):
+    """A stream of more YAML nodes than its reader's budget, refused at the node past it."""
+
+    def __init__(self, max_nodes: int, mark: Any) -> None:
+        super().__init__(problem=f"holds more than {max_nodes:,} YAML nodes", problem_mark=mark)
+        self.max_nodes = max_nodes
 
 
 def set_max_input_size(limit: int | None) -> None:
@@ -524,6 +551,7 @@ def compose_all(
     *,
     loader: type[Any] | None = None,
     longest_number: int | None = MAX_NUMBER_DIGITS,
+    max_nodes: int | None = None,
 ) -> Iterator[yaml.Node]:
     """The root node of each document of ``text``, composed with go-yaml's safety rules.
 
@@ -531,19 +559,27 @@ def compose_all(
     (libyaml's by default). Raises ``yaml.YAMLError``: :class:`YamlLimitError` for excessive
     aliasing, nesting deeper than :data:`MAX_NESTING`, an anchor that contains itself, or a
     plain or tagged numeral longer than ``longest_number`` characters (None: any length, for
-    go-yaml's reading, which takes a number out of the int64 range as text).
+    go-yaml's reading, which takes a number out of the int64 range as text);
+    :class:`TooManyNodesError` at the node that makes the stream hold more than ``max_nodes``
+    (each document's nodes counted as go-yaml counts them, an alias as its target's whole tree;
+    the documents' counts added, so many small documents count too).
     """
     resolve = resolve or _default_resolver
     anchors: dict[str, tuple[yaml.Node, int | None]] = {}
     stack: list[_Open] = []
     root: yaml.Node | None = None
     constructed = aliased = 0
+    # The nodes this document may still hold: the budget less the earlier documents' nodes.
+    room = sys.maxsize if max_nodes is None else max_nodes
     try:
         for event in _events(text, loader or _FastLoader):
             kind = type(event)
             if kind is yaml.DocumentStartEvent:
+                room -= constructed
                 anchors, stack, root = {}, [], None
                 constructed, aliased = 1, 0  # go-yaml counts the document node too
+                if constructed > room:
+                    raise TooManyNodesError(max_nodes or 0, event.start_mark)
                 continue
             if kind is yaml.DocumentEndEvent:
                 if root is not None:
@@ -567,10 +603,14 @@ def compose_all(
                 aliased += size
                 if excessive_aliasing(aliased, constructed):
                     raise _refusal("document contains excessive aliasing", event)
+                if constructed > room:
+                    raise TooManyNodesError(max_nodes or 0, event.start_mark)
                 size += 1
             else:
                 if kind is yaml.ScalarEvent or kind in _STARTS:
                     constructed += 1
+                    if constructed > room:
+                        raise TooManyNodesError(max_nodes or 0, event.start_mark)
                     # (excessive_aliasing's own first test, spared a call per node)
                     if aliased > 100 and excessive_aliasing(aliased, constructed):
                         raise _refusal("document contains excessive aliasing", event)
@@ -672,10 +712,14 @@ def compose_first(
 
 
 def compose_single(
-    text: str | bytes, resolve: Resolver | None = None, *, loader: type[Any] | None = None
+    text: str | bytes,
+    resolve: Resolver | None = None,
+    *,
+    loader: type[Any] | None = None,
+    max_nodes: int | None = None,
 ) -> yaml.Node | None:
     """The only document's root node, or None for an empty stream; a second one is an error."""
-    documents = compose_all(text, resolve, loader=loader)
+    documents = compose_all(text, resolve, loader=loader, max_nodes=max_nodes)
     first = next(documents, None)
     second = next(documents, None)
     if second is not None and first is not None:
@@ -688,15 +732,18 @@ def compose_single(
     return first
 
 
-def load(text: str | bytes, loader: type[Any] | None = None) -> Any:
+def load(
+    text: str | bytes, loader: type[Any] | None = None, *, max_nodes: int | None = None
+) -> Any:
     """``yaml.load(text, Loader=loader)`` (one document) with this module's rules.
 
     The loader's resolver types the scalars and its constructor builds the values (an alias
-    becomes the same object, not a copy); libyaml's safe loader by default.
+    becomes the same object, not a copy); libyaml's safe loader by default. ``max_nodes``: as
+    :func:`compose_all`'s, checked before any value is built.
     """
     instance = (loader or _FastLoader)("")
     try:
-        node = compose_single(text, instance.resolve)
+        node = compose_single(text, instance.resolve, max_nodes=max_nodes)
         return None if node is None else instance.construct_document(node)
     finally:
         instance.dispose()

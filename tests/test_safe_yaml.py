@@ -15,11 +15,13 @@ from schematic.safe_yaml import (
     InputTooLargeError,
     NotRegularFileError,
     NotTextError,
+    TooManyNodesError,
     YamlLimitError,
     compose_all,
     compose_single,
     excessive_aliasing,
     format_size,
+    load,
     parse_size,
     read_bytes,
     read_problem,
@@ -135,6 +137,53 @@ def test_aliases_counted_per_document() -> None:
     # Each document alone stays under the rule; counted together they would not.
     one = "a: &a [" + ", ".join(["x"] * 9) + "]\nb: [" + ", ".join(["*a"] * 60) + "]\n"
     assert len(list(compose_all("---\n".join([one] * 3)))) == 3
+
+
+# --- nodes -------------------------------------------------------------------------------------
+
+
+def _one_line_list(items: int) -> str:
+    # The document node, the list and its items: items + 2 nodes, the item n at column 2n - 1.
+    return "[" + ",".join(["1"] * items) + "]\n"
+
+
+def test_a_document_of_as_many_nodes_as_its_budget_composes() -> None:
+    (root,) = compose_all(_one_line_list(998), max_nodes=1000)
+    assert len(root.value) == 998
+    assert load(_one_line_list(998), max_nodes=1000) == [1] * 998
+
+
+def test_the_node_past_the_budget_is_refused_where_it_is() -> None:
+    with pytest.raises(TooManyNodesError, match="holds more than 1,000 YAML nodes") as caught:
+        list(compose_all(_one_line_list(5000), max_nodes=1000))
+    mark = caught.value.problem_mark
+    assert mark is not None
+    # Item 999 is the 1,001st node: the composing stops there, not at the end of the list.
+    assert (mark.line, mark.column) == (0, 2 * 999 - 1)
+    with pytest.raises(TooManyNodesError):
+        load(_one_line_list(999), max_nodes=1000)
+
+
+def test_an_alias_counts_its_targets_whole_tree() -> None:
+    # Document, mapping, a, its list of 3, b, the alias (1 + 4): 13 nodes, written as 9.
+    text = "a: &x [1, 2, 3]\nb: *x\n"
+    assert load(text, max_nodes=13) == {"a": [1, 2, 3], "b": [1, 2, 3]}
+    with pytest.raises(TooManyNodesError) as caught:
+        load(text, max_nodes=12)
+    assert caught.value.problem_mark is not None and caught.value.problem_mark.line == 1
+
+
+def test_the_documents_of_a_stream_count_together() -> None:
+    # Three documents of 4 nodes each (the document, its mapping, a key, a value): 12 in all.
+    stream = "---\na: 1\n---\nb: 2\n---\nc: 3\n"
+    assert len(list(compose_all(stream, max_nodes=12))) == 3
+    with pytest.raises(TooManyNodesError) as caught:
+        list(compose_all(stream, max_nodes=11))
+    assert caught.value.problem_mark is not None and caught.value.problem_mark.line == 5
+
+
+def test_without_a_budget_no_count_refuses() -> None:
+    assert len(load(_one_line_list(5000))) == 5000
 
 
 # --- nesting -----------------------------------------------------------------------------------
