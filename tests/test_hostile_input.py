@@ -196,7 +196,7 @@ def test_a_50_mb_file_is_refused_at_its_kinds_size_limit(
 @pytest.mark.parametrize("command", [["generate"], ["check"]])
 def test_an_output_index_past_its_kinds_limit_is_refused(workdir: Path, command: list[str]) -> None:
     # The index is the tool's own record, but anyone with write access to the repository may
-    # have replaced it: it is read within its own limit (a thousand pools take 1.6 MB), not
+    # have replaced it: it is read within its own limit (a thousand pools take 1.3 MB), not
     # the 16 MiB of any input, and nothing is written.
     (workdir / "cluster.yaml").write_text(
         "cluster: c\nnamespace: tenant-a\ncozystack: {version: osimage}\n" + CLUSTER

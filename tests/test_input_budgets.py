@@ -1,6 +1,6 @@
 """One budget per input kind: the table in code is the table the security page shows, and each
-limit is enforced before the work, by the file's size, with a message naming file, size and
-limit."""
+limit is enforced before the work, by the file's size (and, for a kind with one, its YAML
+nodes), with a message naming file, size and limit."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
-from schematic.safe_yaml import BUDGETS, INPUT_LIMITS, InputKind, format_size
+from schematic.safe_yaml import BUDGETS, INPUT_LIMITS, Budget, InputKind, format_size
 
 register_all_commands()
 
 SECURITY = Path(__file__).resolve().parents[1] / "docs" / "security.md"
-HEADER = "| input | real size | default limit |"
+HEADER = "| input | real size | default limit | most YAML nodes |"
 
 
 def _table_rows(text: str) -> list[str]:
@@ -29,8 +29,16 @@ def _table_rows(text: str) -> list[str]:
     return rows
 
 
+def _nodes(budget: Budget) -> str:
+    if budget.max_nodes is None:
+        return "-"
+    return f"{budget.max_nodes:,} ({budget.real_nodes})"
+
+
 def test_the_security_page_shows_the_budget_table_the_readers_use() -> None:
-    expected = [f"| {b.inputs} | {b.real} | {format_size(b.limit)} |" for b in BUDGETS]
+    expected = [
+        f"| {b.inputs} | {b.real} | {format_size(b.limit)} | {_nodes(b)} |" for b in BUDGETS
+    ]
     assert _table_rows(SECURITY.read_text(encoding="utf-8")) == expected
 
 

@@ -139,11 +139,14 @@ def _foreign(source: str) -> OutputError:
     )
 
 
+_RESTORE = (
+    "the index was edited — restore it from version control, "
+    "or move the directory away and generate into a new one"
+)
+
+
 def _edited(source: str, where: str, problem: str) -> OutputError:
-    return OutputError(
-        f"{source}: {where}: {problem}; the index was edited — restore it from version control, "
-        "or move the directory away and generate into a new one"
-    )
+    return OutputError(f"{source}: {where}: {problem}; {_RESTORE}")
 
 
 def _kind(value: object) -> str:
@@ -155,13 +158,21 @@ def parse_index(text: bytes, source: str = INDEX) -> OutputIndex:
     not in the shape the tool writes (the index decides what is deleted: nothing is guessed)."""
     import yaml
 
-    from schematic.safe_yaml import load
+    from schematic.safe_yaml import BUDGET_OF, TooManyNodesError, load
 
+    budget = BUDGET_OF[InputKind.OUTPUT_RECORD]
     try:
-        document = load(text)
+        # Within the kind's nodes: a planted index of small nodes is refused at the node past
+        # them, at the cost of a real one, not composed whole.
+        document = load(text, max_nodes=budget.max_nodes)
     except (yaml.YAMLError, ValueError) as err:
         if b"talos-schematic" not in text[:4096]:
             raise _foreign(source) from None
+        if isinstance(err, TooManyNodesError):
+            raise OutputError(
+                f"{source}: {err.problem}, more than talos-schematic writes for an index "
+                f"({budget.real_nodes}); {_RESTORE}"
+            ) from None
         raise OutputError(f"{source}: not valid YAML: {str(err).splitlines()[0]}") from None
     if not isinstance(document, dict) or document.get(GENERATOR[0]) != GENERATOR[1]:
         raise _foreign(source)

@@ -1,0 +1,124 @@
+"""An output directory's index is read within its kind's YAML nodes: a planted index of small
+nodes under the size limit is refused at the node past the budget, as the tool's other refusals
+of an index are; a real index of a thousand pools is read without complaint."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from tree_snapshot import snapshot
+from typer.testing import CliRunner
+
+from schematic.cli import app, register_all_commands
+from schematic.inputs.cluster_file import parse_cluster
+from schematic.output.outdir import parse_index
+from schematic.output.render.files import render_files
+from schematic.output.render.kinds import DEFAULT_KINDS
+from schematic.plan.cluster import plan_cluster
+from schematic.safe_yaml import BUDGET_OF, INPUT_LIMITS, Budget, InputKind
+
+register_all_commands()
+
+BUDGET = BUDGET_OF[InputKind.OUTPUT_RECORD]
+CLUSTER = (
+    "cluster: c\nnamespace: tenant-c\ncozystack: {version: osimage}\n"
+    "talos: {version: v1.13.9}\npools:\n  - {name: gpu, profile: kubevirt-l40s}\n"
+)
+# The pools of examples/cluster.yaml, by profile or by hardware, each a quarter of the pools.
+_POOL_SHAPES = (
+    "profile: rtx-pro-6000-blackwell-server, maxReplicas: 4, roles: [gpu]",
+    "hardware: {platform: kubevirt, gpus: [{id: '10de:26b9', count: 2}]}, "
+    "extensions: [siderolabs/iscsi-tools], nvidia: {tier: lts}",
+    "profile: kubevirt-v100-pcie-16gb",
+    "profile: kubevirt-cpu",
+)
+
+
+def _refusal(index: Path, budget: Budget = BUDGET) -> str:
+    return (
+        f"{index}: holds more than {budget.max_nodes:,} YAML nodes, more than talos-schematic "
+        f"writes for an index ({budget.real_nodes}); the index was edited — restore it from "
+        "version control, or move the directory away and generate into a new one"
+    )
+
+
+@pytest.fixture
+def lower_budget(monkeypatch: pytest.MonkeyPatch) -> Budget:
+    """The index's budget lowered to 1,000 nodes: each reader passes the budget on, at the
+    cost of a thousand nodes rather than 120,000."""
+    lowered = replace(BUDGET, max_nodes=1000)
+    monkeypatch.setitem(BUDGET_OF, InputKind.OUTPUT_RECORD, lowered)
+    return lowered
+
+
+@pytest.fixture(scope="module")
+def real_index() -> bytes:
+    """The index `generate --out` writes for a thousand pools (every default kind)."""
+    pools = "".join(
+        f"  - {{name: p{n:04d}, {_POOL_SHAPES[n % len(_POOL_SHAPES)]}}}\n" for n in range(1000)
+    )
+    text = "cluster: c\nnamespace: tenant-c\ntalos: {version: v1.13.9}\npools:\n" + pools
+    plan = plan_cluster(parse_cluster(text, "c.yaml"), source="c.yaml")
+    return render_files(plan, DEFAULT_KINDS)["index.yaml"]
+
+
+def _planted(tmp_path: Path, items: int) -> Path:
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index.yaml").write_bytes(
+        b"generator: talos-schematic\npools: [" + b"1," * items + b"1]\n"
+    )
+    return out
+
+
+def test_a_planted_index_of_small_nodes_is_refused_by_its_count(tmp_path: Path) -> None:
+    # 300,000 one-character items: 600 kB, under the size limit; composed whole (before the
+    # node budget), `generate --out` took 8 s of CPU on it. Now it stops at node 120,001.
+    out = _planted(tmp_path, 300_000)
+    assert (out / "index.yaml").stat().st_size < INPUT_LIMITS[InputKind.OUTPUT_RECORD]
+    before = snapshot(tmp_path)
+    result = CliRunner().invoke(
+        app, ["generate", str(tmp_path / "cluster.yaml"), "--out", str(out)]
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines() == [f"talos-schematic: {_refusal(out / 'index.yaml')}"]
+    assert result.stdout == ""
+    assert snapshot(tmp_path) == before  # nothing written, nothing deleted
+
+
+def test_check_refuses_a_planted_index_by_its_count(tmp_path: Path, lower_budget: Budget) -> None:
+    out = _planted(tmp_path, 5000)
+    before = snapshot(tmp_path)
+    result = CliRunner().invoke(app, ["check", str(tmp_path / "cluster.yaml"), "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    said = _refusal(out / "index.yaml", lower_budget)
+    assert result.stderr.splitlines() == [f"talos-schematic: {said}"]
+    assert snapshot(tmp_path) == before
+
+
+def test_triage_against_a_planted_index_is_refused_by_its_count(
+    tmp_path: Path, lower_budget: Budget
+) -> None:
+    out = _planted(tmp_path, 5000)
+    (tmp_path / "console.log").write_text("[    5.559842] NVRM: RmInitAdapter failed!\n")
+    result = CliRunner().invoke(
+        app, ["triage", str(tmp_path / "console.log"), "--against", str(out)]
+    )
+    assert result.exit_code == 1, result.output
+    said = _refusal(out / "index.yaml", lower_budget)
+    assert result.stderr.splitlines() == [f"talos-schematic: --against {out}: {said}"]
+
+
+def test_a_real_index_of_a_thousand_pools_is_read_within_half_the_budget(
+    real_index: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Half the budget, so that pools with more extensions, GPUs or output kinds than these
+    # stay under the whole of it.
+    assert BUDGET.max_nodes is not None
+    half = replace(BUDGET, max_nodes=BUDGET.max_nodes // 2)
+    monkeypatch.setitem(BUDGET_OF, InputKind.OUTPUT_RECORD, half)
+    index = parse_index(real_index)
+    assert [entry["name"] for entry in index.pools] == [f"p{n:04d}" for n in range(1000)]
