@@ -208,7 +208,7 @@ def test_an_output_index_past_its_kinds_limit_is_refused(workdir: Path, command:
         index.write(b"1," * (3 << 20) + b"1]\n")
     assert_one_error(
         run_measured(*command, "cluster.yaml", "--out", "out", cwd=workdir),
-        f"out/index.yaml: cannot read: {35 + (6 << 20) + 3:,} bytes, larger than 1792 KiB, "
+        f"out/index.yaml: cannot read: {35 + (6 << 20) + 3:,} bytes, larger than 3 MiB, "
         "the limit for an output directory's "
         "index or journal (raise it with --max-input-size)",
     )

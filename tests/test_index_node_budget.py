@@ -15,9 +15,9 @@ from schematic.cli import app, register_all_commands
 from schematic.inputs.cluster_file import parse_cluster
 from schematic.output.outdir import parse_index
 from schematic.output.render.files import render_files
-from schematic.output.render.kinds import DEFAULT_KINDS
+from schematic.output.render.kinds import DEFAULT_KINDS, KINDS
 from schematic.plan.cluster import plan_cluster
-from schematic.safe_yaml import BUDGET_OF, INPUT_LIMITS, Budget, InputKind
+from schematic.safe_yaml import BUDGET_OF, INPUT_LIMITS, Budget, InputKind, compose_all
 
 register_all_commands()
 
@@ -53,15 +53,20 @@ def lower_budget(monkeypatch: pytest.MonkeyPatch) -> Budget:
     return lowered
 
 
+def _index_of(pools: int, kinds: tuple[str, ...]) -> bytes:
+    """The index `generate --out` writes for ``pools`` pools of the example's four shapes."""
+    entries = "".join(
+        f"  - {{name: p{n:04d}, {_POOL_SHAPES[n % len(_POOL_SHAPES)]}}}\n" for n in range(pools)
+    )
+    text = "cluster: c\nnamespace: tenant-c\ntalos: {version: v1.13.9}\npools:\n" + entries
+    plan = plan_cluster(parse_cluster(text, "c.yaml"), source="c.yaml")
+    return render_files(plan, kinds)["index.yaml"]
+
+
 @pytest.fixture(scope="module")
 def real_index() -> bytes:
-    """The index `generate --out` writes for a thousand pools (every default kind)."""
-    pools = "".join(
-        f"  - {{name: p{n:04d}, {_POOL_SHAPES[n % len(_POOL_SHAPES)]}}}\n" for n in range(1000)
-    )
-    text = "cluster: c\nnamespace: tenant-c\ntalos: {version: v1.13.9}\npools:\n" + pools
-    plan = plan_cluster(parse_cluster(text, "c.yaml"), source="c.yaml")
-    return render_files(plan, DEFAULT_KINDS)["index.yaml"]
+    """The index of a thousand pools, every default kind."""
+    return _index_of(1000, DEFAULT_KINDS)
 
 
 def _planted(tmp_path: Path, items: int) -> Path:
@@ -122,3 +127,14 @@ def test_a_real_index_of_a_thousand_pools_is_read_within_half_the_budget(
     monkeypatch.setitem(BUDGET_OF, InputKind.OUTPUT_RECORD, half)
     index = parse_index(real_index)
     assert [entry["name"] for entry in index.pools] == [f"p{n:04d}" for n in range(1000)]
+
+
+def test_a_thousand_pools_of_every_kind_fit_the_index_limits_with_room() -> None:
+    # Ten times a hundred pools' index (its header counted ten times over): a thousand pools
+    # of every output kind take 1.9 MB, past the 1,792 KiB the index was once read within,
+    # and 60,048 nodes; within three quarters of each limit.
+    hundred = _index_of(100, KINDS)
+    assert BUDGET.max_nodes is not None
+    assert 10 * len(hundred) <= INPUT_LIMITS[InputKind.OUTPUT_RECORD] * 3 // 4
+    assert len(list(compose_all(hundred, max_nodes=BUDGET.max_nodes * 3 // 40))) == 1
+    assert len(parse_index(hundred).pools) == 100
