@@ -8,7 +8,9 @@ issue's own reproductions far over it):
 - a one-line flow list of one-character items (``[1,1,...]``), a flow list of mappings, a block
   list, a mapping of distinct keys (also: 16,000 unknown keys, located one by one), a stream of
   tiny documents (``---\\na: 1``), random scalars (seeded); each also as a planted output index
-  (``generate --out``, ``check --out``, ``triage --against``), refused by its YAML nodes;
+  (``generate --out``, ``check --out``, ``triage --against``), refused by its YAML nodes; and
+  indexes in the tool's shape within those nodes (15,000 pools, 40,000 files), and planted
+  journals, at the same limit;
 - for plain-text logs: blank lines, short lines, lines that each hold a keyword, lines that each
   make a signal, continuation lines, a long whitespace run inside a value (also in a described
   pod); for lspci text: one node's device line repeated, a long whitespace run before a class
@@ -38,6 +40,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,7 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from schematic.safe_yaml import INPUT_LIMITS, InputKind
+from schematic.safe_yaml import BUDGET_OF, INPUT_LIMITS, InputKind
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS = 5.0
@@ -124,6 +127,59 @@ def index_shapes(size: int, rng: random.Random) -> dict[str, str]:
             else f"x: {text}"
         )
         for shape, text in shapes.items()
+    }
+
+
+_INDEX_HEAD = (
+    "generator: talos-schematic\ncluster: c\ntalos: v1.13.9\n"
+    "imageFactoryURL: https://factory.talos.dev\nlayout: osimage\ncozystack: osimage\n"
+    "kinds:\n- cozystack\n"
+)
+
+
+def _lines_within(size: int, line: Callable[[int], str], most: int) -> str:
+    """Lines ``line(0)``, ``line(1)``... while they fit ``size`` bytes, at most ``most``."""
+    lines: list[str] = []
+    total = 0
+    while len(lines) < most:
+        text = line(len(lines))
+        if total + len(text) > size:
+            break
+        lines.append(text)
+        total += len(text)
+    return "".join(lines)
+
+
+def well_formed_index_shapes(size: int, nodes: int) -> dict[str, str]:
+    """Indexes in the tool's own shape, of about ``size`` bytes and fewer than ``nodes`` YAML
+    nodes: what the readers do with every entry once the index is composed. A pool of one
+    extension is 8 nodes, a file 2."""
+    pool = "- name: gpu-pool-{0}\n  schematicID: '{0:064x}'\n  extensions:\n  - e\n"
+    room = size - len(_INDEX_HEAD) - 200
+    pools = _lines_within(room, pool.format, nodes // 8 - 50)
+    files = _lines_within(room, lambda n: f"  p{n % 1000}/f{n}.yaml: '{n:064x}'\n", nodes // 2 - 50)
+    return {
+        "pools to the node budget": f"{_INDEX_HEAD}pools:\n{pools}files: {{}}\n",
+        "files to the node budget": (
+            f"{_INDEX_HEAD}pools:\n{pool.format(0).replace('gpu-pool-0', 'gpu')}files:\n{files}"
+        ),
+    }
+
+
+def journal_shapes(size: int) -> dict[str, str]:
+    """A planted journal of about ``size`` bytes: entries the recovery looks each up for."""
+    digest = "ab" * 32
+    shapes = {
+        "journal: temporary files of writes": lambda n: (
+            f"write {digest} p{n % 500}/f{n}.yaml\n"
+            f"temp {digest} p{n % 500}/.f{n}.yaml.0123abcd.tmp\n"
+        ),
+        "journal: folders made": lambda n: f"made 1:{n} p{n}\ndir p{n}\n",
+        "journal: removals": lambda n: f"remove {digest} p{n % 500}/f{n}.yaml\n",
+    }
+    head = "talos-schematic journal 2\n"
+    return {
+        shape: head + _lines_within(size - len(head), line, size) for shape, line in shapes.items()
     }
 
 
@@ -462,16 +518,37 @@ def main() -> int:
             "pools:\n  - {name: gpu, profile: kubevirt-l40s}\n"
         )
         out = work / "index-out"
-        out.mkdir()
         console = write("console.log", "[    5.559842] NVRM: RmInitAdapter failed!\n")
+        readers_of_the_index = (
+            ("generate --out (output index)", ["generate", str(owned), "--out", str(out)]),
+            ("check --out (output index)", ["check", str(owned), "--out", str(out)]),
+            ("triage --against (output index)", ["triage", console, "--against", str(out)]),
+        )
+
+        def planted(name: str, text: str) -> None:
+            """``out`` holding ``text`` as ``name`` alone (a run it let through wrote more),
+            and some of the pool folders a planted journal names."""
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            for number in range(0, 500, 50):
+                (out / f"p{number}").mkdir()
+            (out / name).write_text(text)
+
         for shape, text in index_shapes(record, rng).items():
-            (out / "index.yaml").write_text(text)
-            for name, words in (
-                ("generate --out (output index)", ["generate", str(owned), "--out", str(out)]),
-                ("check --out (output index)", ["check", str(owned), "--out", str(out)]),
-                ("triage --against (output index)", ["triage", console, "--against", str(out)]),
-            ):
+            for name, words in readers_of_the_index:
+                planted("index.yaml", text)
                 measure(name, words, shape, ends=(1,))
+        # Within the node budget, in the tool's own shape: composed, then each entry acted on.
+        budget = BUDGET_OF[InputKind.OUTPUT_RECORD].max_nodes or 0
+        for shape, text in well_formed_index_shapes(record, budget).items():
+            for name, words in readers_of_the_index:
+                planted("index.yaml", text)
+                measure(name, words, shape)
+        # A planted journal just under the same limit: a killed run's, found by the next.
+        for shape, text in journal_shapes(record).items():
+            for name, words in readers_of_the_index[:2]:
+                planted(".talos-schematic-journal", text)
+                measure(name, words, shape)
 
         # The issue's reproductions, far over the limits: refused at once.
         measure(
