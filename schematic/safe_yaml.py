@@ -83,6 +83,7 @@ __all__ = [
     "load",
     "max_input_size",
     "nesting_exceeds",
+    "node_budget",
     "parse_size",
     "read_bytes",
     "read_problem",
@@ -318,6 +319,16 @@ def set_max_input_size(limit: int | None) -> None:
 def max_input_size(kind: InputKind = InputKind.OTHER) -> int:
     """The size limit an input of ``kind`` is read with."""
     return INPUT_LIMITS[kind] if _max_input_size is None else _max_input_size
+
+
+def node_budget(kind: InputKind) -> int | None:
+    """The most YAML nodes an input of ``kind`` is composed to (None: no count): the kind's
+    own, or under ``--max-input-size`` as many more or fewer as that limit is than the kind's,
+    so the nodes of a larger real input can be read where its size can."""
+    budget = BUDGET_OF[kind]
+    if budget.max_nodes is None or _max_input_size is None:
+        return budget.max_nodes
+    return max(1, budget.max_nodes * _max_input_size // budget.limit)
 
 
 def check_file_size(status: os.stat_result, limit: int, kind: InputKind) -> None:

@@ -4,6 +4,7 @@ of an index are; a real index of a thousand pools is read without complaint."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,7 +18,14 @@ from schematic.output.outdir import parse_index
 from schematic.output.render.files import render_files
 from schematic.output.render.kinds import DEFAULT_KINDS, KINDS
 from schematic.plan.cluster import plan_cluster
-from schematic.safe_yaml import BUDGET_OF, INPUT_LIMITS, Budget, InputKind, compose_all
+from schematic.safe_yaml import (
+    BUDGET_OF,
+    INPUT_LIMITS,
+    Budget,
+    InputKind,
+    compose_all,
+    set_max_input_size,
+)
 
 register_all_commands()
 
@@ -36,12 +44,21 @@ _POOL_SHAPES = (
 )
 
 
-def _refusal(index: Path, budget: Budget = BUDGET) -> str:
+def _refusal(index: Path, nodes: int | None = BUDGET.max_nodes) -> str:
     return (
-        f"{index}: holds more than {budget.max_nodes:,} YAML nodes, more than talos-schematic "
-        f"writes for an index ({budget.real_nodes}); the index was edited — restore it from "
-        "version control, or move the directory away and generate into a new one"
+        f"{index}: holds more than {nodes:,} YAML nodes, more than talos-schematic writes for "
+        f"an index ({BUDGET.real_nodes}; for an index of more pools, raise --max-input-size); "
+        "the index was edited — restore it from version control, or move the directory away "
+        "and generate into a new one"
     )
+
+
+@pytest.fixture(autouse=True)
+def each_kinds_own_limit() -> Iterator[None]:
+    """Each kind's own limits, whatever --max-input-size an earlier in-process run gave."""
+    set_max_input_size(None)
+    yield
+    set_max_input_size(None)
 
 
 @pytest.fixture
@@ -70,6 +87,7 @@ def real_index() -> bytes:
 
 
 def _planted(tmp_path: Path, items: int) -> Path:
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "cluster.yaml").write_text(CLUSTER)
     out = tmp_path / "out"
     out.mkdir()
@@ -99,7 +117,7 @@ def test_check_refuses_a_planted_index_by_its_count(tmp_path: Path, lower_budget
     before = snapshot(tmp_path)
     result = CliRunner().invoke(app, ["check", str(tmp_path / "cluster.yaml"), "--out", str(out)])
     assert result.exit_code == 1, result.output
-    said = _refusal(out / "index.yaml", lower_budget)
+    said = _refusal(out / "index.yaml", lower_budget.max_nodes)
     assert result.stderr.splitlines() == [f"talos-schematic: {said}"]
     assert snapshot(tmp_path) == before
 
@@ -113,8 +131,32 @@ def test_triage_against_a_planted_index_is_refused_by_its_count(
         app, ["triage", str(tmp_path / "console.log"), "--against", str(out)]
     )
     assert result.exit_code == 1, result.output
-    said = _refusal(out / "index.yaml", lower_budget)
+    said = _refusal(out / "index.yaml", lower_budget.max_nodes)
     assert result.stderr.splitlines() == [f"talos-schematic: --against {out}: {said}"]
+
+
+def test_max_input_size_scales_the_node_budget_with_the_size(tmp_path: Path) -> None:
+    # 96 KiB is a 32nd of the index's 3 MiB: 3,750 nodes. The 3,000 items are read (and found
+    # to lack the tool's keys); the 5,000 are refused at their count.
+    limit = 96 * 1024
+    assert BUDGET.max_nodes is not None
+    nodes = BUDGET.max_nodes * limit // INPUT_LIMITS[InputKind.OUTPUT_RECORD]
+    assert nodes == 3750
+    said: list[list[str]] = []
+    for items in (3000, 5000):
+        out = _planted(tmp_path / str(items), items)
+        words = ["check", str(out.parent / "cluster.yaml"), "--out", str(out)]
+        result = CliRunner().invoke(app, [*words, "--max-input-size", "96KiB"])
+        assert result.exit_code == 1, result.output
+        said.append(result.stderr.splitlines())
+    assert said[0] == [
+        f"talos-schematic: {tmp_path / '3000' / 'out' / 'index.yaml'}: cluster: must be a "
+        "string, not empty; the index was edited — restore it from version control, or move the "
+        "directory away and generate into a new one"
+    ]
+    assert said[1] == [
+        f"talos-schematic: {_refusal(tmp_path / '5000' / 'out' / 'index.yaml', nodes)}"
+    ]
 
 
 def test_a_real_index_of_a_thousand_pools_is_read_within_half_the_budget(

@@ -153,28 +153,34 @@ def _kind(value: object) -> str:
     return {dict: "a mapping", list: "a list", type(None): "empty"}.get(type(value), repr(value))
 
 
-# A run reads its index more than once (`check` for the recorded settings, then under the lock
-# to compare): the same bytes are parsed once. An index of a thousand pools takes 0.8 s.
-@lru_cache(maxsize=1)
 def parse_index(text: bytes, source: str = INDEX) -> OutputIndex:
     """The index ``text`` holds; OutputError naming the key when it is not this tool's, or
     not in the shape the tool writes (the index decides what is deleted: nothing is guessed)."""
+    from schematic.safe_yaml import node_budget
+
+    return _parsed_index(text, source, node_budget(InputKind.OUTPUT_RECORD))
+
+
+# A run reads its index more than once (`check` for the recorded settings, then under the lock
+# to compare): the same bytes are parsed once. An index of a thousand pools takes 0.8 s.
+@lru_cache(maxsize=1)
+def _parsed_index(text: bytes, source: str, max_nodes: int | None) -> OutputIndex:
     import yaml
 
     from schematic.safe_yaml import BUDGET_OF, TooManyNodesError, load
 
-    budget = BUDGET_OF[InputKind.OUTPUT_RECORD]
     try:
         # Within the kind's nodes: a planted index of small nodes is refused at the node past
         # them, at the cost of a real one, not composed whole.
-        document = load(text, max_nodes=budget.max_nodes)
+        document = load(text, max_nodes=max_nodes)
     except (yaml.YAMLError, ValueError) as err:
         if b"talos-schematic" not in text[:4096]:
             raise _foreign(source) from None
         if isinstance(err, TooManyNodesError):
+            real = BUDGET_OF[InputKind.OUTPUT_RECORD].real_nodes
             raise OutputError(
                 f"{source}: {err.problem}, more than talos-schematic writes for an index "
-                f"({budget.real_nodes}); {_RESTORE}"
+                f"({real}; for an index of more pools, raise --max-input-size); {_RESTORE}"
             ) from None
         raise OutputError(f"{source}: not valid YAML: {str(err).splitlines()[0]}") from None
     if not isinstance(document, dict) or document.get(GENERATOR[0]) != GENERATOR[1]:
