@@ -144,8 +144,8 @@ class Budget:
 # compose_all counts: 46,037 nodes in 1.3 MB (the default kinds), 60,048 in 1.9 MB (every
 # output kind). 120,000 nodes is about twice that. Within them the size limit is 3 MiB, which
 # holds a thousand pools of every kind with room (1,792 KiB did not): a planted index of
-# 15,000 pools costs `triage --against` 2.9 s and 90 MB, one of 40,000 files `check` 2 s, one
-# refused at its nodes 1.8 s; a planted journal of 3 MiB `generate --out` 2.3 s.
+# 15,000 pools costs `triage --against` 3.3 s and 90 MB, one of 40,000 files `check` 2.4 s, one
+# refused at its nodes 2 s; a planted journal of 3 MiB `generate --out` 2.4 s.
 # A metrics answer costs some 0.25 s a MiB (one series of samples) to 0.5 s a MiB (a series
 # per node): 256 MiB of it took 20-31 s.
 BUDGETS: tuple[Budget, ...] = (
