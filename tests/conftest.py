@@ -25,6 +25,16 @@ def no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def each_kind_its_own_size_limit() -> Iterator[None]:
+    """`--max-input-size` sets one limit for the rest of the process (as a command run does):
+    a test that ran a command with it in-process would leave it to the tests after it."""
+    from schematic.safe_yaml import set_max_input_size
+
+    yield
+    set_max_input_size(None)
+
+
 @pytest.fixture
 def instant_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """Factory retries still happen, with zero backoff, so command tests do not sleep."""

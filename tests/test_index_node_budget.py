@@ -4,7 +4,6 @@ of an index are; a real index of a thousand pools is read without complaint."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from schematic.safe_yaml import (
     Budget,
     InputKind,
     compose_all,
-    set_max_input_size,
 )
 
 register_all_commands()
@@ -51,14 +49,6 @@ def _refusal(index: Path, nodes: int | None = BUDGET.max_nodes) -> str:
         "the index was edited — restore it from version control, or move the directory away "
         "and generate into a new one"
     )
-
-
-@pytest.fixture(autouse=True)
-def each_kinds_own_limit() -> Iterator[None]:
-    """Each kind's own limits, whatever --max-input-size an earlier in-process run gave."""
-    set_max_input_size(None)
-    yield
-    set_max_input_size(None)
 
 
 @pytest.fixture

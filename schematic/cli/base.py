@@ -125,8 +125,9 @@ MaxInputSizeOption = Annotated[
         metavar="SIZE",
         callback=_apply_max_input_size,
         show_default=False,
-        help="Largest input file read, for every kind, e.g. 64MiB or 500k (default: 1MiB for "
-        "YAML inputs, 16MiB for text dumps and logs); a larger one is an error.",
+        help="Largest input file read, for every kind, e.g. 64MiB or 500k (default: each kind's "
+        "own limit, from 256KiB for a hardware profile to 64MiB for JSON evidence; the table is "
+        "in docs/security.md); a larger one is an error.",
     ),
 ]
 
