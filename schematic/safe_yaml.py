@@ -212,7 +212,7 @@ BUDGETS: tuple[Budget, ...] = (
     Budget(
         InputKind.OUTPUT_RECORD,
         "output directory's `index.yaml` and journal (`generate --out`, `check`, "
-        "`triage --against`)",
+        "`triage --against`; `lint` reads an `index.yaml` the tool wrote by it)",
         "a thousand GPU pools: 1.3 MB (of every output kind: 1.9 MB)",
         3 * _MIB,
         max_nodes=120_000,

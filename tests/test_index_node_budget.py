@@ -12,7 +12,10 @@ from tree_snapshot import snapshot
 from typer.testing import CliRunner
 
 from schematic.cli import app, register_all_commands
+from schematic.doctor.lint.loader import load_paths
+from schematic.doctor.lint.rollout import indexed_pools
 from schematic.inputs.cluster_file import parse_cluster
+from schematic.output.outdir import HEADER as INDEX_HEADER
 from schematic.output.outdir import parse_index
 from schematic.output.render.files import render_files
 from schematic.output.render.kinds import DEFAULT_KINDS, KINDS
@@ -170,3 +173,31 @@ def test_a_thousand_pools_of_every_kind_fit_the_index_limits_with_room() -> None
     assert 10 * len(hundred) <= INPUT_LIMITS[InputKind.OUTPUT_RECORD] * 3 // 4
     assert len(list(compose_all(hundred, max_nodes=BUDGET.max_nodes * 3 // 40))) == 1
     assert len(parse_index(hundred).pools) == 100
+
+
+def test_lint_reads_a_real_index_of_a_thousand_pools_within_its_own_budget(
+    real_index: bytes, tmp_path: Path
+) -> None:
+    # 1.3 MB, past lint's own 1 MiB: read as the index it is, its pools known to the rollout
+    # rule; the same bytes without the tool's header are any other file of that size.
+    assert len(real_index) > INPUT_LIMITS[InputKind.LINT]
+    (tmp_path / "index.yaml").write_bytes(real_index)
+    documents, problems = load_paths([str(tmp_path)])
+    assert problems == []
+    assert len(indexed_pools(documents)) == 1000
+    (tmp_path / "index.yaml").write_bytes(real_index.split(b"\n", 1)[1])
+    documents, problems = load_paths([str(tmp_path)])
+    assert documents == []
+    assert [(p.file, p.unread) for p in problems] == [(str(tmp_path / "index.yaml"), True)]
+
+
+def test_lint_reads_a_planted_index_within_the_index_nodes(
+    tmp_path: Path, lower_budget: Budget
+) -> None:
+    (tmp_path / "index.yaml").write_text(
+        f"{INDEX_HEADER}generator: talos-schematic\n" + "pools: [" + "1," * 5000 + "1]\n"
+    )
+    documents, problems = load_paths([str(tmp_path)])
+    assert documents == []
+    assert [p.file for p in problems] == [str(tmp_path / "index.yaml")]
+    assert f"holds more than {lower_budget.max_nodes:,} YAML nodes" in problems[0].message

@@ -20,14 +20,18 @@ import yaml
 
 from schematic.core.goscalar import resolve_plain
 from schematic.errors import LintInputError, printable
+from schematic.output.outdir import HEADER as INDEX_HEADER
+from schematic.output.outdir import INDEX
 from schematic.safe_yaml import (
     InputKind,
     InputTooLargeError,
     NotTextError,
     YamlLimitError,
+    check_size,
     check_syntax,
     compose_all,
     files_below,
+    node_budget,
     read_problem,
     read_text,
 )
@@ -167,15 +171,21 @@ def _untyped(kind: type[yaml.Node], value: Any, implicit: Any) -> str:
 
 
 def parse_yaml(
-    text: str, file: str, line_offset: int = 0, *, only_read: bool = False
+    text: str,
+    file: str,
+    line_offset: int = 0,
+    *,
+    only_read: bool = False,
+    max_nodes: int | None = None,
 ) -> list[Document]:
-    """Every document of ``text``; raises yaml.YAMLError on a syntax error. ``only_read``
-    keeps only the documents that may hold an object lint reads (:func:`may_hold_lint_object`
-    on each document's own text): the rest of a file is composed, never built or kept."""
+    """Every document of ``text``; raises yaml.YAMLError on a syntax error, or past
+    ``max_nodes`` YAML nodes. ``only_read`` keeps only the documents that may hold an object
+    lint reads (:func:`may_hold_lint_object` on each document's own text): the rest of a file is
+    composed, never built or kept."""
     documents: list[Document] = []
     # Aliases counted, never expanded, and nesting bounded: a bomb is a YAMLError like any other.
     # Node tags are left untyped: _scalar types values by go-yaml's rules, not by the tag.
-    for index, node in enumerate(compose_all(text, _untyped)):
+    for index, node in enumerate(compose_all(text, _untyped, max_nodes=max_nodes)):
         if node is None:
             continue
         start = node.start_mark.index
@@ -337,8 +347,14 @@ def load_counted(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem
         if reason:
             problems.append(LoadProblem(shown, None, reason, template=False, skipped=True))
             continue
+        # The index `generate --out` writes is read within its own budget (a thousand pools
+        # are 1.3 MB, past lint's 1 MiB), and only when it starts as the tool writes it.
+        index = Path(shown).name == INDEX
         try:
-            text = read_text(path, kind=InputKind.LINT)
+            text = read_text(path, kind=InputKind.OUTPUT_RECORD if index else InputKind.LINT)
+            if index and not text.startswith(INDEX_HEADER):
+                index = False
+                check_size(text, InputKind.LINT)
         except (InputTooLargeError, NotTextError) as err:
             # Like a bomb, a hostile file is a finding for that file; the others are still read.
             fix = (
@@ -361,7 +377,8 @@ def load_counted(paths: Sequence[str]) -> tuple[list[Document], list[LoadProblem
         relevant = may_hold_lint_object(text) or is_schematic_file(shown)
         try:
             if relevant:
-                documents.extend(parse_yaml(text, shown, only_read=True))
+                nodes = node_budget(InputKind.OUTPUT_RECORD) if index else None
+                documents.extend(parse_yaml(text, shown, only_read=True, max_nodes=nodes))
             else:
                 # Nothing in it is read: only whether it parses matters (a TS191 or TS003 note).
                 check_syntax(text)
