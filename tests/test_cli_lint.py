@@ -414,3 +414,20 @@ def test_a_cluster_file_alone_is_nothing_checked_with_the_command_that_reads_it(
     code, out, err = run("lint", example)
     assert (code, out) == (4, "")
     assert f"{example} is a cluster file: `talos-schematic check`" in err
+
+
+def test_an_output_index_alone_is_nothing_checked_and_names_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The index names a cluster and its pools, as a cluster file does: it is neither a cluster
+    # file nor a pass. Linted with its folder, it says nothing of itself.
+    monkeypatch.chdir(tmp_path)
+    example = Path(__file__).resolve().parents[1] / "examples" / "cluster.yaml"
+    assert run("generate", str(example), "--out", "d")[0] == 0
+    code, out, err = run("lint", "d/index.yaml")
+    assert (code, out) == (4, "")
+    assert "d/index.yaml is the index of a folder `generate --out` wrote: lint the folder" in err
+    assert "cluster file" not in err
+    code, _, err = run("lint", "d")
+    assert code != 4
+    assert "index of a folder" not in err and "cluster file" not in err

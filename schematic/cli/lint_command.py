@@ -185,6 +185,13 @@ def lint(
                 "reads (KubernetesNodes or Kubernetes objects, values, Talos machine configs or "
                 "patches, schematics, this tool's output); exit 4 (`lint --help` lists them)"
             )
+        if result.status == NOTHING_JUDGED:
+            for index in result.detail.output_indexes:
+                say(
+                    f"talos-schematic lint: {printable(index, one_line=True)} is the index of a "
+                    "folder `generate --out` wrote: lint the folder, whose values and configs "
+                    "it lists"
+                )
         for cluster_file in result.detail.cluster_files:
             say(
                 f"talos-schematic lint: {printable(cluster_file, one_line=True)} is a cluster "

@@ -42,6 +42,7 @@ __all__ = [
     "Written",
     "compare_directory",
     "index_text",
+    "is_index_document",
     "parse_index",
     "profile_records",
     "read_index",
@@ -129,6 +130,12 @@ def index_text(index: OutputIndex) -> str:
     document["pools"] = [dict(entry) for entry in index.pools]
     document["files"] = dict(sorted(index.files.items()))
     return HEADER + yamltext.dump(document)
+
+
+def is_index_document(data: object) -> bool:
+    """Whether a parsed YAML document carries the index's marker (``generator:
+    talos-schematic``): what `lint` knows an output folder's index by."""
+    return isinstance(data, dict) and data.get(GENERATOR[0]) == GENERATOR[1]
 
 
 def _foreign(source: str) -> OutputError:

@@ -43,6 +43,8 @@ class LintReport(BaseModel):
     judged: bool
     # This tool's own cluster files among the inputs: planned by generate and check, not lint.
     cluster_files: tuple[str, ...] = ()
+    # Indexes of folders `generate --out` wrote: lint reads them beside the folder's files.
+    output_indexes: tuple[str, ...] = ()
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -127,6 +129,7 @@ def lint_paths(
     check_manifests(inventory, out)
     from schematic.doctor.lint.media import check_url_listings, is_url_listing
     from schematic.doctor.lint.omni import check_template_releases, is_omni_template
+    from schematic.output.outdir import is_index_document
 
     check_url_listings(documents, out)
     check_template_releases(documents, out)
@@ -149,6 +152,8 @@ def lint_paths(
         or scripts
         or any(is_url_listing(doc.data) or is_omni_template(doc.data) for doc in documents)
     )
+    # An output folder's index names its cluster and pools too: it is not a cluster file.
+    indexes = tuple(dict.fromkeys(doc.file for doc in documents if is_index_document(doc.data)))
     cluster_files = tuple(
         dict.fromkeys(
             doc.file
@@ -156,10 +161,15 @@ def lint_paths(
             if isinstance(doc.data, dict)
             and isinstance(doc.data.get("cluster"), str)
             and isinstance(doc.data.get("pools"), list)
+            and doc.file not in indexes
         )
     )
     return LintReport(
-        findings=tuple(out.findings), files=files, judged=judged, cluster_files=cluster_files
+        findings=tuple(out.findings),
+        files=files,
+        judged=judged,
+        cluster_files=cluster_files,
+        output_indexes=indexes,
     )
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from schematic.facts.talos import EMPTY_SCHEMATIC_ID
 from schematic.inputs.nodes import POOL_LABEL
+from schematic.output.outdir import is_index_document
 
 if TYPE_CHECKING:
     from schematic.doctor.lint.findings import Collector
@@ -32,7 +33,6 @@ __all__ = ["IndexedPool", "check_rollout_scripts", "indexed_pools"]
 _HEADING = re.compile(r"^#\s*pool\s+(?P<pool>[a-z0-9]([-a-z0-9]*[a-z0-9])?)\b")
 _ID = re.compile(r"^[0-9a-f]{64}$")
 _TUPPR_SCHEMATIC = "tuppr.home-operations.com/schematic="
-_GENERATOR = "talos-schematic"
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def indexed_pools(documents: Iterable[Document]) -> dict[str, IndexedPool]:
     pools: dict[str, IndexedPool] = {}
     for doc in documents:
         data: Any = doc.data
-        if not isinstance(data, dict) or data.get("generator") != _GENERATOR:
+        if not is_index_document(data):
             continue
         for entry in data.get("pools") or ():
             if not isinstance(entry, dict):
