@@ -57,7 +57,7 @@ def _refusal(index: Path, nodes: int | None = BUDGET.max_nodes) -> str:
 @pytest.fixture
 def lower_budget(monkeypatch: pytest.MonkeyPatch) -> Budget:
     """The index's budget lowered to 1,000 nodes: each reader passes the budget on, at the
-    cost of a thousand nodes rather than 120,000."""
+    cost of a thousand nodes rather than the default's."""
     lowered = replace(BUDGET, max_nodes=1000)
     monkeypatch.setitem(BUDGET_OF, InputKind.OUTPUT_RECORD, lowered)
     return lowered
@@ -92,7 +92,8 @@ def _planted(tmp_path: Path, items: int) -> Path:
 
 def test_a_planted_index_of_small_nodes_is_refused_by_its_count(tmp_path: Path) -> None:
     # 300,000 one-character items: 600 kB, under the size limit; composed whole (before the
-    # node budget), `generate --out` took 8 s of CPU on it. Now it stops at node 120,001.
+    # node budget), `generate --out` took 8 s of CPU on it. Now it stops at the node past
+    # its budget.
     out = _planted(tmp_path, 300_000)
     assert (out / "index.yaml").stat().st_size < INPUT_LIMITS[InputKind.OUTPUT_RECORD]
     before = snapshot(tmp_path)
@@ -129,12 +130,12 @@ def test_triage_against_a_planted_index_is_refused_by_its_count(
 
 
 def test_max_input_size_scales_the_node_budget_with_the_size(tmp_path: Path) -> None:
-    # 96 KiB is a 32nd of the index's 3 MiB: 3,750 nodes. The 3,000 items are read (and found
+    # 96 KiB is a 32nd of the index's 3 MiB: 3,125 nodes. The 3,000 items are read (and found
     # to lack the tool's keys); the 5,000 are refused at their count.
     limit = 96 * 1024
     assert BUDGET.max_nodes is not None
     nodes = BUDGET.max_nodes * limit // INPUT_LIMITS[InputKind.OUTPUT_RECORD]
-    assert nodes == 3750
+    assert nodes == 3125
     said: list[list[str]] = []
     for items in (3000, 5000):
         out = _planted(tmp_path / str(items), items)

@@ -61,11 +61,15 @@ def _cluster_text(path: Path) -> str | None:
 
     if str(path) == "-" or not path.is_file():
         return None
-    from schematic.safe_yaml import InputKind, load, read_text
+    from schematic.inputs.cluster_file import parse_cluster
+    from schematic.safe_yaml import InputKind, TooManyNodesError, load, node_budget, read_text
 
     try:
         text = read_text(path, kind=InputKind.CLUSTER)
-        data = load(text)
+        data = load(text, max_nodes=node_budget(InputKind.CLUSTER))
+    except TooManyNodesError:
+        parse_cluster(text, str(path))  # the cluster reader's own refusal, naming the budget
+        raise
     except (OSError, yaml.YAMLError):
         return None  # read again as a schematic, whose error then says what is wrong
     return text if isinstance(data, dict) and "pools" in data else None

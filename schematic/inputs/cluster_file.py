@@ -361,7 +361,7 @@ def parse_cluster(text: str, source: str) -> ClusterFile:
     """A cluster file from its YAML text; errors name ``source``, the line, the pool and the
     key."""
     with collector_paused():
-        data, node = parse_yaml(text, source, ClusterFileError)
+        data, node = parse_yaml(text, source, ClusterFileError, InputKind.CLUSTER)
         return _read_cluster(data, Reading(source, ClusterFileError, node, _pool_label(data)))
 
 

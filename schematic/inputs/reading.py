@@ -30,7 +30,14 @@ from typing import Any, TypeVar, cast
 import yaml
 
 from schematic.errors import TalosSchematicError, closest_names, printable
-from schematic.safe_yaml import YamlLimitError, compose_single
+from schematic.safe_yaml import (
+    BUDGET_OF,
+    InputKind,
+    TooManyNodesError,
+    YamlLimitError,
+    compose_single,
+    node_budget,
+)
 
 __all__ = [
     "MAX_PROBLEMS",
@@ -160,23 +167,26 @@ def collector_paused() -> Iterator[None]:
 
 
 def parse_yaml(
-    text: str, source: str, error: type[TalosSchematicError]
+    text: str, source: str, error: type[TalosSchematicError], kind: InputKind | None = None
 ) -> tuple[Any, yaml.Node | None]:
-    """The one document of ``text`` typed by the rule above, and its node (for line numbers).
+    """The one document of ``text`` typed by the rule above, and its node (for line numbers);
+    within the YAML nodes of ``kind``'s budget, where it has one.
 
     Raises ``error`` naming ``source`` and the line for text that is not such YAML.
     """
     source = printable(source, one_line=True)  # a file name stays on its message's line
     try:
         # Aliases counted, never expanded, and nesting bounded before a value is built.
-        node = compose_single(text, _untyped)
+        node = compose_single(text, _untyped, max_nodes=node_budget(kind) if kind else None)
         return (_value(node) if node is not None else None), node
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
         reason = " ".join(filter(None, [err.context, err.problem]))
-        kind = "" if isinstance(err, YamlLimitError) else "not valid YAML: "
-        raise error(f"{where}: {kind}{reason}") from None
+        if isinstance(err, TooManyNodesError) and kind is not None:
+            reason += f" ({BUDGET_OF[kind].real_nodes}); for a larger file, raise --max-input-size"
+        said = "" if isinstance(err, YamlLimitError) else "not valid YAML: "
+        raise error(f"{where}: {said}{reason}") from None
     except yaml.YAMLError as err:
         raise error(f"{source}: not valid YAML: {err}") from None
     except _YamlError as err:
