@@ -9,7 +9,7 @@ issue's own reproductions far over it):
   list, a mapping of distinct keys (also: 16,000 unknown keys, located one by one), a stream of
   tiny documents (``---\\na: 1``), random scalars (seeded); each also as a planted output index
   (``generate --out``, ``check --out``, ``triage --against``), refused by its YAML nodes; and
-  indexes in the tool's shape within those nodes (15,000 pools, 40,000 files), and planted
+  indexes in the tool's shape up to those nodes (of pools, of files), and planted
   journals, at the same limit;
 - for plain-text logs: blank lines, short lines, lines that each hold a keyword, lines that each
   make a signal, continuation lines, a long whitespace run inside a value (also in a described

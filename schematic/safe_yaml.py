@@ -144,9 +144,9 @@ class Budget:
 # compose_all counts: 46,037 nodes in 1.3 MB (the default kinds), 60,048 in 1.9 MB (every
 # output kind). 100,000 nodes is 1.7 times the larger (at 120,000, `check` of an index in the
 # tool's shape up to them took 3.8 s). Within them the size limit is 3 MiB, which
-# holds a thousand pools of every kind with room (1,792 KiB did not): a planted index of
-# 15,000 pools costs `triage --against` 3.3 s and 90 MB, one of 40,000 files `check` 2.4 s, one
-# refused at its nodes 2 s; a planted journal of 3 MiB `generate --out` 2.4 s.
+# holds a thousand pools of every kind with room (1,792 KiB did not): a planted index in the
+# tool's shape up to the nodes costs `triage --against` 2.1 s and 80 MB, `check` 2.1 s; a
+# planted journal of 3 MiB `generate --out` 1.9 s.
 # A metrics answer costs some 0.25 s a MiB (one series of samples) to 0.5 s a MiB (a series
 # per node): 256 MiB of it took 20-31 s.
 BUDGETS: tuple[Budget, ...] = (
