@@ -202,3 +202,25 @@ def test_lint_reads_a_planted_index_within_the_index_nodes(
     assert documents == []
     assert [p.file for p in problems] == [str(tmp_path / "index.yaml")]
     assert f"holds more than {lower_budget.max_nodes:,} YAML nodes" in problems[0].message
+
+
+def test_lint_reads_an_index_yaml_the_tool_did_not_write_within_lints_own_limits(
+    tmp_path: Path, lower_budget: Budget
+) -> None:
+    # Named index.yaml but without the tool's header: lint's own size limit, and no node
+    # budget (a user's manifest of many values is read whole, as any other file).
+    text = "kind: HelmRelease\nmetadata: {name: x}\nspec:\n  values:\n    v: [" + "1," * 3000
+    (tmp_path / "index.yaml").write_text(text + "1]\n")
+    documents, problems = load_paths([str(tmp_path)])
+    assert problems == []
+    assert [doc.data["kind"] for doc in documents] == ["HelmRelease"]
+
+
+def test_lint_reads_only_the_index_within_the_index_budget(tmp_path: Path) -> None:
+    # Every file generate writes starts with the same header: a values file past lint's own
+    # limit is not read, whatever its first line.
+    values = INDEX_HEADER + "x: '" + "a" * INPUT_LIMITS[InputKind.LINT] + "'\n"
+    (tmp_path / "values.yaml").write_text(values)
+    documents, problems = load_paths([str(tmp_path)])
+    assert documents == []
+    assert [(p.file, p.unread) for p in problems] == [(str(tmp_path / "values.yaml"), True)]

@@ -360,3 +360,11 @@ def test_quoted_long_digits_and_numbers_within_the_limit_compose() -> None:
     # go-yaml's reading takes any length (a number out of int64's range is text there).
     (node,) = compose_all(f"a: {digits}\n", longest_number=None)
     assert node.value[0][1].value == digits
+
+
+def test_a_document_starting_past_the_budget_is_refused_at_its_start() -> None:
+    # Two documents of 4 nodes take a budget of 8: the third is refused as it starts.
+    stream = "---\na: 1\n---\nb: 2\n---\nc: 3\n"
+    with pytest.raises(TooManyNodesError, match="holds more than 8 YAML nodes") as caught:
+        list(compose_all(stream, max_nodes=8))
+    assert caught.value.problem_mark is not None and caught.value.problem_mark.line == 4

@@ -422,6 +422,17 @@ def test_a_file_naming_more_nodes_than_are_judged_says_how_many_were_passed_over
     assert (len(reading.signals), reading.problem) == (8, "")
 
 
+def test_a_file_is_judged_for_as_many_nodes_as_kubernetes_supports() -> None:
+    # Kubernetes supports clusters of 5,000 nodes: a file naming each of them is judged whole;
+    # one more name is counted, not judged.
+    lines = [f"worker-{n}: OOMKilled" for n in range(5000)]
+    assert read_evidence("\n".join(lines) + "\n", "kubelet.log").problem == ""
+    reading = read_evidence("\n".join([*lines, "worker-5000: OOMKilled"]) + "\n", "kubelet.log")
+    assert reading.problem == (
+        "1 signals of 1 nodes named past the first 5,000 were counted, not judged"
+    )
+
+
 def test_a_json_list_of_more_objects_than_are_read_says_where_reading_stopped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -159,3 +159,18 @@ def test_each_pod_line_is_the_line_of_the_key_it_quotes(
             assert [s.evidence.line for s in identity] == [line_of("hostIP", number)]
         else:
             assert identity == []
+
+
+def test_a_key_an_object_lacks_is_located_at_the_objects_own_line() -> None:
+    # An event without a reason (a series' count only): its line is where the event starts.
+    events = [
+        {"apiVersion": "v1", "kind": "Event", "reason": "Started", "message": "m"},
+        {"apiVersion": "v1", "kind": "Event", "message": "no reason given"},
+    ]
+    text = json.dumps({"apiVersion": "v1", "items": events, "kind": "List"}, indent=4)
+    signals = [s for s in read_json_chunks([text], "events.json") if s.kind is Kind.EVENT]
+    second = text.index("{", text.index('"Started"'))
+    assert [s.evidence.line for s in signals] == [
+        text.count("\n", 0, text.index('"reason"')) + 1,
+        text.count("\n", 0, second) + 1,
+    ]
