@@ -14,7 +14,13 @@ from typer.testing import CliRunner
 from schematic.cli import app, register_all_commands
 from schematic.errors import ClusterFileError
 from schematic.inputs.cluster_file import parse_cluster
-from schematic.safe_yaml import BUDGET_OF, INPUT_LIMITS, InputKind, set_max_input_size
+from schematic.safe_yaml import (
+    BUDGET_OF,
+    INPUT_LIMITS,
+    InputKind,
+    compose_all,
+    set_max_input_size,
+)
 
 register_all_commands()
 
@@ -62,6 +68,28 @@ def test_a_real_cluster_of_a_thousand_pools_is_read_within_a_quarter_of_the_budg
     text = _thousand_pools()
     assert len(text.encode()) <= INPUT_LIMITS[InputKind.CLUSTER] // 2
     assert len(parse_cluster(text, "c1000.yaml").pools) == 1000
+
+
+def test_ten_thousand_terse_pools_under_the_size_limit_are_within_the_nodes() -> None:
+    # The most pools a real file under 1 MiB holds (benchmarks/upgrade.py plans 10,000 such):
+    # composed within three quarters of the budget.
+    shapes = (
+        "profile: kubevirt-cpu, instanceType: u1.large",
+        "profile: kubevirt-l4, maxReplicas: 4",
+        "profile: kubevirt-l40s, nvidia: {tier: lts}, diskSize: 100Gi",
+        "profile: kubevirt-v100-pcie-16gb, resources: {cpu: 8, memory: 64Gi}",
+    )
+
+    def cluster(pools: int) -> str:
+        entries = "".join(f"  - {{name: p{n:05d}, {shapes[n % 4]}}}\n" for n in range(pools))
+        return "cluster: big\ntalos: {version: v1.13.9}\npools:\n" + entries
+
+    assert len(cluster(10_000).encode()) <= INPUT_LIMITS[InputKind.CLUSTER]
+    # A pool's nodes are the same whatever its number: a hundredth of the file in a
+    # hundredth of the budget (and the 10 nodes of the document and its head).
+    assert BUDGET.max_nodes is not None
+    share = BUDGET.max_nodes * 3 // 4 // 100 + 10
+    assert len(list(compose_all(cluster(100), max_nodes=share))) == 1
 
 
 def test_max_input_size_moves_the_cluster_node_budget_with_the_size(
