@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -86,16 +86,21 @@ def _objects(file: str) -> list[dict[str, Any]]:
 
 
 def _kubectl_prints(server: FakeServer, recording: Recording, folder: Path) -> str:
-    assert KUBECTL.path is not None
     server.objects.clear()
     server.now = recording.now
     for obj in _objects(recording.objects):
         server.put(obj)
+    return _run_kubectl(server, folder, recording.command)
+
+
+def _run_kubectl(server: FakeServer, folder: Path, command: Sequence[str]) -> str:
+    """What the real kubectl prints for ``command`` against the fake API server."""
+    assert KUBECTL.path is not None
     # HOME: kubectl's discovery cache goes to the test's folder (and serves every run), not
     # to the user's.
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(folder)}
     done = subprocess.run(
-        [KUBECTL.path, "--kubeconfig", str(server.kubeconfig(folder)), *recording.command],
+        [KUBECTL.path, "--kubeconfig", str(server.kubeconfig(folder)), *command],
         capture_output=True,
         text=True,
         env=env,
@@ -150,27 +155,15 @@ def test_an_empty_list_kubectl_prints_is_read_and_alone_judges_nothing(
     # A namespace with no pods, as kubectl prints it: a List with no items (a quiet cluster's
     # events read the same). Beside a healthy bundle it is read (not "unrecognised"); alone it
     # shows nothing of the nodes (exit 4).
-    assert KUBECTL.path is not None
     with fake_api_server() as server:
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
-        done = subprocess.run(
-            [
-                KUBECTL.path,
-                *("--kubeconfig", str(server.kubeconfig(tmp_path))),
-                *("get", "pods", "-n", "gpu-operator", "-o", output),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
+        printed = _run_kubectl(
+            server, tmp_path, ("get", "pods", "-n", "gpu-operator", "-o", output)
         )
-    assert done.returncode == 0, done.stderr
-    assert "items: []" in done.stdout or '"items": []' in done.stdout
+    assert "items: []" in printed or '"items": []' in printed
     bundle = tmp_path / "bundle"
     shutil.copytree(BUNDLES / "healthy-gpu-worker-l40s", bundle)
     events = bundle / f"gpu-operator-pods.{output}"
-    events.write_text(done.stdout, encoding="utf-8")
+    events.write_text(printed, encoding="utf-8")
     report = triage_paths([str(bundle)])
     assert report.verdict == "healthy"
     assert str(events) not in [reading.file for reading in report.unrecognised]
