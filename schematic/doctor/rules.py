@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 __all__ = ["RULES", "RULES_FILE", "SEVERITIES", "Rule", "RuleDataError", "Severity", "rule"]
 
@@ -59,7 +59,7 @@ class Rule:
             raise RuleDataError(f"{RULES_FILE}: {name}: a code is TS and three digits")
         if entry["severity"] not in SEVERITIES:
             raise RuleDataError(f"{RULES_FILE}: {name}: severity is one of {', '.join(SEVERITIES)}")
-        return cls(**cast("dict[str, str]", entry))  # type: ignore[arg-type]
+        return cls(**entry)
 
     def explain(self) -> str:
         """The long text of `talos-schematic explain CODE`."""
